@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs every build and run dependency of vispco from Debian's packages. Idempotent: a second run
+# installs nothing new. Needs root (or sudo). Usage: bash scripts/install-deps.sh
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libtorch-dev            # tensors, autograd, c10d (LibTorch 1.13)
+  libopenblas0-pthread    # without it LibTorch's fp32 matmul is ~30x slower here
+  libopencv-dev           # image decode (JPEG/PNG/WebP/BMP), resize, drawing
+  libsentencepiece-dev    # tokenizer.model
+  nlohmann-json3-dev      # config.json, safetensors headers, reports
+  libcli11-dev            # command line
+  libspdlog-dev           # logging
+  libcpp-httplib-dev      # HTTP server
+  libsqlite3-dev          # result store
+  libgtest-dev libgmock-dev googletest
+  libbenchmark-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

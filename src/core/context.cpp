@@ -1,0 +1,49 @@
+// Parsing of the run context's fields and thread set-up.
+#include "core/context.h"
+
+#include <ATen/Parallel.h>
+#include <torch/cuda.h>
+
+#include <thread>
+
+#include "core/errors.h"
+
+namespace vispco {
+
+c10::ScalarType parse_dtype(const std::string& name) {
+  if (name == "fp32" || name == "float32" || name == "float") return c10::kFloat;
+  if (name == "bf16" || name == "bfloat16") return c10::kBFloat16;
+  if (name == "fp16" || name == "float16" || name == "half") return c10::kHalf;
+  throw InvalidArgument("unknown dtype '" + name + "' (valid: fp32, bf16, fp16)");
+}
+
+std::string dtype_name(c10::ScalarType dtype) {
+  switch (dtype) {
+    case c10::kFloat: return "fp32";
+    case c10::kBFloat16: return "bf16";
+    case c10::kHalf: return "fp16";
+    default: return c10::toString(dtype);
+  }
+}
+
+c10::Device parse_device(const std::string& name) {
+  if (name == "cpu") return c10::Device(c10::kCPU);
+  if (name.rfind("cuda", 0) == 0) {
+    if (!torch::cuda::is_available())
+      throw InvalidArgument("device '" + name + "' asked for, but this LibTorch has no usable CUDA device");
+    try {
+      return c10::Device(name);
+    } catch (const c10::Error&) {
+      throw InvalidArgument("bad device '" + name + "' (valid: cpu, cuda, cuda:N)");
+    }
+  }
+  throw InvalidArgument("unknown device '" + name + "' (valid: cpu, cuda, cuda:N)");
+}
+
+void apply_threads(const RunContext& ctx) {
+  int n = ctx.n_threads;
+  if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  at::set_num_threads(n);
+}
+
+}  // namespace vispco

@@ -1,0 +1,14 @@
+// Precompiled header for the vispco targets: the heavy, stable third-party headers only.
+#pragma once
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+#include <map>
+#include <memory>
