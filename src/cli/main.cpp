@@ -1,10 +1,38 @@
-// `vispco` command-line entry point: subcommands registered in cli/commands.h.
+// `vispco` command-line entry point: registers the subcommands of cli/commands.h and turns every error into
+// one line on stderr and a non-zero exit code (2 for vispco errors, 3 for LibTorch errors, 1 otherwise).
+#include <c10/util/Exception.h>
+
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <string>
+
+#include "cli/commands.h"
+#include "core/errors.h"
+
+namespace {
+// First line of a LibTorch message, without its C++ backtrace.
+std::string first_line(const std::string& what) { return what.substr(0, what.find('\n')); }
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"vispco: visual-token pruning for vision-language models"};
   app.require_subcommand(1);
-  CLI11_PARSE(app, argc, argv);
+  vispco::cli::register_data(app);
+  vispco::cli::register_generate(app);
+  vispco::cli::register_init_random(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const vispco::Error& e) {
+    std::cerr << "error: " << first_line(e.what()) << "\n";
+    return 2;
+  } catch (const c10::Error& e) {
+    std::cerr << "error: " << first_line(e.what_without_backtrace()) << "\n";
+    return 3;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << first_line(e.what()) << "\n";
+    return 1;
+  }
   return 0;
 }

@@ -1,0 +1,13 @@
+// The subcommands of `vispco`: each lives in its own cli/cmd_<name>.cpp and registers itself on the app.
+// A command's callback throws vispco::Error on bad input; main() prints it as one line and exits 2.
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace vispco::cli {
+
+// Each registers one subcommand (its options and callback) on `app`. Keep this list sorted.
+void register_data(CLI::App& app);
+void register_generate(CLI::App& app);
+void register_init_random(CLI::App& app);
+
+}  // namespace vispco::cli
