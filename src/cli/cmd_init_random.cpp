@@ -1,6 +1,50 @@
-// `vispco init-random`: placeholder until implemented.
+// `vispco init-random`: writes a random-weight LLaVA folder in the Hugging Face layout (tests, benchmarks).
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
+#include "core/context.h"
+#include "core/errors.h"
+#include "model/presets.h"
 
 namespace vispco::cli {
-void register_init_random(CLI::App& app) { app.add_subcommand("init-random", "(not implemented yet)"); }
+
+void register_init_random(CLI::App& app) {
+  struct Opts {
+    std::string preset, config, out, dtype = "bf16";
+    uint64_t seed = 0;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand("init-random", "Write a random-weight LLaVA model folder (HF layout)");
+  std::string names;
+  for (const auto& p : model_presets()) names += "\n  " + p.name + ": " + p.description;
+  auto* preset = cmd->add_option("--preset", o->preset, "Named configuration:" + names);
+  auto* config = cmd->add_option("--config", o->config, "A transformers LLaVA config.json to instantiate");
+  preset->excludes(config);
+  cmd->add_option("--out", o->out, "Output folder")->required();
+  cmd->add_option("--dtype", o->dtype, "Stored weight dtype: bf16 | fp16 | fp32")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed of the random weights")->capture_default_str();
+  cmd->callback([o] {
+    LlavaConfig cfg;
+    if (!o->preset.empty()) {
+      cfg = find_preset(o->preset).config;
+    } else if (!o->config.empty()) {
+      std::ifstream in(o->config);
+      if (!in) throw IoError("cannot read config file '" + o->config + "'");
+      try {
+        cfg = llava_config_from_json(nlohmann::json::parse(in));
+      } catch (const nlohmann::json::parse_error& e) {
+        throw FormatError(o->config + " is not valid JSON: " + e.what());
+      }
+    } else {
+      throw InvalidArgument("init-random needs --preset NAME or --config FILE");
+    }
+    cfg.validate();
+    write_random_llava(o->out, cfg, o->seed, parse_dtype(o->dtype));
+    std::cout << "wrote random LLaVA (" << cfg.text.num_hidden_layers << " decoder layers, N_v = "
+              << cfg.n_visual_tokens() << ") to " << o->out << "\n";
+  });
+}
+
 }  // namespace vispco::cli

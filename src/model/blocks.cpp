@@ -1,0 +1,75 @@
+// Shared transformer blocks: RMSNorm, RoPE, masks, grouped-query attention, activations.
+#include "model/blocks.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <limits>
+
+#include "core/errors.h"
+
+namespace vispco {
+
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  auto xf = x.to(at::kFloat);
+  auto normed = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return weight * normed.to(x.scalar_type());
+}
+
+at::Tensor activation(const at::Tensor& x, const std::string& name) {
+  if (name == "silu") return at::silu(x);
+  if (name == "gelu") return at::gelu(x);
+  if (name == "gelu_pytorch_tanh") return at::gelu(x, "tanh");
+  if (name == "quick_gelu") return x * at::sigmoid(1.702 * x);
+  throw InvalidArgument("unknown activation '" + name + "' (valid: silu, gelu, gelu_pytorch_tanh, quick_gelu)");
+}
+
+Rotary rotary_tables(const at::Tensor& positions, int64_t d_head, double theta, c10::ScalarType dtype) {
+  auto opts = at::TensorOptions().dtype(at::kFloat).device(positions.device());
+  auto exponent = at::arange(0, d_head, 2, opts) / static_cast<double>(d_head);
+  auto inv_freq = at::pow(theta, exponent).reciprocal();                     // [D_h/2]
+  auto angles = positions.to(at::kFloat).unsqueeze(-1) * inv_freq;           // [B, T, D_h/2]
+  auto emb = at::cat({angles, angles}, -1).unsqueeze(1);                     // [B, 1, T, D_h]
+  return {emb.cos().to(dtype), emb.sin().to(dtype)};
+}
+
+at::Tensor apply_rotary(const at::Tensor& x, const Rotary& rot) {
+  const int64_t half = x.size(-1) / 2;
+  auto x1 = x.narrow(-1, 0, half);
+  auto x2 = x.narrow(-1, half, half);
+  auto rotated = at::cat({-x2, x1}, -1);
+  return x * rot.cos + rotated * rot.sin;
+}
+
+at::Tensor causal_mask(const at::Tensor& key_valid, int64_t n_query, int64_t past) {
+  const int64_t n_key = key_valid.size(1);
+  auto opts = at::TensorOptions().dtype(at::kLong).device(key_valid.device());
+  auto q_idx = at::arange(n_query, opts).unsqueeze(1) + past;  // [T, 1]
+  auto k_idx = at::arange(n_key, opts).unsqueeze(0);           // [1, S]
+  auto visible = (k_idx <= q_idx).unsqueeze(0) & key_valid.unsqueeze(1);  // [B, T, S]
+  auto mask = at::zeros(visible.sizes(), key_valid.options().dtype(at::kFloat));
+  mask.masked_fill_(visible.logical_not(), -std::numeric_limits<float>::infinity());
+  return mask.unsqueeze(1);
+}
+
+at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
+                     const at::Tensor& probs_rows, at::Tensor* probs_out) {
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), Dh = q.size(3);
+  const int64_t Hkv = k.size(1), S = k.size(2), G = H / Hkv;
+  TORCH_CHECK(H % Hkv == 0, "attention: ", H, " query heads are not a multiple of ", Hkv, " kv heads");
+  // [B, H, T, Dh] -> [B, Hkv, G·T, Dh]: the G query heads sharing a kv head are stacked along rows.
+  auto qg = q.contiguous().view({B, Hkv, G * T, Dh});
+  auto scores = at::matmul(qg, k.transpose(-1, -2)).to(at::kFloat) * (1.0 / std::sqrt(double(Dh)));
+  if (mask.defined()) scores = (scores.view({B, Hkv, G, T, S}) + mask.unsqueeze(1)).view({B, Hkv, G * T, S});
+  auto probs = at::softmax(scores, -1);
+  if (probs_rows.defined() && probs_out != nullptr) {
+    // rows [B, R] -> gather [B, H, R, S] from probs viewed as [B, H, T, S].
+    auto p = probs.view({B, H, T, S});
+    auto idx = probs_rows.view({B, 1, -1, 1}).expand({B, H, probs_rows.size(1), S});
+    *probs_out = p.gather(2, idx);
+  }
+  auto out = at::matmul(probs.to(v.scalar_type()), v);  // [B, Hkv, G·T, Dh]
+  return out.view({B, H, T, Dh}).transpose(1, 2).reshape({B, T, H * Dh});
+}
+
+}  // namespace vispco

@@ -1,0 +1,46 @@
+// Shared transformer blocks written once for every model family: RMSNorm, rotary position embedding,
+// scaled-dot-product attention with grouped-query heads, additive masks, and activations.
+// Shapes: B batch, T query tokens, S key tokens, H query heads, H_kv key/value heads, D_h head dim.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <string>
+
+namespace vispco {
+
+/// RMSNorm (Zhang & Sennrich 2019; HF LlamaRMSNorm): x · rsqrt(mean(x², −1) + eps) · weight, the
+/// normalisation computed in fp32 and cast back to x's dtype before the weight multiply (as HF).
+/// @param x [..., D] @param weight [D] @return [..., D], dtype of x.
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
+
+/// Activation by its transformers name: "silu", "gelu" (exact erf), "gelu_pytorch_tanh", "quick_gelu"
+/// (x·σ(1.702x), CLIP). @throws InvalidArgument for another name.
+at::Tensor activation(const at::Tensor& x, const std::string& name);
+
+/// Rotary embedding tables for given positions (Su et al. 2021, RoFormer; HF Llama's rotate_half layout:
+/// the two halves of the head dim form the pairs).
+struct Rotary {
+  at::Tensor cos;  ///< [B, 1, T, D_h], compute dtype
+  at::Tensor sin;  ///< [B, 1, T, D_h], compute dtype
+};
+/// cos/sin of positions · θ^(−2i/D_h), angles computed in fp32. @param positions [B, T] int64.
+Rotary rotary_tables(const at::Tensor& positions, int64_t d_head, double theta, c10::ScalarType dtype);
+/// x·cos + rotate_half(x)·sin with rotate_half(x) = cat(−x₂, x₁). @param x [B, H, T, D_h].
+at::Tensor apply_rotary(const at::Tensor& x, const Rotary& rot);
+
+/// Additive attention mask [B, 1, T, S] in fp32: 0 where query t may attend key s, −inf elsewhere.
+/// Key s is visible to query t when key_valid[b, s] and s ≤ past + t (causal by cache index: tokens keep
+/// their order through pruning, so cache order is sequence order).
+/// @param key_valid [B, S] bool (false for left padding) @param past number of cached keys before the T new ones.
+at::Tensor causal_mask(const at::Tensor& key_valid, int64_t n_query, int64_t past);
+
+/// Multi-head attention core: softmax(q·kᵀ/√D_h + mask)·v with grouped-query heads (query head h uses
+/// key/value head h / (H / H_kv), as HF repeat_kv) without materialising repeated keys. Softmax in fp32.
+/// @param q [B, H, T, D_h] @param k,v [B, H_kv, S, D_h] @param mask [B, 1, T, S] additive fp32 or undefined.
+/// @param probs_rows when defined, [B, R] int64 query indices whose attention probabilities are returned
+///        in *probs_out as [B, H, R, S] fp32 (FastV-style scorers read these rows only).
+/// @return [B, T, H·D_h] (heads merged), dtype of q.
+at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
+                     const at::Tensor& probs_rows = {}, at::Tensor* probs_out = nullptr);
+
+}  // namespace vispco

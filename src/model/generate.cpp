@@ -1,0 +1,194 @@
+// Batched prefill (left padding) + KV-cache decode with greedy / temperature / top-p sampling.
+#include "model/generate.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.h"
+#include "cost/timer.h"
+
+namespace vispco {
+
+void GenerationConfig::validate() const {
+  if (max_new_tokens < 1) throw InvalidArgument("max_new_tokens must be ≥ 1 (got " + std::to_string(max_new_tokens) + ")");
+  if (!(temperature >= 0)) throw InvalidArgument("temperature must be ≥ 0 (got " + std::to_string(temperature) + ")");
+  if (!(top_p > 0 && top_p <= 1)) throw InvalidArgument("top_p must be in (0, 1] (got " + std::to_string(top_p) + ")");
+}
+
+nlohmann::json to_json(const GenerationConfig& c) {
+  return {{"max_new_tokens", c.max_new_tokens}, {"temperature", c.temperature}, {"top_p", c.top_p},
+          {"seed", c.seed},                     {"stop_at_eos", c.stop_at_eos}};
+}
+
+GenerationConfig generation_config_from_json(const nlohmann::json& j) {
+  GenerationConfig c;
+  for (const auto& [key, value] : j.items()) {
+    try {
+      if (key == "max_new_tokens") c.max_new_tokens = value.get<int64_t>();
+      else if (key == "temperature") c.temperature = value.get<double>();
+      else if (key == "top_p") c.top_p = value.get<double>();
+      else if (key == "seed") c.seed = value.get<uint64_t>();
+      else if (key == "stop_at_eos") c.stop_at_eos = value.get<bool>();
+      else throw InvalidArgument("unknown generation setting '" + key +
+                                 "' (valid: max_new_tokens, temperature, top_p, seed, stop_at_eos)");
+    } catch (const nlohmann::json::exception&) {
+      throw InvalidArgument("generation setting '" + key + "' has the wrong type (got " + value.dump() + ")");
+    }
+  }
+  c.validate();
+  return c;
+}
+
+nlohmann::json GenerationStats::to_json() const {
+  return {{"batch", batch},
+          {"n_visual", n_visual},
+          {"n_visual_kept", n_visual_kept},
+          {"n_text_max", n_text_max},
+          {"tokens_per_layer", tokens_per_layer},
+          {"vision_ms", vision_ms},
+          {"prefill_ms", prefill_ms},
+          {"ttft_ms", ttft_ms},
+          {"decode_ms", decode_ms},
+          {"n_generated", n_generated},
+          {"decode_tokens_per_s", decode_tokens_per_s},
+          {"kv_cache_bytes", kv_cache_bytes}};
+}
+
+TokenState build_prefill_state(VisionLanguageModel& m, const std::vector<VlmRequest>& reqs, const at::Tensor& visual) {
+  const int64_t B = static_cast<int64_t>(reqs.size()), n_v = visual.size(1);
+  const int64_t image_id = m.config().image_token_index;
+  std::vector<int64_t> lengths, image_pos;
+  for (const auto& r : reqs) {
+    const auto n_img = std::count(r.prompt_ids.begin(), r.prompt_ids.end(), image_id);
+    if (n_img != 1)
+      throw InvalidArgument("a prompt must hold exactly one image placeholder (id " + std::to_string(image_id) +
+                            "), got " + std::to_string(n_img));
+    image_pos.push_back(std::find(r.prompt_ids.begin(), r.prompt_ids.end(), image_id) - r.prompt_ids.begin());
+    lengths.push_back(static_cast<int64_t>(r.prompt_ids.size()) - 1 + n_v);
+  }
+  const int64_t T = *std::max_element(lengths.begin(), lengths.end());
+  auto dev = visual.device();
+  auto& lm = m.net()->language_model;
+  std::vector<at::Tensor> rows;
+  auto valid = at::zeros({B, T}, at::TensorOptions().dtype(at::kBool));
+  auto is_visual = at::zeros({B, T}, at::TensorOptions().dtype(at::kBool));
+  for (int64_t b = 0; b < B; ++b) {
+    const auto& ids = reqs[b].prompt_ids;
+    auto id_t = at::tensor(ids, at::TensorOptions().dtype(at::kLong)).to(dev);
+    auto emb = lm->embed(id_t);  // [n_ids, D]
+    const int64_t p = image_pos[b], pad = T - lengths[b];
+    std::vector<at::Tensor> parts;
+    if (pad > 0) parts.push_back(at::zeros({pad, emb.size(1)}, emb.options()));
+    parts.push_back(emb.narrow(0, 0, p));
+    parts.push_back(visual[b]);
+    parts.push_back(emb.narrow(0, p + 1, emb.size(0) - p - 1));
+    rows.push_back(at::cat(parts, 0));
+    valid[b].narrow(0, pad, lengths[b]).fill_(true);
+    is_visual[b].narrow(0, pad + p, n_v).fill_(true);
+  }
+  TokenState s;
+  s.hidden = at::stack(rows, 0);
+  s.valid = valid.to(dev);
+  s.visual = is_visual.to(dev);
+  s.positions = (s.valid.to(at::kLong).cumsum(1) - 1).clamp_min(0);
+  return s;
+}
+
+at::Tensor sample_next(const at::Tensor& logits, const GenerationConfig& gc, at::Generator& gen) {
+  auto l = logits.to(at::kCPU, at::kFloat);
+  if (gc.temperature == 0) return l.argmax(-1);
+  auto probs = at::softmax(l / gc.temperature, -1);
+  if (gc.top_p < 1.0) {
+    auto [sorted, order] = probs.sort(-1, /*descending=*/true);
+    auto before = sorted.cumsum(-1) - sorted;  // mass strictly before each token
+    sorted.masked_fill_(before >= gc.top_p, 0.0);  // the first token always survives
+    probs = at::zeros_like(probs).scatter_(-1, order, sorted);
+    probs = probs / probs.sum(-1, true);
+  }
+  return at::multinomial(probs, 1, /*replacement=*/false, gen).squeeze(-1);
+}
+
+GenerationOutput generate(VisionLanguageModel& m, const std::vector<VlmRequest>& reqs, const GenerationConfig& gc,
+                          PrefillHook* hook, bool record_logits) {
+  gc.validate();
+  if (reqs.empty()) throw InvalidArgument("generate: empty batch");
+  c10::InferenceMode guard;
+  const auto dev = m.context().device;
+  const int64_t B = static_cast<int64_t>(reqs.size());
+  GenerationOutput out;
+  auto& st = out.stats;
+  st.batch = B;
+  Stopwatch total;
+
+  std::vector<at::Tensor> px;
+  for (const auto& r : reqs) px.push_back(r.pixels);
+  auto vis = m.encode_images(at::stack(px, 0));
+  sync_device(dev);
+  st.vision_ms = total.ms();
+  st.n_visual = vis.embeds.size(1);
+  for (const auto& r : reqs) st.n_text_max = std::max<int64_t>(st.n_text_max, r.prompt_ids.size() - 1);
+
+  Stopwatch prefill;
+  auto& lm = m.net()->language_model;
+  auto state = build_prefill_state(m, reqs, vis.embeds);
+  KvCache cache(m.config().text.num_hidden_layers);
+  DecoderStats dstats;
+  auto h = lm->forward(state, cache, hook, &dstats);
+  auto logits = lm->logits(h.narrow(1, h.size(1) - 1, 1)).squeeze(1);  // [B, V]
+  sync_device(dev);
+  st.prefill_ms = prefill.ms();
+  st.tokens_per_layer = dstats.tokens_per_layer;
+  st.n_visual_kept = state.visual[0].sum().item<int64_t>();
+
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(gc.seed);
+  const int64_t eos = m.tokenizer().eos_id();
+  out.tokens.assign(B, {});
+  std::vector<bool> done(B, false);
+  auto next_pos = state.positions.narrow(1, state.positions.size(1) - 1, 1) + 1;  // [B, 1]
+  Stopwatch decode;
+  for (int64_t step = 0; step < gc.max_new_tokens; ++step) {
+    if (record_logits) out.step_logits.push_back(logits.to(at::kCPU, at::kFloat));
+    auto next = sample_next(logits, gc, gen);  // [B] CPU
+    if (step == 0) {
+      st.ttft_ms = total.ms();
+      decode.reset();
+    }
+    auto acc = next.accessor<int64_t, 1>();
+    bool all_done = true;
+    for (int64_t b = 0; b < B; ++b) {
+      if (done[b]) continue;
+      if (gc.stop_at_eos && acc[b] == eos) {
+        done[b] = true;
+      } else {
+        out.tokens[b].push_back(acc[b]);
+        ++st.n_generated;
+        if (static_cast<int64_t>(out.tokens[b].size()) >= gc.max_new_tokens) done[b] = true;
+      }
+      all_done = all_done && done[b];
+    }
+    if (all_done) break;
+    TokenState step_state;
+    step_state.hidden = lm->embed(next.to(dev).view({B, 1}));
+    step_state.positions = next_pos;
+    step_state.valid = at::ones({B, 1}, at::TensorOptions().dtype(at::kBool).device(dev));
+    step_state.visual = at::zeros({B, 1}, at::TensorOptions().dtype(at::kBool).device(dev));
+    next_pos = next_pos + 1;
+    logits = lm->logits(lm->forward(step_state, cache)).squeeze(1);
+  }
+  sync_device(dev);
+  st.decode_ms = decode.ms();
+  const int64_t after_first = st.n_generated - std::min<int64_t>(st.n_generated, B);
+  st.decode_tokens_per_s = st.decode_ms > 0 ? after_first / (st.decode_ms / 1000.0) : 0.0;
+  st.kv_cache_bytes = cache.bytes();
+  for (const auto& t : out.tokens) {
+    auto text = m.tokenizer().decode(t);
+    const auto a = text.find_first_not_of(" \t\n"), z = text.find_last_not_of(" \t\n");
+    out.texts.push_back(a == std::string::npos ? "" : text.substr(a, z - a + 1));
+  }
+  return out;
+}
+
+}  // namespace vispco

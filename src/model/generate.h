@@ -1,0 +1,83 @@
+// Generation for LLaVA-style models: batched prefill with left padding, then KV-cache decode; greedy or
+// temperature / top-p sampling with a seed; stop at EOS or after max_new_tokens. An optional PrefillHook
+// (a pruning plan) removes visual tokens inside the prefill; decode then runs on the pruned cache unchanged.
+#pragma once
+#include <ATen/core/Tensor.h>
+#include <nlohmann/json_fwd.hpp>
+
+#include <string>
+#include <vector>
+
+#include "model/llava.h"
+
+namespace vispco {
+
+/// Decoding settings (a plain value: defaults, validate(), JSON round trip, equality over all fields).
+struct GenerationConfig {
+  /// Most tokens generated per request, ≥ 1.
+  int64_t max_new_tokens = 32;
+  /// Softmax temperature; 0 means greedy (argmax). Valid: ≥ 0.
+  double temperature = 0.0;
+  /// Nucleus sampling mass in (0, 1]; 1 disables the filter. Used only when temperature > 0.
+  double top_p = 1.0;
+  /// Seed of the sampler (one CPU generator per call, so results do not depend on the device).
+  uint64_t seed = 0;
+  /// Stop a row when it emits EOS (the EOS id is not part of the output).
+  bool stop_at_eos = true;
+
+  /// @throws InvalidArgument naming the bad field and value.
+  void validate() const;
+  bool operator==(const GenerationConfig&) const = default;
+};
+nlohmann::json to_json(const GenerationConfig& c);
+/// @throws InvalidArgument for unknown keys or bad values.
+GenerationConfig generation_config_from_json(const nlohmann::json& j);
+
+/// One request: an image and its prompt ids (exactly one config.image_token_index placeholder).
+struct VlmRequest {
+  at::Tensor pixels;                ///< [3, S, S] fp32, preprocessed (VisionLanguageModel::preprocess)
+  std::vector<int64_t> prompt_ids;  ///< e.g. VisionLanguageModel::prompt_ids(question)
+};
+
+/// Measurements of one generate() call (the whole batch).
+struct GenerationStats {
+  int64_t batch = 0;                ///< B
+  int64_t n_visual = 0;             ///< N_v per request before pruning
+  int64_t n_visual_kept = 0;        ///< visual tokens per request after the last pruning stage
+  int64_t n_text_max = 0;           ///< longest N_t in the batch (prompt text tokens, incl. BOS)
+  std::vector<int64_t> tokens_per_layer;  ///< sequence length entering each decoder layer in prefill
+  double vision_ms = 0;             ///< vision tower + projector
+  double prefill_ms = 0;            ///< decoder prefill + first logits
+  double ttft_ms = 0;               ///< time to first token: vision + prefill + first sampling
+  double decode_ms = 0;             ///< all decode steps after the first token
+  int64_t n_generated = 0;          ///< tokens generated over the batch (incl. the first)
+  double decode_tokens_per_s = 0;   ///< tokens generated after the first, per second of decode, whole batch
+  int64_t kv_cache_bytes = 0;       ///< KV cache buffer bytes after generation
+  nlohmann::json to_json() const;
+};
+
+/// Result of generate(): one token list and text per request, in request order.
+struct GenerationOutput {
+  std::vector<std::vector<int64_t>> tokens;  ///< generated ids (EOS excluded)
+  std::vector<std::string> texts;            ///< decoded, whitespace-trimmed
+  GenerationStats stats;
+  std::vector<at::Tensor> step_logits;       ///< when asked: [B, V] fp32 logits of every step
+};
+
+/// Builds the decoder's prefill input for a batch: each row's prompt embeddings with its N_v visual tokens
+/// spliced in at the image placeholder, rows left-padded to the longest (padding invalid, zeros), RoPE
+/// positions counting valid tokens from 0. @param visual [B, N_v, D] @return TokenState of [B, T_max, …].
+/// @throws InvalidArgument when a prompt does not hold exactly one image placeholder.
+TokenState build_prefill_state(VisionLanguageModel& m, const std::vector<VlmRequest>& reqs, const at::Tensor& visual);
+
+/// Generates for a batch of requests. Batching is by left padding with key masks; rows finish independently
+/// (finished rows keep stepping until every row is done, their outputs ignored).
+/// @param hook optional pruning plan acting inside the prefill. @param record_logits keep each step's logits.
+/// @throws InvalidArgument for an empty batch, a bad config or a prompt without its image placeholder.
+GenerationOutput generate(VisionLanguageModel& m, const std::vector<VlmRequest>& reqs, const GenerationConfig& gc,
+                          PrefillHook* hook = nullptr, bool record_logits = false);
+
+/// Samples one token per row. @param logits [B, V] fp32 @return [B] int64 (greedy when temperature == 0).
+at::Tensor sample_next(const at::Tensor& logits, const GenerationConfig& gc, at::Generator& gen);
+
+}  // namespace vispco

@@ -1,0 +1,45 @@
+// Growing per-layer KV cache buffers.
+#include "model/kv_cache.h"
+
+#include <ATen/ATen.h>
+
+namespace vispco {
+
+void LayerKvCache::append(const at::Tensor& k, const at::Tensor& v, const at::Tensor& valid) {
+  const int64_t t = k.size(2);
+  const int64_t need = length_ + t;
+  if (!k_.defined() || need > k_.size(2)) {
+    const int64_t cap = std::max<int64_t>(need, k_.defined() ? 2 * k_.size(2) : need + 64);
+    auto grow = [&](const at::Tensor& old, const at::Tensor& like, int64_t dim) {
+      auto sizes = like.sizes().vec();
+      sizes[dim] = cap;
+      auto buf = at::empty(sizes, like.options());
+      if (old.defined() && length_ > 0) buf.narrow(dim, 0, length_).copy_(old.narrow(dim, 0, length_));
+      return buf;
+    };
+    k_ = grow(k_, k, 2);
+    v_ = grow(v_, v, 2);
+    valid_ = grow(valid_, valid, 1);
+  }
+  k_.narrow(2, length_, t).copy_(k);
+  v_.narrow(2, length_, t).copy_(v);
+  valid_.narrow(1, length_, t).copy_(valid);
+  length_ = need;
+}
+
+at::Tensor LayerKvCache::keys() const { return k_.narrow(2, 0, length_); }
+at::Tensor LayerKvCache::values() const { return v_.narrow(2, 0, length_); }
+at::Tensor LayerKvCache::valid() const { return valid_.narrow(1, 0, length_); }
+
+int64_t LayerKvCache::bytes() const {
+  if (!k_.defined()) return 0;
+  return k_.numel() * k_.element_size() + v_.numel() * v_.element_size() + valid_.numel();
+}
+
+int64_t KvCache::bytes() const {
+  int64_t n = 0;
+  for (const auto& l : layers) n += l.bytes();
+  return n;
+}
+
+}  // namespace vispco

@@ -1,0 +1,114 @@
+// Llama decoder forward with KV cache and in-forward token removal (physical pruning).
+#include "model/llama.h"
+
+#include <ATen/ATen.h>
+
+#include "model/blocks.h"
+
+namespace vispco {
+
+namespace {
+torch::nn::Linear linear(int64_t in, int64_t out, bool bias) {
+  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
+}
+}  // namespace
+
+LlamaAttentionImpl::LlamaAttentionImpl(const TextConfig& cfg)
+    : n_heads(cfg.num_attention_heads), n_kv_heads(cfg.n_kv_heads()), d_head(cfg.d_head()) {
+  const int64_t d = cfg.hidden_size;
+  q_proj = register_module("q_proj", linear(d, n_heads * d_head, cfg.attention_bias));
+  k_proj = register_module("k_proj", linear(d, n_kv_heads * d_head, cfg.attention_bias));
+  v_proj = register_module("v_proj", linear(d, n_kv_heads * d_head, cfg.attention_bias));
+  o_proj = register_module("o_proj", linear(n_heads * d_head, d, cfg.attention_bias));
+}
+
+at::Tensor LlamaAttentionImpl::forward(const at::Tensor& x, const Rotary& rot, LayerKvCache& cache,
+                                       const at::Tensor& valid, const at::Tensor& mask, const at::Tensor& probs_rows,
+                                       at::Tensor* probs_out) {
+  const int64_t B = x.size(0), T = x.size(1);
+  auto q = q_proj(x).view({B, T, n_heads, d_head}).transpose(1, 2);
+  auto k = k_proj(x).view({B, T, n_kv_heads, d_head}).transpose(1, 2);
+  auto v = v_proj(x).view({B, T, n_kv_heads, d_head}).transpose(1, 2);
+  q = apply_rotary(q, rot);
+  k = apply_rotary(k, rot);
+  cache.append(k, v, valid);
+  auto out = attention(q, cache.keys(), cache.values(), mask, probs_rows, probs_out);
+  return o_proj(out);
+}
+
+LlamaMlpImpl::LlamaMlpImpl(const TextConfig& cfg) {
+  gate_proj = register_module("gate_proj", linear(cfg.hidden_size, cfg.intermediate_size, false));
+  up_proj = register_module("up_proj", linear(cfg.hidden_size, cfg.intermediate_size, false));
+  down_proj = register_module("down_proj", linear(cfg.intermediate_size, cfg.hidden_size, false));
+}
+
+at::Tensor LlamaMlpImpl::forward(const at::Tensor& x) { return down_proj(at::silu(gate_proj(x)) * up_proj(x)); }
+
+LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const TextConfig& cfg) : eps(cfg.rms_norm_eps) {
+  self_attn = register_module("self_attn", LlamaAttention(cfg));
+  mlp = register_module("mlp", LlamaMlp(cfg));
+  input_layernorm = register_parameter("input_layernorm.weight", torch::ones({cfg.hidden_size}));
+  post_attention_layernorm = register_parameter("post_attention_layernorm.weight", torch::ones({cfg.hidden_size}));
+}
+
+LlamaModelImpl::LlamaModelImpl(const TextConfig& c) : cfg(c) {
+  embed_tokens = register_module("embed_tokens", torch::nn::Embedding(cfg.vocab_size, cfg.hidden_size));
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < cfg.num_hidden_layers; ++i) layers->push_back(LlamaDecoderLayer(cfg));
+  norm = register_parameter("norm.weight", torch::ones({cfg.hidden_size}));
+}
+
+LlamaForCausalLMImpl::LlamaForCausalLMImpl(const TextConfig& c) : cfg(c) {
+  model = register_module("model", LlamaModel(cfg));
+  if (!cfg.tie_word_embeddings) lm_head = register_module("lm_head", linear(cfg.hidden_size, cfg.vocab_size, false));
+}
+
+at::Tensor LlamaForCausalLMImpl::embed(const at::Tensor& ids) { return model->embed_tokens(ids); }
+
+at::Tensor LlamaForCausalLMImpl::forward(TokenState& state, KvCache& cache, PrefillHook* hook, DecoderStats* stats) {
+  const int64_t n_layers = cfg.num_hidden_layers;
+  TORCH_CHECK(static_cast<int64_t>(cache.layers.size()) == n_layers, "KV cache has ", cache.layers.size(),
+              " layers, decoder has ", n_layers);
+  auto rot = rotary_tables(state.positions, cfg.d_head(), cfg.rope_theta, state.hidden.scalar_type());
+  at::Tensor mask;
+  int64_t mask_past = -1;  // cache length the mask was built for
+  at::Tensor attn_rows, probs;
+  auto h = state.hidden;
+  for (int64_t l = 0; l < n_layers; ++l) {
+    if (hook != nullptr && hook->acts_before(l)) {
+      state.hidden = h;
+      auto keep = hook->select(l, state, probs);
+      if (keep.defined()) {
+        state = gather_tokens(state, keep);
+        h = state.hidden;
+        rot = rotary_tables(state.positions, cfg.d_head(), cfg.rope_theta, h.scalar_type());
+        mask_past = -1;
+      }
+    }
+    probs = at::Tensor();
+    attn_rows = hook != nullptr ? hook->attention_rows(l, state) : at::Tensor();
+    auto& layer = *model->layers[l]->as<LlamaDecoderLayerImpl>();
+    auto& lc = cache.layers[l];
+    const int64_t T = h.size(1);
+    if (mask_past != lc.length()) {
+      // Keys visible to this layer: its cached ones plus the T new ones.
+      auto key_valid = lc.length() > 0 ? at::cat({lc.valid(), state.valid}, 1) : state.valid;
+      mask = causal_mask(key_valid, T, lc.length());
+      mask_past = lc.length();
+    }
+    if (stats != nullptr) stats->tokens_per_layer.push_back(T);
+    auto a = layer.self_attn->forward(rms_norm(h, layer.input_layernorm, layer.eps), rot, lc, state.valid, mask,
+                                      attn_rows, attn_rows.defined() ? &probs : nullptr);
+    h = h + a;
+    h = h + layer.mlp->forward(rms_norm(h, layer.post_attention_layernorm, layer.eps));
+  }
+  state.hidden = h;
+  return rms_norm(h, model->norm, cfg.rms_norm_eps);
+}
+
+at::Tensor LlamaForCausalLMImpl::logits(const at::Tensor& h) {
+  auto w = lm_head ? lm_head->weight : model->embed_tokens->weight;
+  return at::linear(h, w).to(at::kFloat);
+}
+
+}  // namespace vispco

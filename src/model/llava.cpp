@@ -1,0 +1,156 @@
+// LLaVA network assembly, checkpoint loading by name (both transformers layouts), image encoding.
+#include "model/llava.h"
+
+#include <ATen/ATen.h>
+#include <spdlog/spdlog.h>
+#include <torch/nn/utils.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.h"
+#include "io/safetensors.h"
+#include "model/blocks.h"
+
+namespace vispco {
+
+namespace fs = std::filesystem;
+
+LlavaProjectorImpl::LlavaProjectorImpl(const LlavaConfig& cfg) : act(cfg.projector_hidden_act) {
+  const int64_t dv = cfg.vision.hidden_size, d = cfg.text.hidden_size;
+  linear_1 = register_module("linear_1", torch::nn::Linear(torch::nn::LinearOptions(dv, d).bias(cfg.projector_bias)));
+  linear_2 = register_module("linear_2", torch::nn::Linear(torch::nn::LinearOptions(d, d).bias(cfg.projector_bias)));
+}
+
+at::Tensor LlavaProjectorImpl::forward(const at::Tensor& x) { return linear_2(activation(linear_1(x), act)); }
+
+LlavaNetImpl::LlavaNetImpl(const LlavaConfig& cfg) {
+  vision_tower = register_module("vision_tower", ClipVisionTower(cfg.vision));
+  multi_modal_projector = register_module("multi_modal_projector", LlavaProjector(cfg));
+  language_model = register_module("language_model", LlamaForCausalLM(cfg.text));
+}
+
+namespace {
+
+// Checkpoint keys that may hold our parameter `name`: the older transformers layout (our names) first,
+// then the layout of transformers ≥ 4.52 (model.vision_tower…, model.language_model.layers…, lm_head…).
+std::vector<std::string> checkpoint_keys(const std::string& name) {
+  auto starts = [&](const char* p) { return name.rfind(p, 0) == 0; };
+  std::vector<std::string> keys{name};
+  if (starts("language_model.model.")) keys.push_back("model.language_model." + name.substr(21));
+  else if (starts("language_model.lm_head.")) keys.push_back(name.substr(15));
+  else keys.push_back("model." + name);
+  return keys;
+}
+
+void load_weights(LlavaNet& net, const io::CheckpointTensors& ckpt, const RunContext& ctx) {
+  size_t used = 0;
+  for (auto& item : net->named_parameters(/*recurse=*/true)) {
+    const auto& name = item.key();
+    auto& param = item.value();
+    std::string found;
+    for (const auto& k : checkpoint_keys(name))
+      if (ckpt.contains(k)) {
+        found = k;
+        break;
+      }
+    if (found.empty())
+      throw ConfigError("missing tensor '" + name + "' in " + ckpt.dir() +
+                        " (also looked for '" + checkpoint_keys(name).back() + "'; wrong model folder?)");
+    auto t = ckpt.tensor(found);
+    if (t.sizes() != param.sizes()) {
+      std::ostringstream msg;
+      msg << "tensor '" << found << "' in " << ckpt.dir() << " has shape " << t.sizes() << " but config.json implies "
+          << param.sizes();
+      throw ConfigError(msg.str());
+    }
+    if (!at::isFloatingType(t.scalar_type()))
+      throw ConfigError("tensor '" + found + "' has non-float dtype " + std::string(c10::toString(t.scalar_type())));
+    ++used;
+    if (t.scalar_type() == ctx.dtype && ctx.device.is_cpu()) {
+      param.set_data(t);  // memory-mapped view, no copy
+    } else {
+      param.set_data(t.to(ctx.device, ctx.dtype));
+    }
+  }
+  const auto n_ckpt = ckpt.names().size();
+  if (used < n_ckpt) spdlog::debug("{} checkpoint tensors not used by the model", n_ckpt - used);
+}
+
+io::ImagePreprocessConfig load_preprocess(const std::string& dir, const LlavaConfig& cfg) {
+  io::ImagePreprocessConfig p;
+  p.image_size = static_cast<int>(cfg.vision.image_size);
+  const auto path = fs::path(dir) / "preprocessor_config.json";
+  if (!fs::exists(path)) return p;
+  std::ifstream in(path);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+    if (j.contains("image_mean")) p.mean = j["image_mean"].get<std::array<float, 3>>();
+    if (j.contains("image_std")) p.std = j["image_std"].get<std::array<float, 3>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw FormatError(path.string() + ": " + e.what());
+  }
+  return p;
+}
+
+}  // namespace
+
+VisionLanguageModel::VisionLanguageModel(LlavaConfig cfg, LlavaNet net, io::Tokenizer tok, RunContext ctx)
+    : cfg_(std::move(cfg)), net_(std::move(net)), tok_(std::move(tok)), ctx_(ctx) {
+  pre_.image_size = static_cast<int>(cfg_.vision.image_size);
+  net_->eval();
+  for (auto& p : net_->parameters()) p.set_requires_grad(false);
+}
+
+VisionLanguageModel VisionLanguageModel::load(const std::string& dir, const RunContext& ctx) {
+  if (!fs::is_directory(dir)) throw IoError("model folder '" + dir + "' does not exist");
+  auto cfg = load_llava_config(dir);
+  const auto tok_path = (fs::path(dir) / "tokenizer.model").string();
+  auto tok = io::Tokenizer::load(tok_path);
+  auto ckpt = io::CheckpointTensors::open_dir(dir);
+  LlavaNet net(cfg);
+  {
+    at::NoGradGuard no_grad;
+    load_weights(net, ckpt, ctx);
+  }
+  VisionLanguageModel m(cfg, net, tok, ctx);
+  m.pre_ = load_preprocess(dir, cfg);
+  return m;
+}
+
+at::Tensor VisionLanguageModel::preprocess(const cv::Mat& rgb) const { return io::preprocess_llava(rgb, pre_); }
+
+VisualTokens VisionLanguageModel::encode_images(const at::Tensor& pixels, bool want_cls_attention) {
+  c10::InferenceMode guard;
+  auto px = pixels.to(ctx_.device, ctx_.dtype);
+  const bool drop_cls = cfg_.vision_feature_select_strategy == "default";
+  auto vo = net_->vision_tower->forward(px, cfg_.n_vision_layers_used(), drop_cls, want_cls_attention);
+  VisualTokens out;
+  out.embeds = net_->multi_modal_projector->forward(vo.features);
+  if (vo.cls_attention.defined()) out.cls_attention = vo.cls_attention.mean(1);
+  out.keys = vo.keys;
+  return out;
+}
+
+std::vector<int64_t> VisionLanguageModel::prompt_ids(const std::string& question) const {
+  return io::encode_llava_prompt(tok_, question, cfg_.image_token_index);
+}
+
+void save_llava(const std::string& dir, const LlavaConfig& cfg, LlavaNet& net, c10::ScalarType dtype) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw IoError("cannot create folder '" + dir + "': " + ec.message());
+  std::map<std::string, at::Tensor> tensors;
+  for (const auto& item : net->named_parameters(true))
+    tensors[item.key()] = item.value().detach().to(at::kCPU, dtype).contiguous();
+  io::save_safetensors((fs::path(dir) / "model.safetensors").string(), tensors, {{"format", "pt"}});
+  std::ofstream out(fs::path(dir) / "config.json");
+  auto j = llava_config_to_json(cfg);
+  j["torch_dtype"] = dtype == at::kBFloat16 ? "bfloat16" : dtype == at::kHalf ? "float16" : "float32";
+  out << j.dump(2) << "\n";
+  if (!out) throw IoError("cannot write " + (fs::path(dir) / "config.json").string());
+}
+
+}  // namespace vispco

@@ -1,0 +1,146 @@
+// The preset table and random-weight model folders.
+#include "model/presets.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/init.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.h"
+#include "io/tokenizer.h"
+
+namespace vispco {
+
+namespace {
+
+LlavaConfig clip_l336() {
+  LlavaConfig c;
+  c.vision.hidden_size = 1024;
+  c.vision.intermediate_size = 4096;
+  c.vision.num_hidden_layers = 24;
+  c.vision.num_attention_heads = 16;
+  c.vision.image_size = 336;
+  c.vision.patch_size = 14;
+  c.image_token_index = 32000;
+  c.pad_token_id = 32001;
+  c.text.vocab_size = 32064;
+  c.text.rms_norm_eps = 1e-5;
+  return c;
+}
+
+LlavaConfig tiny() {
+  LlavaConfig c;
+  c.vision = {.hidden_size = 32, .intermediate_size = 64, .num_hidden_layers = 2, .num_attention_heads = 2,
+              .image_size = 56, .patch_size = 14};
+  c.text.vocab_size = 448;
+  c.text.hidden_size = 64;
+  c.text.intermediate_size = 128;
+  c.text.num_hidden_layers = 4;
+  c.text.num_attention_heads = 4;
+  c.text.num_key_value_heads = 2;
+  c.text.max_position_embeddings = 512;
+  c.text.rms_norm_eps = 1e-5;
+  c.image_token_index = 400;
+  return c;
+}
+
+LlavaConfig llava_7b() {
+  auto c = clip_l336();
+  c.text.max_position_embeddings = 4096;
+  return c;  // LlamaConfig defaults are the 7B dimensions
+}
+
+LlavaConfig llava_tinyllama() {
+  auto c = clip_l336();
+  c.text.hidden_size = 2048;
+  c.text.intermediate_size = 5632;
+  c.text.num_hidden_layers = 22;
+  c.text.num_attention_heads = 32;
+  c.text.num_key_value_heads = 4;
+  c.text.max_position_embeddings = 2048;
+  return c;
+}
+
+// Restores LibTorch's default dtype on scope exit.
+struct DefaultDtypeGuard {
+  caffe2::TypeMeta saved = at::get_default_dtype();
+  explicit DefaultDtypeGuard(c10::ScalarType t) { at::set_default_dtype(c10::scalarTypeToTypeMeta(t)); }
+  ~DefaultDtypeGuard() { at::set_default_dtype(saved); }
+};
+
+}  // namespace
+
+const std::vector<ModelPreset>& model_presets() {
+  static const std::vector<ModelPreset> table = {
+      {"tiny", "tests: 56 px, N_v = 16, ViT 2×32, Llama 4×64 with GQA 4/2, vocab 448", tiny()},
+      {"llava-1.5-7b", "CLIP ViT-L/336 + Vicuna-7B dimensions (N_v = 576)", llava_7b()},
+      {"llava-tinyllama-1.1b", "CLIP ViT-L/336 + TinyLlama-1.1B dimensions (N_v = 576, GQA 32/4)",
+       llava_tinyllama()},
+  };
+  return table;
+}
+
+const ModelPreset& find_preset(const std::string& name) {
+  std::string names;
+  for (const auto& p : model_presets()) {
+    if (p.name == name) return p;
+    names += (names.empty() ? "" : ", ") + p.name;
+  }
+  throw InvalidArgument("unknown preset '" + name + "' (valid: " + names + ")");
+}
+
+LlavaNet random_llava_net(const LlavaConfig& cfg, uint64_t seed, c10::ScalarType dtype) {
+  cfg.validate();
+  DefaultDtypeGuard guard(dtype);
+  at::manual_seed(seed);
+  LlavaNet net(cfg);
+  at::NoGradGuard no_grad;
+  for (auto& item : net->named_parameters(true)) {
+    const auto& name = item.key();
+    auto& p = item.value();
+    const bool is_norm = name.find("norm") != std::string::npos || name.find("layrnorm") != std::string::npos;
+    if (is_norm && name.size() > 6 && name.compare(name.size() - 6, 6, "weight") == 0) p.fill_(1.0);
+    else if (name.size() > 4 && name.compare(name.size() - 4, 4, "bias") == 0) p.zero_();
+    else p.normal_(0.0, 0.02);
+  }
+  return net;
+}
+
+std::vector<std::string> builtin_tokenizer_corpus() {
+  const std::vector<std::string> colours = {"red", "green", "blue", "yellow", "purple", "orange", "gray", "cyan"};
+  const std::vector<std::string> shapes = {"cube", "sphere", "cylinder", "cone", "triangle", "star", "ring"};
+  const std::vector<std::string> words = {"left", "right", "above", "below", "bigger", "smaller", "yes", "no",
+                                          "what", "how", "many", "is", "there", "the", "of", "a", "text", "say"};
+  std::vector<std::string> out;
+  for (const auto& c : colours)
+    for (const auto& s : shapes) {
+      out.push_back("What colour is the " + s + "? " + c);
+      out.push_back("What shape is the " + c + " object? " + s);
+      out.push_back("How many " + c + " " + s + "s are there? 3");
+      out.push_back("Is there a " + c + " " + s + " in the image? yes no");
+    }
+  for (const auto& w : words) out.push_back("USER: " + w + " ASSISTANT: " + w);
+  for (int i = 0; i < 200; ++i) out.push_back("The text says " + std::to_string(i * 37 % 1000) + " AB" + char('A' + i % 26));
+  return out;
+}
+
+void write_random_llava(const std::string& dir, const LlavaConfig& cfg, uint64_t seed, c10::ScalarType dtype) {
+  auto net = random_llava_net(cfg, seed, dtype);
+  save_llava(dir, cfg, net, dtype);
+  const int vocab = static_cast<int>(std::min<int64_t>(cfg.image_token_index, 4000));
+  io::train_sentencepiece(builtin_tokenizer_corpus(), vocab, (std::filesystem::path(dir) / "tokenizer.model").string());
+  nlohmann::json pre = {{"image_processor_type", "CLIPImageProcessor"},
+                        {"crop_size", {{"height", cfg.vision.image_size}, {"width", cfg.vision.image_size}}},
+                        {"size", {{"shortest_edge", cfg.vision.image_size}}},
+                        {"image_mean", {0.48145466, 0.4578275, 0.40821073}},
+                        {"image_std", {0.26862954, 0.26130258, 0.27577711}},
+                        {"do_normalize", true},
+                        {"do_resize", true}};
+  std::ofstream out(std::filesystem::path(dir) / "preprocessor_config.json");
+  out << pre.dump(2) << "\n";
+  if (!out) throw IoError("cannot write preprocessor_config.json in " + dir);
+}
+
+}  // namespace vispco

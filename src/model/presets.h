@@ -1,0 +1,38 @@
+// Named LLaVA configurations for random-weight models (tests, speed benchmarks at real dimensions) and the
+// writer of a complete random-weight Hugging Face folder (`vispco init-random`).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "model/llava.h"
+
+namespace vispco {
+
+/// One entry of the preset table.
+struct ModelPreset {
+  std::string name;
+  std::string description;
+  LlavaConfig config;
+};
+
+/// The preset table: "tiny" (tests: 56 px, N_v = 16, 4 decoder layers, GQA), "llava-1.5-7b" (CLIP ViT-L/336 +
+/// Vicuna-7B dimensions, N_v = 576), "llava-tinyllama-1.1b" (CLIP ViT-L/336 + TinyLlama-1.1B dimensions,
+/// GQA 32/4).
+const std::vector<ModelPreset>& model_presets();
+/// @throws InvalidArgument listing the valid names.
+const ModelPreset& find_preset(const std::string& name);
+
+/// A network with random weights, HF-style initialisation (normal(0, 0.02) matrices and embeddings, zero
+/// biases, unit norm weights), built directly in `dtype` to keep peak memory at one copy. Deterministic by seed.
+LlavaNet random_llava_net(const LlavaConfig& cfg, uint64_t seed, c10::ScalarType dtype);
+
+/// Writes a random-weight LLaVA folder: config.json, model.safetensors (weights in `dtype`),
+/// tokenizer.model (a small SentencePiece model trained on a built-in VQA-style corpus with at most
+/// min(config.image_token_index, 4000) pieces) and preprocessor_config.json. @throws IoError, ConfigError.
+void write_random_llava(const std::string& dir, const LlavaConfig& cfg, uint64_t seed, c10::ScalarType dtype);
+
+/// A few hundred VQA-style sentences (questions and short answers), the tokenizer corpus of random models.
+std::vector<std::string> builtin_tokenizer_corpus();
+
+}  // namespace vispco

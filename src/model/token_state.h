@@ -1,0 +1,35 @@
+// The sequence state that flows through the decoder, and the hook through which a pruning plan acts on it
+// inside the forward pass (DESIGN.md §3: pruning is an argument of the forward, not a patch on it).
+#pragma once
+#include <ATen/core/Tensor.h>
+
+namespace vispco {
+
+/// Tokens alive at some point of the decoder forward. Rows of a batch always hold the same T (left padding).
+struct TokenState {
+  at::Tensor hidden;     ///< [B, T, D] hidden states, compute dtype
+  at::Tensor positions;  ///< [B, T] int64 original RoPE positions (kept unchanged through pruning)
+  at::Tensor valid;      ///< [B, T] bool, false for left padding
+  at::Tensor visual;     ///< [B, T] bool, true for visual tokens
+};
+
+/// What a pruning plan does inside the decoder's prefill. Stage layer ℓ acts just before decoder layer ℓ
+/// (ℓ = 0: right after the projector; ℓ ≥ 1: on the output of layer ℓ−1).
+class PrefillHook {
+ public:
+  virtual ~PrefillHook() = default;
+  /// True when the hook may prune before decoder layer `layer` (0 ≤ layer < L).
+  virtual bool acts_before(int64_t layer) const = 0;
+  /// Query rows [B, R] (int64 indices into T) whose attention probabilities the hook needs from decoder layer
+  /// `layer`; undefined when none. Only these rows are materialised.
+  virtual at::Tensor attention_rows(int64_t layer, const TokenState& state) const { return {}; }
+  /// Called before decoder layer `layer` with the current state and, if requested from layer−1, its
+  /// attention rows [B, H, R, S]. Returns the indices [B, T'] (int64, ascending) of tokens to keep, or an
+  /// undefined tensor to keep all. The decoder removes the others physically.
+  virtual at::Tensor select(int64_t layer, const TokenState& state, const at::Tensor& attn_rows) = 0;
+};
+
+/// Keeps rows `keep` [B, T'] (int64) of every [B, T, ...] field of `state`.
+TokenState gather_tokens(const TokenState& state, const at::Tensor& keep);
+
+}  // namespace vispco

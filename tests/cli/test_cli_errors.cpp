@@ -1,0 +1,118 @@
+// Bad input to `vispco generate` / `init-random`: one clear line on stderr naming the file or tensor, a non-zero
+// exit code, never a LibTorch backtrace.
+#include <gtest/gtest.h>
+#include <opencv2/imgcodecs.hpp>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "io/safetensors.h"
+#include "model/tiny_model.h"
+#include "test_util.h"
+
+namespace vispco {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_cli;
+using testing::TempDir;
+
+// A copy of the tiny model that a test may damage, and a valid image beside it.
+struct Scratch {
+  TempDir tmp;
+  fs::path model = tmp.path() / "model";
+  fs::path image = tmp.path() / "img.png";
+  Scratch() {
+    fs::copy(testing::tiny_model_dir(), model);
+    cv::Mat img(40, 60, CV_8UC3, cv::Scalar(10, 200, 30));
+    cv::imwrite(image.string(), img);
+  }
+  testing::CommandResult generate(const std::string& extra = "") const {
+    return run_cli("generate --model " + model.string() + " --image " + image.string() +
+                   " --prompt 'What colour?' --max-new-tokens 2 " + extra);
+  }
+};
+
+// One line, prefixed "error:", containing `needle`, exit code ≠ 0, no backtrace.
+void expect_one_line_error(const testing::CommandResult& r, const std::string& needle) {
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << "wanted '" << needle << "' in: " << r.err;
+  EXPECT_EQ(r.err.find("Exception raised from"), std::string::npos) << r.err;
+}
+
+TEST(CliErrors, ValidRunPrintsAnswerAndTimingLine) {
+  Scratch s;
+  auto r = s.generate("--json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["stats"]["n_visual"], 16);
+  EXPECT_GT(j["stats"]["peak_rss_mb"].get<double>(), 0);
+  auto t = s.generate();
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("TTFT"), std::string::npos) << t.out;
+}
+
+TEST(CliErrors, MissingModelFolder) {
+  Scratch s;
+  fs::remove_all(s.model);
+  expect_one_line_error(s.generate(), "does not exist");
+}
+
+TEST(CliErrors, MissingImage) {
+  Scratch s;
+  fs::remove(s.image);
+  expect_one_line_error(s.generate(), s.image.string());
+}
+
+TEST(CliErrors, NonImageFile) {
+  Scratch s;
+  testing::write_file(s.image, "this is not a picture at all");
+  expect_one_line_error(s.generate(), s.image.string());
+}
+
+TEST(CliErrors, CorruptSafetensors) {
+  Scratch s;
+  auto bytes = testing::read_file(s.model / "model.safetensors");
+  testing::write_file(s.model / "model.safetensors", bytes.substr(0, bytes.size() / 2));
+  expect_one_line_error(s.generate(), "model.safetensors");
+}
+
+TEST(CliErrors, UnknownArchitecture) {
+  Scratch s;
+  auto j = nlohmann::json::parse(testing::read_file(s.model / "config.json"));
+  j["model_type"] = "mistral";
+  testing::write_file(s.model / "config.json", j.dump());
+  expect_one_line_error(s.generate(), "unsupported model_type 'mistral'");
+}
+
+TEST(CliErrors, ConfigWeightShapeMismatch) {
+  Scratch s;
+  auto j = nlohmann::json::parse(testing::read_file(s.model / "config.json"));
+  j["text_config"]["intermediate_size"] = 96;
+  testing::write_file(s.model / "config.json", j.dump());
+  expect_one_line_error(s.generate(), "mlp.gate_proj.weight");
+}
+
+TEST(CliErrors, MissingTensor) {
+  Scratch s;
+  auto f = io::SafetensorsFile::open((s.model / "model.safetensors").string());
+  std::map<std::string, at::Tensor> kept;
+  for (const auto& [name, info] : f.entries())
+    if (name != "multi_modal_projector.linear_2.bias") kept[name] = f.tensor(name).clone();
+  io::save_safetensors((s.model / "model.safetensors").string(), kept);
+  expect_one_line_error(s.generate(), "missing tensor 'multi_modal_projector.linear_2.bias'");
+}
+
+TEST(CliErrors, BadOptionValues) {
+  Scratch s;
+  expect_one_line_error(s.generate("--dtype int3"), "unknown dtype 'int3'");
+  expect_one_line_error(s.generate("--top-p 1.5"), "top_p");
+  EXPECT_NE(run_cli("generate --nonsense").exit_code, 0);
+  EXPECT_NE(run_cli("frobnicate").exit_code, 0);
+  expect_one_line_error(run_cli("init-random --preset huge --out /tmp/x"), "unknown preset 'huge'");
+}
+
+}  // namespace
+}  // namespace vispco

@@ -1,0 +1,88 @@
+// Shared blocks (RMSNorm, RoPE, GQA attention, masks) against the naive references in reference.h.
+#include <gtest/gtest.h>
+
+#include "model/blocks.h"
+#include "model/reference.h"
+
+namespace vispco {
+namespace {
+
+double max_diff(const at::Tensor& a, const at::Tensor& b) { return (a - b).abs().max().item<double>(); }
+
+TEST(Blocks, RmsNormMatchesDefinition) {
+  at::manual_seed(1);
+  auto x = at::randn({5, 16}) * 3, w = at::randn({16});
+  const double d = max_diff(rms_norm(x, w, 1e-5), ref::rms_norm(x, w, 1e-5));
+  std::printf("rms_norm max |diff| = %.3g\n", d);
+  EXPECT_LT(d, 1e-5);
+}
+
+TEST(Blocks, RopeRotatesHalfPairs) {
+  at::manual_seed(2);
+  const int64_t T = 6, D = 8;
+  auto x = at::randn({T, D});
+  std::vector<int64_t> pos = {0, 3, 4, 7, 100, 2047};  // not contiguous: positions survive pruning
+  auto rot = rotary_tables(at::tensor(pos).view({1, T}), D, 10000.0, at::kFloat);
+  auto got = apply_rotary(x.view({1, 1, T, D}), rot).view({T, D});
+  const double d = max_diff(got, ref::rope(x, pos, 10000.0));
+  std::printf("rope max |diff| = %.3g\n", d);
+  EXPECT_LT(d, 1e-4);
+  // Position 0 is the identity rotation.
+  EXPECT_LT(max_diff(got[0], x[0]), 1e-6);
+}
+
+// Attention with H query heads over H_kv kv heads, left padding and a cache offset, head by head.
+void check_attention(int64_t H, int64_t Hkv) {
+  at::manual_seed(3);
+  const int64_t B = 2, T = 3, past = 4, S = past + T, Dh = 8;
+  auto q = at::randn({B, H, T, Dh}), k = at::randn({B, Hkv, S, Dh}), v = at::randn({B, Hkv, S, Dh});
+  auto valid = at::ones({B, S}, at::kBool);
+  valid[1].narrow(0, 0, 2).fill_(false);  // row 1 left-padded by two keys
+  auto probs_rows = at::tensor({2, 0}, at::kLong).view({B, 1});
+  at::Tensor probs;
+  auto out = attention(q, k, v, causal_mask(valid, T, past), probs_rows, &probs).view({B, T, H, Dh});
+  double worst = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    std::vector<bool> vb(S);
+    for (int64_t s = 0; s < S; ++s) vb[s] = valid[b][s].item<bool>();
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t kv = h / (H / Hkv);  // HF repeat_kv: kv head j serves query heads j·G … j·G+G−1
+      auto expect = ref::attention_head(q[b][h], k[b][kv], v[b][kv], vb, past);
+      worst = std::max(worst, max_diff(out.select(0, b).select(1, h), expect));
+    }
+  }
+  std::printf("attention H=%ld H_kv=%ld max |diff| = %.3g\n", (long)H, (long)Hkv, worst);
+  EXPECT_LT(worst, 1e-5);
+  // Recorded probabilities: rows sum to 1, masked keys get 0.
+  ASSERT_EQ(probs.sizes(), (at::IntArrayRef{B, H, 1, S}));
+  EXPECT_LT(max_diff(probs.sum(-1), at::ones({B, H, 1})), 1e-5);
+  // Row 1 records query 0, at cache index `past`: padding keys 0, 1 and future keys past+1, past+2 get 0.
+  for (int64_t s : {int64_t(0), int64_t(1), past + 1, past + 2})
+    EXPECT_EQ(probs[1].select(-1, s).abs().max().item<float>(), 0.0f) << "key " << s;
+  EXPECT_GT(probs[1].select(-1, past).min().item<float>(), 0.0f);
+}
+
+TEST(Blocks, AttentionMultiHeadMatchesLoops) { check_attention(4, 4); }
+TEST(Blocks, AttentionGroupedQueryMatchesLoops) { check_attention(4, 2); }
+TEST(Blocks, AttentionMultiQueryMatchesLoops) { check_attention(6, 1); }
+
+TEST(Blocks, CausalMaskHidesFutureAndPadding) {
+  auto valid = at::tensor({0, 1, 1, 1}, at::kBool).view({1, 4});
+  auto m = causal_mask(valid, 2, 2).view({2, 4});
+  // query 0 sits at cache index 2: sees keys 1, 2 (key 0 is padding, key 3 is in its future).
+  EXPECT_TRUE(std::isinf(m[0][0].item<float>()));
+  EXPECT_EQ(m[0][1].item<float>(), 0.0f);
+  EXPECT_EQ(m[0][2].item<float>(), 0.0f);
+  EXPECT_TRUE(std::isinf(m[0][3].item<float>()));
+  EXPECT_EQ(m[1][3].item<float>(), 0.0f);
+}
+
+TEST(Blocks, QuickGeluIsClipFormula) {
+  auto x = at::linspace(-4, 4, 17);
+  auto expect = x / (1 + at::exp(-1.702 * x));
+  EXPECT_LT(max_diff(activation(x, "quick_gelu"), expect), 1e-6);
+  EXPECT_THROW(activation(x, "swish2"), std::exception);
+}
+
+}  // namespace
+}  // namespace vispco

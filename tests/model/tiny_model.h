@@ -1,0 +1,29 @@
+// A tiny random-weight LLaVA ("tiny" preset) written once per test binary in the HF layout.
+#pragma once
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <string>
+
+#include "model/llava.h"
+#include "model/presets.h"
+#include "test_util.h"
+
+namespace vispco::testing {
+
+/// Folder of the tiny random model (fp32 weights, seed 7), created on first use.
+inline const std::string& tiny_model_dir() {
+  static TempDir dir;
+  static const std::string path = [] {
+    write_random_llava(dir.str("tiny"), find_preset("tiny").config, 7, at::kFloat);
+    return dir.str("tiny");
+  }();
+  return path;
+}
+
+/// A deterministic pseudo-image, [3, S, S] fp32, CLIP-normalised range.
+inline at::Tensor test_pixels(int64_t size, uint64_t seed) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  return at::randn({3, size, size}, gen);
+}
+
+}  // namespace vispco::testing

@@ -1,0 +1,74 @@
+// Helpers shared by the tests: unique temporary folders, running the vispco CLI, a tiny model on disk.
+#pragma once
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+
+namespace vispco::testing {
+
+/// A fresh folder under the system temp dir, removed at destruction.
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device rd;
+    path_ = std::filesystem::temp_directory_path() / ("vispco-test-" + std::to_string(rd()) + std::to_string(rd()));
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::string str(const std::string& child = "") const { return (child.empty() ? path_ : path_ / child).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// Result of running a command: exit code, stdout and stderr.
+struct CommandResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+/// Runs `vispco <args>` (the CLI built with this test binary) through the shell; stderr captured separately.
+inline CommandResult run_cli(const std::string& args) {
+  TempDir tmp;
+  const std::string err_file = tmp.str("stderr.txt");
+  const std::string cmd = std::string(VISPCO_CLI_PATH) + " " + args + " 2>" + err_file;
+  CommandResult r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(err_file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  r.err = ss.str();
+  return r;
+}
+
+inline std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline void write_file(const std::filesystem::path& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary);
+  out << bytes;
+}
+
+}  // namespace vispco::testing
