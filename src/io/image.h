@@ -33,7 +33,7 @@ struct ImagePreprocessConfig {
 /// interpolation (OpenCV INTER_CUBIC; HF uses PIL bicubic, which antialiases on downscale — a small
 /// numerical deviation), then (x/255 − mean)/std.
 /// @return float32 tensor [3, S, S], CPU, channel order RGB.
-/// @throws InvalidArgument for an empty image or a config with image_size < 1.
+/// @throws InvalidArgument for an empty or non-CV_8UC3 image, or a config with image_size < 1 or std ≤ 0.
 at::Tensor preprocess_llava(const cv::Mat& rgb, const ImagePreprocessConfig& cfg);
 
 }  // namespace vispco::io

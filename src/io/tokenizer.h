@@ -6,13 +6,14 @@
 #include <string>
 #include <vector>
 
-namespace sentencepiece {
-class SentencePieceProcessor;
+namespace vispco::io {
+namespace detail {
+class SpmProcessor;  // spm_backend.h
 }
 
-namespace vispco::io {
-
 /// A loaded SentencePiece model. Special ids come from the model (bos_id, eos_id, pad_id, unk_id).
+/// SentencePiece itself runs in the shim library libvispco_spm.so (see spm_backend.h); every function here
+/// and train_sentencepiece also throw Error when that library cannot be loaded. Copies share the model.
 class Tokenizer {
  public:
   /// Loads `tokenizer.model`. @throws IoError when missing, FormatError when not a SentencePiece model.
@@ -23,7 +24,8 @@ class Tokenizer {
   /// Token ids of `text` (SentencePiece adds its dummy-prefix space as Llama's slow tokenizer does),
   /// BOS prepended when `add_bos`.
   std::vector<int64_t> encode(const std::string& text, bool add_bos) const;
-  /// Text of `ids`; BOS/EOS/pad and ids ≥ vocab_size() (e.g. the image token) are skipped.
+  /// Text of `ids`; BOS/EOS/pad, negative ids and ids ≥ vocab_size() (e.g. the image token) are skipped.
+  /// The leading dummy-prefix space is removed, as SentencePiece does.
   std::string decode(const std::vector<int64_t>& ids) const;
   int64_t bos_id() const;
   int64_t eos_id() const;
@@ -33,18 +35,27 @@ class Tokenizer {
   int64_t vocab_size() const;
 
  private:
-  std::shared_ptr<sentencepiece::SentencePieceProcessor> sp_;
+  std::shared_ptr<const detail::SpmProcessor> sp_;
 };
 
-/// Trains a SentencePiece BPE model on `sentences` with `vocab_size` pieces (ids: 0 unk, 1 <s>, 2 </s>,
-/// as Llama) and writes it to `out_path`. Digits are split into single pieces (as Llama). Deterministic for
-/// the same input. @throws Error when training fails (e.g. vocab_size too large for the text), IoError.
+/// Trains a SentencePiece BPE model on `sentences` with up to `vocab_size` pieces (ids: 0 unk, 1 <s>, 2 </s>,
+/// no pad, as Llama) and writes the serialized model to `out_path` (its folder must exist). Llama's settings:
+/// identity normalizer, dummy prefix, whitespace kept, digits split into single pieces, byte fallback (so
+/// any UTF-8 text, "\n" included, round-trips). A vocab_size larger than the corpus supports yields fewer
+/// pieces (hard_vocab_limit off). Deterministic for the same input (one thread).
+/// @throws InvalidArgument for no sentences or vocab_size < 1; Error when training fails (vocab_size below
+/// 259 + the number of distinct characters, needed by byte fallback); IoError when out_path is unwritable.
 void train_sentencepiece(const std::vector<std::string>& sentences, int vocab_size,
                          const std::string& out_path);
 
-/// LLaVA-1.5 prompt ids: BOS + "USER: " + [image_token_index] + "\n{question} ASSISTANT:", with exactly one
-/// image placeholder id (the pipeline expands it to N_v visual tokens). A "<image>" inside `question` is
-/// treated as plain text.
+/// LLaVA-1.5 prompt ids for "USER: <image>\n{question} ASSISTANT:": [BOS] + encode("USER: ") +
+/// [image_token_index] + encode("\n{question} ASSISTANT:"), with exactly one image placeholder id (the
+/// pipeline expands it to N_v visual tokens). Each text segment gets its own SentencePiece dummy prefix, as
+/// LLaVA's tokenizer_image_token and HF's legacy (slow and fast) Llama tokenizers do; with Llama's model
+/// this gives [1, 3148, 1001, 29901, 29871, <image>, 29871, 13, ...] ("▁US" "ER" ":" "▁", image, "▁" "\n").
+/// HF tokenizers with legacy=false would drop the second segment's "▁" (29871); LLaVA-1.5 was trained with
+/// it, so it is kept. A "<image>" inside `question` is treated as plain text.
+/// @throws InvalidArgument when 0 ≤ image_token_index < tok.vocab_size() (it would be a text piece).
 std::vector<int64_t> encode_llava_prompt(const Tokenizer& tok, const std::string& question,
                                          int64_t image_token_index);
 

@@ -1,0 +1,137 @@
+// SentencePiece tokenizer wrapper, training of small Llama-style BPE models, and the LLaVA-1.5 prompt.
+// Reference: HF `LlamaTokenizer` (slow, legacy) and LLaVA `llava/mm_utils.py` tokenizer_image_token.
+#include "io/tokenizer.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <utility>
+
+#include "core/errors.h"
+#include "io/spm_backend.h"
+
+namespace vispco::io {
+namespace {
+
+using detail::SpmProcessor;
+
+/// Parses a serialized ModelProto; `source` names it in errors. @throws FormatError.
+std::shared_ptr<const SpmProcessor> load_processor(const std::string& proto, const std::string& source) {
+  std::shared_ptr<SpmProcessor> sp(detail::spm_shim().new_processor());
+  if (!sp) throw Error("SentencePiece shim could not create a processor (out of memory?)");
+  std::string error;
+  if (!sp->load(proto, &error))
+    throw FormatError(source + " is not a SentencePiece model (tokenizer.model): " + error);
+  return sp;
+}
+
+const SpmProcessor& checked(const std::shared_ptr<const SpmProcessor>& sp) {
+  if (!sp) throw InvalidArgument("Tokenizer is empty; create it with Tokenizer::load or from_serialized");
+  return *sp;
+}
+
+}  // namespace
+
+Tokenizer Tokenizer::load(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw IoError("tokenizer file not found (or not a file): '" + path + "'");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError("cannot open tokenizer file for reading: '" + path + "'");
+  const std::string proto((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw IoError("error while reading tokenizer file: '" + path + "'");
+  Tokenizer tok;
+  tok.sp_ = load_processor(proto, "'" + path + "'");
+  return tok;
+}
+
+Tokenizer Tokenizer::from_serialized(const std::string& proto) {
+  Tokenizer tok;
+  tok.sp_ = load_processor(proto, "serialized model (" + std::to_string(proto.size()) + " bytes)");
+  return tok;
+}
+
+std::vector<int64_t> Tokenizer::encode(const std::string& text, bool add_bos) const {
+  const SpmProcessor& sp = checked(sp_);
+  std::vector<int> ids;
+  std::string error;
+  if (!sp.encode(text, &ids, &error)) throw Error("SentencePiece failed to encode text: " + error);
+  std::vector<int64_t> out;
+  out.reserve(ids.size() + 1);
+  if (add_bos) out.push_back(sp.bos_id());
+  out.insert(out.end(), ids.begin(), ids.end());
+  return out;
+}
+
+std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
+  const SpmProcessor& sp = checked(sp_);
+  const int64_t n = sp.piece_size();
+  std::vector<int> kept;
+  kept.reserve(ids.size());
+  for (const int64_t id : ids) {
+    if (id < 0 || id >= n || id == sp.bos_id() || id == sp.eos_id() || id == sp.pad_id()) continue;
+    kept.push_back(static_cast<int>(id));
+  }
+  std::string text, error;
+  if (!sp.decode(kept, &text, &error)) throw Error("SentencePiece failed to decode ids: " + error);
+  return text;
+}
+
+int64_t Tokenizer::bos_id() const { return checked(sp_).bos_id(); }
+int64_t Tokenizer::eos_id() const { return checked(sp_).eos_id(); }
+int64_t Tokenizer::pad_id() const { return checked(sp_).pad_id(); }
+int64_t Tokenizer::vocab_size() const { return checked(sp_).piece_size(); }
+
+void train_sentencepiece(const std::vector<std::string>& sentences, int vocab_size,
+                         const std::string& out_path) {
+  if (sentences.empty()) throw InvalidArgument("train_sentencepiece: no training sentences");
+  if (vocab_size < 1)
+    throw InvalidArgument("train_sentencepiece: vocab_size must be >= 1, got " + std::to_string(vocab_size));
+  // Llama's tokenizer.model settings (identity normalizer, dummy prefix, whitespace kept, digits split,
+  // byte fallback) so the prompt code behaves as with real checkpoints.
+  const std::vector<std::pair<std::string, std::string>> kwargs{
+      {"model_type", "bpe"},
+      {"vocab_size", std::to_string(vocab_size)},
+      {"hard_vocab_limit", "false"},  // a vocab larger than the corpus supports gives fewer pieces
+      {"unk_id", "0"},
+      {"bos_id", "1"},
+      {"eos_id", "2"},
+      {"pad_id", "-1"},
+      {"split_digits", "true"},
+      {"byte_fallback", "true"},  // needs vocab_size >= 259 + distinct characters of the corpus
+      {"character_coverage", "1.0"},
+      {"normalization_rule_name", "identity"},
+      {"add_dummy_prefix", "true"},
+      {"remove_extra_whitespaces", "false"},
+      {"allow_whitespace_only_pieces", "true"},
+      {"num_threads", "1"},  // deterministic
+      {"minloglevel", "2"},  // silence training logs (sets the shim's SentencePiece-wide level)
+  };
+  std::string proto, error;
+  if (!detail::spm_shim().train(&sentences, &kwargs, &proto, &error))
+    throw Error("SentencePiece training failed (vocab_size " + std::to_string(vocab_size) + ", " +
+                std::to_string(sentences.size()) + " sentences): " + error);
+  std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
+  if (!out) throw IoError("cannot open tokenizer output for writing: '" + out_path + "'");
+  out.write(proto.data(), static_cast<std::streamsize>(proto.size()));
+  out.close();
+  if (!out) throw IoError("error while writing tokenizer model: '" + out_path + "'");
+}
+
+std::vector<int64_t> encode_llava_prompt(const Tokenizer& tok, const std::string& question,
+                                         int64_t image_token_index) {
+  if (image_token_index >= 0 && image_token_index < tok.vocab_size())
+    throw InvalidArgument("encode_llava_prompt: image_token_index " + std::to_string(image_token_index) +
+                          " is a text piece of the tokenizer (vocab_size " +
+                          std::to_string(tok.vocab_size()) +
+                          "); expected an id >= vocab_size (HF: 32000) or < 0 (LLaVA: -200)");
+  // Each text segment around <image> gets its own dummy prefix, as LLaVA's tokenizer_image_token and HF's
+  // legacy Llama tokenizers do: "USER: " -> ▁US ER : ▁ ; "\n..." -> ▁ <0x0A> ...
+  std::vector<int64_t> ids = tok.encode("USER: ", /*add_bos=*/true);
+  ids.push_back(image_token_index);
+  const std::vector<int64_t> tail = tok.encode("\n" + question + " ASSISTANT:", /*add_bos=*/false);
+  ids.insert(ids.end(), tail.begin(), tail.end());
+  return ids;
+}
+
+}  // namespace vispco::io
