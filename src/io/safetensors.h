@@ -39,7 +39,10 @@ class SafetensorsFile {
   const std::map<std::string, std::string>& metadata() const;
   bool contains(const std::string& name) const;
   /// A CPU tensor viewing the mapped bytes (no copy), dtype and shape as stored. The mapping stays alive
-  /// as long as any returned tensor does. Writes to it stay private (copy-on-write mapping).
+  /// as long as any returned tensor does. Writes to it stay private (copy-on-write mapping) and are seen
+  /// by every other view of the same file object. Exception: bytes not aligned to the element size (a
+  /// header length that is not a multiple of 8, or an unusual layout) are copied into a fresh tensor.
+  /// The file must not be truncated while mapped (SIGBUS).
   /// @throws ConfigError when `name` is absent (the message names the file).
   at::Tensor tensor(const std::string& name) const;
 
@@ -51,8 +54,11 @@ class SafetensorsFile {
 };
 
 /// Writes `tensors` (any device, any of the dtypes above; made contiguous on CPU for writing) to `path` in
-/// safetensors format, entries in name order, header padded with spaces to a multiple of 8 bytes.
-/// @throws IoError when the file cannot be written, InvalidArgument for an unsupported dtype.
+/// safetensors format: header entries in name order, padded with spaces to a multiple of 8 bytes; data
+/// contiguous, widest element size first then by name (as the reference `serialize`), so every tensor is
+/// aligned to its element size. Written to `path + ".tmp"`, then renamed over `path`.
+/// @throws IoError when the file cannot be written, InvalidArgument for an unsupported dtype, an undefined
+/// tensor or the reserved name "__metadata__".
 void save_safetensors(const std::string& path, const std::map<std::string, at::Tensor>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
@@ -63,9 +69,12 @@ c10::ScalarType torch_dtype(const std::string& safetensors_dtype);
 
 /// The tensors of a Hugging Face checkpoint folder: `model.safetensors`, or the shards listed in
 /// `model.safetensors.index.json` ({"weight_map": {name: shard file}}). Every shard is mapped once.
+/// `model.safetensors` wins when both exist (as transformers); with an index, the tensors are exactly the
+/// names of its weight_map.
 class CheckpointTensors {
  public:
-  /// @throws IoError when neither file exists, FormatError for a malformed index or shard.
+  /// @throws IoError when neither file exists or a shard is missing; FormatError for a malformed index or
+  /// shard, a shard name that is not a plain file name, or a tensor the index places in a shard lacking it.
   static CheckpointTensors open_dir(const std::string& dir);
   /// Every tensor name across shards, sorted.
   std::vector<std::string> names() const;
