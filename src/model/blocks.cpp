@@ -48,7 +48,7 @@ at::Tensor causal_mask(const at::Tensor& key_valid, int64_t n_query, int64_t pas
   auto k_idx = at::arange(n_key, opts).unsqueeze(0);           // [1, S]
   auto visible = (k_idx <= q_idx).unsqueeze(0) & key_valid.unsqueeze(1);  // [B, T, S]
   auto mask = at::zeros(visible.sizes(), key_valid.options().dtype(at::kFloat));
-  mask.masked_fill_(visible.logical_not(), -std::numeric_limits<float>::infinity());
+  mask.masked_fill_(visible.logical_not(), std::numeric_limits<float>::lowest());
   return mask.unsqueeze(1);
 }
 

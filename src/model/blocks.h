@@ -28,7 +28,9 @@ Rotary rotary_tables(const at::Tensor& positions, int64_t d_head, double theta, 
 /// x·cos + rotate_half(x)·sin with rotate_half(x) = cat(−x₂, x₁). @param x [B, H, T, D_h].
 at::Tensor apply_rotary(const at::Tensor& x, const Rotary& rot);
 
-/// Additive attention mask [B, 1, T, S] in fp32: 0 where query t may attend key s, −inf elsewhere.
+/// Additive attention mask [B, 1, T, S] in fp32: 0 where query t may attend key s, the lowest finite float
+/// elsewhere (as HF: a padding query that sees no key then gets finite uniform weights instead of NaN, which
+/// would reach valid rows through 0·NaN in the value product of the next layer).
 /// Key s is visible to query t when key_valid[b, s] and s ≤ past + t (causal by cache index: tokens keep
 /// their order through pruning, so cache order is sequence order).
 /// @param key_valid [B, S] bool (false for left padding) @param past number of cached keys before the T new ones.

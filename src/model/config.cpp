@@ -61,6 +61,7 @@ TextConfig text_from_json(const json& j) {
   read(j, "num_hidden_layers", t.num_hidden_layers, w);
   read(j, "num_attention_heads", t.num_attention_heads, w);
   read(j, "num_key_value_heads", t.num_key_value_heads, w);
+  if (t.num_key_value_heads <= 0) t.num_key_value_heads = t.num_attention_heads;  // HF: None means MHA
   read(j, "head_dim", t.head_dim, w);
   read(j, "max_position_embeddings", t.max_position_embeddings, w);
   read(j, "rms_norm_eps", t.rms_norm_eps, w);

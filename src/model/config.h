@@ -33,7 +33,7 @@ struct TextConfig {
   int64_t intermediate_size = 11008;    ///< SwiGLU width m
   int64_t num_hidden_layers = 32;       ///< L
   int64_t num_attention_heads = 32;     ///< H
-  int64_t num_key_value_heads = 0;      ///< H_kv; 0 in JSON means "= H" (HF default)
+  int64_t num_key_value_heads = 32;     ///< H_kv; absent in JSON means "= H" (HF default)
   int64_t head_dim = 0;                 ///< D_h; 0 means hidden_size / H
   int64_t max_position_embeddings = 2048;  ///< longest sequence, tokens
   double rms_norm_eps = 1e-6;           ///< RMSNorm epsilon

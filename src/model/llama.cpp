@@ -44,18 +44,23 @@ LlamaMlpImpl::LlamaMlpImpl(const TextConfig& cfg) {
 
 at::Tensor LlamaMlpImpl::forward(const at::Tensor& x) { return down_proj(at::silu(gate_proj(x)) * up_proj(x)); }
 
-LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const TextConfig& cfg) : eps(cfg.rms_norm_eps) {
+LlamaRmsNormImpl::LlamaRmsNormImpl(int64_t dim, double eps_) : eps(eps_) {
+  weight = register_parameter("weight", torch::ones({dim}));
+}
+
+LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const TextConfig& cfg) {
   self_attn = register_module("self_attn", LlamaAttention(cfg));
   mlp = register_module("mlp", LlamaMlp(cfg));
-  input_layernorm = register_parameter("input_layernorm.weight", torch::ones({cfg.hidden_size}));
-  post_attention_layernorm = register_parameter("post_attention_layernorm.weight", torch::ones({cfg.hidden_size}));
+  input_layernorm = register_module("input_layernorm", LlamaRmsNorm(cfg.hidden_size, cfg.rms_norm_eps));
+  post_attention_layernorm =
+      register_module("post_attention_layernorm", LlamaRmsNorm(cfg.hidden_size, cfg.rms_norm_eps));
 }
 
 LlamaModelImpl::LlamaModelImpl(const TextConfig& c) : cfg(c) {
   embed_tokens = register_module("embed_tokens", torch::nn::Embedding(cfg.vocab_size, cfg.hidden_size));
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < cfg.num_hidden_layers; ++i) layers->push_back(LlamaDecoderLayer(cfg));
-  norm = register_parameter("norm.weight", torch::ones({cfg.hidden_size}));
+  norm = register_module("norm", LlamaRmsNorm(cfg.hidden_size, cfg.rms_norm_eps));
 }
 
 LlamaForCausalLMImpl::LlamaForCausalLMImpl(const TextConfig& c) : cfg(c) {
@@ -97,13 +102,13 @@ at::Tensor LlamaForCausalLMImpl::forward(TokenState& state, KvCache& cache, Pref
       mask_past = lc.length();
     }
     if (stats != nullptr) stats->tokens_per_layer.push_back(T);
-    auto a = layer.self_attn->forward(rms_norm(h, layer.input_layernorm, layer.eps), rot, lc, state.valid, mask,
-                                      attn_rows, attn_rows.defined() ? &probs : nullptr);
+    auto a = layer.self_attn->forward(layer.input_layernorm(h), rot, lc, state.valid, mask, attn_rows,
+                                      attn_rows.defined() ? &probs : nullptr);
     h = h + a;
-    h = h + layer.mlp->forward(rms_norm(h, layer.post_attention_layernorm, layer.eps));
+    h = h + layer.mlp->forward(layer.post_attention_layernorm(h));
   }
   state.hidden = h;
-  return rms_norm(h, model->norm, cfg.rms_norm_eps);
+  return model->norm(h);
 }
 
 at::Tensor LlamaForCausalLMImpl::logits(const at::Tensor& h) {

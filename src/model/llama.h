@@ -36,13 +36,22 @@ struct LlamaMlpImpl : torch::nn::Module {
 };
 TORCH_MODULE(LlamaMlp);
 
+/// RMSNorm with its weight [D] registered as "weight" (see rms_norm()).
+struct LlamaRmsNormImpl : torch::nn::Module {
+  LlamaRmsNormImpl(int64_t dim, double eps);
+  /// @param x [..., D] @return [..., D].
+  at::Tensor forward(const at::Tensor& x) { return rms_norm(x, weight, eps); }
+  torch::Tensor weight;
+  double eps;
+};
+TORCH_MODULE(LlamaRmsNorm);
+
 /// One pre-norm decoder layer.
 struct LlamaDecoderLayerImpl : torch::nn::Module {
   explicit LlamaDecoderLayerImpl(const TextConfig& cfg);
   LlamaAttention self_attn{nullptr};
   LlamaMlp mlp{nullptr};
-  torch::Tensor input_layernorm, post_attention_layernorm;  // [D] RMSNorm weights
-  double eps;
+  LlamaRmsNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
 };
 TORCH_MODULE(LlamaDecoderLayer);
 
@@ -51,7 +60,7 @@ struct LlamaModelImpl : torch::nn::Module {
   explicit LlamaModelImpl(const TextConfig& cfg);
   torch::nn::Embedding embed_tokens{nullptr};
   torch::nn::ModuleList layers{nullptr};
-  torch::Tensor norm;  // [D]
+  LlamaRmsNorm norm{nullptr};
   TextConfig cfg;
 };
 TORCH_MODULE(LlamaModel);

@@ -49,7 +49,8 @@ LlavaConfig tiny() {
 LlavaConfig llava_7b() {
   auto c = clip_l336();
   c.text.max_position_embeddings = 4096;
-  return c;  // LlamaConfig defaults are the 7B dimensions
+  c.text.num_key_value_heads = 32;
+  return c;  // the other LlamaConfig defaults are the 7B dimensions
 }
 
 LlavaConfig llava_tinyllama() {

@@ -74,7 +74,7 @@ TEST(LlavaLoad, Bf16CheckpointConvertsToComputeDtype) {
   const auto& cfg = find_preset("tiny").config;
   write_random_llava(tmp.str("bf16"), cfg, 7, at::kBFloat16);
   auto m32 = VisionLanguageModel::load(tmp.str("bf16"), RunContext{});
-  auto w = m32.net()->language_model->model->norm;
+  auto w = m32.net()->language_model->model->norm->weight;
   EXPECT_EQ(w.scalar_type(), at::kFloat);
   RunContext bf;
   bf.dtype = at::kBFloat16;
