@@ -34,7 +34,8 @@ std::string Sha256::hex_digest() {
   if (state_->digest.empty()) {
     std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
     unsigned int n = 0;
-    if (EVP_DigestFinal_ex(state_->ctx, md.data(), &n) != 1) throw Error("SHA-256: EVP_DigestFinal_ex failed");
+    if (EVP_DigestFinal_ex(state_->ctx, md.data(), &n) != 1)
+      throw Error("SHA-256: EVP_DigestFinal_ex failed");
     static constexpr char kHex[] = "0123456789abcdef";
     std::string out(2 * n, '0');
     for (unsigned int i = 0; i < n; ++i) {
