@@ -14,6 +14,7 @@ packages=(
   libspdlog-dev           # logging
   libcpp-httplib-dev      # HTTP server
   libsqlite3-dev          # result store
+  libssl-dev              # SHA-256 content hashes (libcrypto)
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
 )

@@ -1,0 +1,62 @@
+// SynthVQA question families: each builds the attributes of a scene for one chosen answer ("slot") and the
+// question about it; layout() then places objects and strings. Answers are single words or numbers,
+// balanced within a family by cycling its slots. Objects a question names are unique in their scene.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "eval/synthvqa/rng.h"
+#include "eval/synthvqa/scene.h"
+
+namespace vispco::eval::synthvqa {
+
+/// Smallest offset, pixels, along the main axis of a spatial relation; the cross-axis offset is at most half
+/// the main one, so exactly one of left/right/above/below holds.
+inline constexpr int kMinRelationOffset = 40;
+/// Bounds on the number of objects per scene.
+inline constexpr int kMinObjects = 2, kMaxObjects = 10;
+
+/// A question with its answer and the unplaced scene it is about.
+struct Draft {
+  /// Objects with shape, colour, size, radius and rgb set; x, y filled by layout().
+  std::vector<SceneObject> objects;
+  /// Strings with text, ink and font_px set; box filled by layout().
+  std::vector<SceneText> texts;
+  /// Spatial constraint for layout(): objects[rel_a] must be `relation` of objects[rel_b] (−1: none).
+  int rel_a = -1, rel_b = -1;
+  std::string relation;
+  std::string question;
+  std::string answer;
+};
+
+/// Builds a draft whose answer is the family's slot-th answer (slot < n_slots).
+using FamilyBuilder = Draft (*)(Rng& rng, size_t slot);
+
+/// One question family: name (the jsonl "family"), the number of answer slots it cycles through, and its
+/// builder. Templates: see families.cpp (they are fixed; the tests parse them).
+struct FamilyInfo {
+  const char* name;
+  size_t n_slots;
+  FamilyBuilder build;
+};
+
+/// The family registry, in the order samples cycle through it: color, shape, count_shape, count_color,
+/// exist, spatial, size, text.
+const std::vector<FamilyInfo>& family_table();
+
+/// The relation of a to b ("left", "right", "above", "below") when one holds with kMinRelationOffset, else
+/// "".
+std::string spatial_relation(const SceneObject& a, const SceneObject& b);
+
+/// Appends 0–2 random strings (2–4 characters, distinct inks) that no question asks about; the generator
+/// adds them to every draft without strings of its own.
+void add_distractor_texts(Draft& draft, Rng& rng);
+
+/// Places the draft's strings then objects uniformly at random, all inside the image, strings apart from
+/// each other and from objects, objects overlapping at most slightly (centre distance ≥ 0.9·(r_i + r_j)),
+/// the spatial constraint satisfied. Retries whole layouts on a dead end.
+/// @throws Error if no layout is found after many restarts (a bug in a family's object counts).
+void layout(Draft& draft, Rng& rng);
+
+}  // namespace vispco::eval::synthvqa
