@@ -9,12 +9,14 @@
 #include "io/image.h"
 #include "model/generate.h"
 #include "model/llava.h"
+#include "prune/heatmap.h"
+#include "prune/plan_hook.h"
 
 namespace vispco::cli {
 
 void register_generate(CLI::App& app) {
   struct Opts {
-    std::string model, image, prompt, dtype = "fp32", device = "cpu";
+    std::string model, image, prompt, dtype = "fp32", device = "cpu", plan = "none", heatmap;
     GenerationConfig gen;
     int threads = 0;
     bool json = false;
@@ -33,6 +35,10 @@ void register_generate(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--device", o->device, "cpu | cuda[:N]")->capture_default_str();
   cmd->add_option("--threads", o->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("--plan", o->plan,
+                  "Pruning plan: 'scorer:layer=L,keep=K[+…]', 'pdrop:layers=a/b/c,ratio=r', a .json file, or none")
+      ->capture_default_str();
+  cmd->add_option("--heatmap", o->heatmap, "Write the token heat-map of the plan's first scored stage (PNG)");
   cmd->add_flag("--json", o->json, "Print one JSON object instead of text");
   cmd->callback([o] {
     o->gen.validate();
@@ -44,12 +50,22 @@ void register_generate(CLI::App& app) {
     apply_threads(ctx);
     auto rgb = io::load_image_rgb(o->image);
     auto model = VisionLanguageModel::load(o->model, ctx);
+    PlanHook hook(parse_plan(o->plan, model.config().n_visual_tokens()), model.config(), o->gen.seed);
+    if (!o->heatmap.empty() && hook.plan().empty()) throw InvalidArgument("--heatmap needs a pruning --plan");
     VlmRequest req{model.preprocess(rgb), model.prompt_ids(o->prompt)};
-    auto res = generate(model, {req}, o->gen);
+    auto res = generate(model, {req}, o->gen, hook.plan().empty() ? nullptr : &hook);
+    if (!o->heatmap.empty() && !hook.traces().empty()) {
+      at::Tensor scores;
+      for (const auto& t : hook.traces())
+        if (!scores.defined() && !t.scores[0].isnan().all().item<bool>()) scores = t.scores[0];
+      if (!scores.defined()) scores = hook.traces().front().scores[0];
+      write_token_heatmap(o->heatmap, rgb, model.config().vision.grid(), scores, hook.traces().back().kept[0]);
+    }
     const auto& s = res.stats;
     const double rss_mb = peak_rss_bytes() / 1048576.0;
     if (o->json) {
-      nlohmann::json j = {{"answer", res.texts[0]}, {"tokens", res.tokens[0]}, {"stats", s.to_json()}};
+      nlohmann::json j = {{"answer", res.texts[0]}, {"tokens", res.tokens[0]}, {"plan", hook.plan().to_string()},
+                          {"stats", s.to_json()}};
       j["stats"]["peak_rss_mb"] = rss_mb;
       std::cout << j.dump() << "\n";
       return;

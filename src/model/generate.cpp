@@ -75,6 +75,7 @@ TokenState build_prefill_state(VisionLanguageModel& m, const std::vector<VlmRequ
   std::vector<at::Tensor> rows;
   auto valid = at::zeros({B, T}, at::TensorOptions().dtype(at::kBool));
   auto is_visual = at::zeros({B, T}, at::TensorOptions().dtype(at::kBool));
+  auto grid_index = at::full({B, T}, -1, at::TensorOptions().dtype(at::kLong));
   for (int64_t b = 0; b < B; ++b) {
     const auto& ids = reqs[b].prompt_ids;
     auto id_t = at::tensor(ids, at::TensorOptions().dtype(at::kLong)).to(dev);
@@ -88,11 +89,13 @@ TokenState build_prefill_state(VisionLanguageModel& m, const std::vector<VlmRequ
     rows.push_back(at::cat(parts, 0));
     valid[b].narrow(0, pad, lengths[b]).fill_(true);
     is_visual[b].narrow(0, pad + p, n_v).fill_(true);
+    grid_index[b].narrow(0, pad + p, n_v).copy_(at::arange(n_v, at::kLong));
   }
   TokenState s;
   s.hidden = at::stack(rows, 0);
   s.valid = valid.to(dev);
   s.visual = is_visual.to(dev);
+  s.grid_index = grid_index.to(dev);
   s.positions = (s.valid.to(at::kLong).cumsum(1) - 1).clamp_min(0);
   return s;
 }
@@ -125,7 +128,8 @@ GenerationOutput generate(VisionLanguageModel& m, const std::vector<VlmRequest>&
 
   std::vector<at::Tensor> px;
   for (const auto& r : reqs) px.push_back(r.pixels);
-  auto vis = m.encode_images(at::stack(px, 0));
+  auto vis = m.encode_images(at::stack(px, 0), hook != nullptr && hook->wants_vision_attention());
+  if (hook != nullptr) hook->begin(vis.cls_attention, vis.keys);
   sync_device(dev);
   st.vision_ms = total.ms();
   st.n_visual = vis.embeds.size(1);
@@ -175,6 +179,7 @@ GenerationOutput generate(VisionLanguageModel& m, const std::vector<VlmRequest>&
     step_state.positions = next_pos;
     step_state.valid = at::ones({B, 1}, at::TensorOptions().dtype(at::kBool).device(dev));
     step_state.visual = at::zeros({B, 1}, at::TensorOptions().dtype(at::kBool).device(dev));
+    step_state.grid_index = at::full({B, 1}, -1, at::TensorOptions().dtype(at::kLong).device(dev));
     next_pos = next_pos + 1;
     logits = lm->logits(lm->forward(step_state, cache)).squeeze(1);
   }

@@ -82,9 +82,7 @@ at::Tensor LlamaForCausalLMImpl::forward(TokenState& state, KvCache& cache, Pref
   for (int64_t l = 0; l < n_layers; ++l) {
     if (hook != nullptr && hook->acts_before(l)) {
       state.hidden = h;
-      auto keep = hook->select(l, state, probs);
-      if (keep.defined()) {
-        state = gather_tokens(state, keep);
+      if (hook->apply(l, state, probs)) {
         h = state.hidden;
         rot = rotary_tables(state.positions, cfg.d_head(), cfg.rope_theta, h.scalar_type());
         mask_past = -1;

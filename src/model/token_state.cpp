@@ -13,6 +13,7 @@ TokenState gather_tokens(const TokenState& s, const at::Tensor& keep) {
   out.positions = s.positions.gather(1, keep);
   out.valid = s.valid.gather(1, keep);
   out.visual = s.visual.gather(1, keep);
+  out.grid_index = s.grid_index.gather(1, keep);
   return out;
 }
 

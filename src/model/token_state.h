@@ -11,6 +11,8 @@ struct TokenState {
   at::Tensor positions;  ///< [B, T] int64 original RoPE positions (kept unchanged through pruning)
   at::Tensor valid;      ///< [B, T] bool, false for left padding
   at::Tensor visual;     ///< [B, T] bool, true for visual tokens
+  at::Tensor grid_index; ///< [B, T] int64: for a visual token its index in the image's N_v patch grid (a merged
+                         ///< token carries its representative's index); −1 for text and padding
 };
 
 /// What a pruning plan does inside the decoder's prefill. Stage layer ℓ acts just before decoder layer ℓ
@@ -18,18 +20,25 @@ struct TokenState {
 class PrefillHook {
  public:
   virtual ~PrefillHook() = default;
+  /// True when the hook needs the vision tower's [CLS] attention and keys (VisionZip); generate() then asks
+  /// the tower for them and calls begin() with them.
+  virtual bool wants_vision_attention() const { return false; }
+  /// Called once per prefill, before the decoder runs. @param cls_attention [B, N_v] fp32 head-averaged [CLS]
+  /// attention at the feature layer, or undefined @param vision_keys [B, N_v, D_v] feature-layer keys, or undefined.
+  virtual void begin(const at::Tensor& cls_attention, const at::Tensor& vision_keys) {}
   /// True when the hook may prune before decoder layer `layer` (0 ≤ layer < L).
   virtual bool acts_before(int64_t layer) const = 0;
   /// Query rows [B, R] (int64 indices into T) whose attention probabilities the hook needs from decoder layer
   /// `layer`; undefined when none. Only these rows are materialised.
   virtual at::Tensor attention_rows(int64_t layer, const TokenState& state) const { return {}; }
   /// Called before decoder layer `layer` with the current state and, if requested from layer−1, its
-  /// attention rows [B, H, R, S]. Returns the indices [B, T'] (int64, ascending) of tokens to keep, or an
-  /// undefined tensor to keep all. The decoder removes the others physically.
-  virtual at::Tensor select(int64_t layer, const TokenState& state, const at::Tensor& attn_rows) = 0;
+  /// attention rows [B, H, R, S] (S = T: in prefill layer−1 saw exactly these tokens). The hook may replace
+  /// `state` by a shorter one (survivors via gather_tokens, optionally merged tokens); it returns true when
+  /// it did. Text tokens and padding must survive unchanged and in order; all rows keep the same T'.
+  virtual bool apply(int64_t layer, TokenState& state, const at::Tensor& attn_rows) = 0;
 };
 
-/// Keeps rows `keep` [B, T'] (int64) of every [B, T, ...] field of `state`.
+/// Keeps tokens `keep` [B, T'] (int64 indices into T) of every [B, T, …] field of `state`.
 TokenState gather_tokens(const TokenState& state, const at::Tensor& keep);
 
 }  // namespace vispco

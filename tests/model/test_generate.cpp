@@ -47,6 +47,7 @@ TEST(Generate, KvCacheDecodeEqualsFullRecomputation) {
   full.positions = at::arange(full.hidden.size(1), at::kLong).view({1, -1});
   full.valid = at::ones({1, full.hidden.size(1)}, at::kBool);
   full.visual = at::cat({prefix.visual, at::zeros({1, (int64_t)gen.size()}, at::kBool)}, 1);
+  full.grid_index = at::cat({prefix.grid_index, at::full({1, (int64_t)gen.size()}, -1, at::kLong)}, 1);
   KvCache cache(m.config().text.num_hidden_layers);
   auto logits = lm->logits(lm->forward(full, cache));  // [1, T, V]
   double worst = 0;

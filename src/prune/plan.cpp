@@ -1,0 +1,183 @@
+// Parsing, printing and validation of pruning plans.
+#include "prune/plan.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/errors.h"
+#include "prune/scorer.h"
+
+namespace vispco {
+
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  std::istringstream in(s);
+  while (std::getline(in, cur, sep)) out.push_back(cur);
+  if (!s.empty() && s.back() == sep) out.push_back("");
+  return out;
+}
+
+int64_t parse_int(const std::string& text, const std::string& what) {
+  try {
+    size_t used = 0;
+    const long long v = std::stoll(text, &used);
+    if (used == text.size()) return v;
+  } catch (const std::exception&) {
+  }
+  throw InvalidArgument("plan: " + what + " must be an integer (got '" + text + "')");
+}
+
+// "pdrop:layers=8/16/24,ratio=0.5[,scorer=fastv]" → one stage per layer, K_i = round(N_v · ratio^i).
+std::vector<PruneStage> expand_pdrop(const std::map<std::string, std::string>& opts, int64_t n_visual) {
+  std::vector<int64_t> layers;
+  double ratio = 0.5;
+  std::string scorer = "fastv";
+  for (const auto& [k, v] : opts) {
+    if (k == "layers") {
+      for (const auto& l : split(v, '/')) layers.push_back(parse_int(l, "pdrop layer"));
+    } else if (k == "ratio") {
+      try {
+        ratio = std::stod(v);
+      } catch (const std::exception&) {
+        throw InvalidArgument("plan: pdrop ratio must be a number (got '" + v + "')");
+      }
+    } else if (k == "scorer") {
+      scorer = v;
+    } else {
+      throw InvalidArgument("plan: unknown pdrop option '" + k + "' (valid: layers, ratio, scorer)");
+    }
+  }
+  if (layers.empty()) throw InvalidArgument("plan: pdrop needs layers=ℓ1/ℓ2/…");
+  if (!(ratio > 0 && ratio <= 1)) throw InvalidArgument("plan: pdrop ratio must be in (0, 1]");
+  std::vector<PruneStage> out;
+  double keep = static_cast<double>(n_visual);
+  for (auto l : layers) {
+    keep *= ratio;
+    out.push_back({l, std::max<int64_t>(1, std::llround(keep)), scorer, {}});
+  }
+  return out;
+}
+
+PruneStage parse_stage(const std::string& text) {
+  const auto colon = text.find(':');
+  PruneStage st;
+  st.scorer = text.substr(0, colon);
+  if (st.scorer.empty()) throw InvalidArgument("plan: stage '" + text + "' has no scorer name");
+  bool has_layer = false, has_keep = false;
+  if (colon != std::string::npos) {
+    for (const auto& kv : split(text.substr(colon + 1), ',')) {
+      const auto eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0)
+        throw InvalidArgument("plan: '" + kv + "' in stage '" + text + "' is not key=value");
+      const auto key = kv.substr(0, eq), value = kv.substr(eq + 1);
+      if (key == "layer") {
+        st.layer = parse_int(value, "layer");
+        has_layer = true;
+      } else if (key == "keep") {
+        st.keep = parse_int(value, "keep");
+        has_keep = true;
+      } else {
+        st.options[key] = value;
+      }
+    }
+  }
+  if (st.scorer != "pdrop" && (!has_layer || !has_keep))
+    throw InvalidArgument("plan: stage '" + text + "' needs layer=ℓ and keep=K");
+  return st;
+}
+
+}  // namespace
+
+std::string PruningPlan::to_string() const {
+  if (stages.empty()) return "none";
+  std::string out;
+  for (const auto& s : stages) {
+    if (!out.empty()) out += "+";
+    out += s.scorer + ":layer=" + std::to_string(s.layer) + ",keep=" + std::to_string(s.keep);
+    for (const auto& [k, v] : s.options) out += "," + k + "=" + v;
+  }
+  return out;
+}
+
+void PruningPlan::validate(const LlavaConfig& cfg) const {
+  const int64_t n_layers = cfg.text.num_hidden_layers, n_v = cfg.n_visual_tokens();
+  int64_t prev_layer = -1, prev_keep = n_v;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const auto& s = stages[i];
+    const std::string where = "plan stage " + std::to_string(i + 1) + " (" + s.scorer + ")";
+    if (s.layer < 0 || s.layer >= n_layers)
+      throw InvalidArgument(where + ": layer " + std::to_string(s.layer) + " is outside [0, " +
+                            std::to_string(n_layers) + ") for this " + std::to_string(n_layers) + "-layer model");
+    if (s.layer <= prev_layer)
+      throw InvalidArgument(where + ": layer " + std::to_string(s.layer) + " must come after the previous stage's " +
+                            std::to_string(prev_layer));
+    if (s.keep < 1 || s.keep > n_v)
+      throw InvalidArgument(where + ": keep " + std::to_string(s.keep) + " is outside [1, N_v = " +
+                            std::to_string(n_v) + "]");
+    if (s.keep > prev_keep)
+      throw InvalidArgument(where + ": keep " + std::to_string(s.keep) + " exceeds the previous stage's " +
+                            std::to_string(prev_keep) + " (K must not increase)");
+    make_scorer(s.scorer)->check(s, cfg);
+    prev_layer = s.layer;
+    prev_keep = s.keep;
+  }
+}
+
+PruningPlan parse_plan(const std::string& text, int64_t n_visual) {
+  PruningPlan plan;
+  if (text.empty() || text == "none") return plan;
+  if (text.size() > 5 && text.compare(text.size() - 5, 5, ".json") == 0) {
+    std::ifstream in(text);
+    if (!in) throw IoError("cannot read plan file '" + text + "'");
+    try {
+      return plan_from_json(nlohmann::json::parse(in));
+    } catch (const nlohmann::json::parse_error& e) {
+      throw FormatError(text + " is not valid JSON: " + e.what());
+    }
+  }
+  for (const auto& piece : split(text, '+')) {
+    if (piece.empty()) throw InvalidArgument("plan: empty stage in '" + text + "'");
+    auto st = parse_stage(piece);
+    if (st.scorer == "pdrop") {
+      for (auto& s : expand_pdrop(st.options, n_visual)) plan.stages.push_back(s);
+    } else {
+      plan.stages.push_back(st);
+    }
+  }
+  return plan;
+}
+
+nlohmann::json to_json(const PruningPlan& plan) {
+  nlohmann::json stages = nlohmann::json::array();
+  for (const auto& s : plan.stages)
+    stages.push_back({{"scorer", s.scorer}, {"layer", s.layer}, {"keep", s.keep}, {"options", s.options}});
+  return {{"stages", stages}};
+}
+
+PruningPlan plan_from_json(const nlohmann::json& j) {
+  PruningPlan plan;
+  if (!j.is_object() || !j.contains("stages") || !j["stages"].is_array())
+    throw InvalidArgument("plan JSON must be an object with a \"stages\" array");
+  for (const auto& s : j["stages"]) {
+    try {
+      PruneStage st;
+      st.scorer = s.at("scorer").get<std::string>();
+      st.layer = s.at("layer").get<int64_t>();
+      st.keep = s.at("keep").get<int64_t>();
+      if (s.contains("options"))
+        for (const auto& [k, v] : s["options"].items()) st.options[k] = v.is_string() ? v.get<std::string>() : v.dump();
+      plan.stages.push_back(st);
+    } catch (const nlohmann::json::exception& e) {
+      throw InvalidArgument("plan JSON stage " + s.dump() + ": " + e.what());
+    }
+  }
+  return plan;
+}
+
+}  // namespace vispco

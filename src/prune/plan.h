@@ -1,0 +1,55 @@
+// Pruning plans (DESIGN.md §2): an ordered list of stages (layer ℓ, kept visual tokens K_ℓ, scorer), ℓ = 0
+// meaning after the projector and before the LLM, ℓ ≥ 1 after decoder layer ℓ−1; K non-increasing over stages.
+// Compact syntax: stages joined by '+', each "scorer:layer=ℓ,keep=K[,option=value…]", e.g.
+//   "fastv:layer=2,keep=64"  or  "fastv:layer=8,keep=288+fastv:layer=16,keep=144+fastv:layer=24,keep=72"
+// and the PyramidDrop shorthand "pdrop:layers=8/16/24,ratio=0.5" (keep ×ratio at each boundary, N_v at start).
+// "none" or "" is the empty plan. A path ending in ".json" is read as {"stages": [{"scorer", "layer", "keep",
+// "options": {…}}, …]}.
+#pragma once
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+
+namespace vispco {
+
+/// One pruning stage.
+struct PruneStage {
+  /// Where it acts: 0 = after the projector (before the LLM), ℓ ≥ 1 = after decoder layer ℓ−1. Valid: [0, L).
+  int64_t layer = 0;
+  /// Visual tokens kept after this stage, K_ℓ. Valid: [1, N_v], ≤ the previous stage's K.
+  int64_t keep = 0;
+  /// Scorer name (registry in prune/scorer.h).
+  std::string scorer;
+  /// Scorer-specific options (name → value as text), checked by the scorer.
+  std::map<std::string, std::string> options;
+  bool operator==(const PruneStage&) const = default;
+};
+
+/// An ordered list of stages; empty = no pruning.
+struct PruningPlan {
+  std::vector<PruneStage> stages;
+
+  bool empty() const { return stages.empty(); }
+  /// Canonical compact text (parse(to_string()) == *this); "none" when empty. Used as the result-store key.
+  std::string to_string() const;
+  /// Checks the plan against a model: layers in [0, L) and strictly increasing, keep in [1, N_v] and
+  /// non-increasing, known scorers whose hook point allows the layer, known options.
+  /// @throws InvalidArgument naming the stage and the problem.
+  void validate(const LlavaConfig& cfg) const;
+  bool operator==(const PruningPlan&) const = default;
+};
+
+/// Parses the compact syntax, "none", or a .json file path. Syntax errors only (ranges need the model:
+/// validate()). @throws InvalidArgument naming the bad piece; IoError/FormatError for a bad .json file.
+PruningPlan parse_plan(const std::string& text, int64_t n_visual);
+
+nlohmann::json to_json(const PruningPlan& plan);
+/// @throws InvalidArgument for a malformed object.
+PruningPlan plan_from_json(const nlohmann::json& j);
+
+}  // namespace vispco

@@ -1,0 +1,124 @@
+// Applying a pruning plan's stages to the decoder's token state.
+#include "prune/plan_hook.h"
+
+#include <ATen/ATen.h>
+
+#include <limits>
+
+#include "core/errors.h"
+
+namespace vispco {
+
+PlanHook::PlanHook(PruningPlan plan, const LlavaConfig& cfg, uint64_t seed)
+    : plan_(std::move(plan)), grid_(cfg.vision.grid()), n_visual_(cfg.n_visual_tokens()), seed_(seed) {
+  plan_.validate(cfg);
+  for (const auto& st : plan_.stages) scorers_.push_back(make_scorer(st.scorer));
+}
+
+bool PlanHook::wants_vision_attention() const {
+  for (const auto& s : scorers_)
+    if (s->needs_vision_attention()) return true;
+  return false;
+}
+
+void PlanHook::begin(const at::Tensor& cls_attention, const at::Tensor& vision_keys) {
+  cls_attention_ = cls_attention;
+  vision_keys_ = vision_keys;
+  traces_.clear();
+}
+
+bool PlanHook::acts_before(int64_t layer) const {
+  for (const auto& st : plan_.stages)
+    if (st.layer == layer) return true;
+  return false;
+}
+
+at::Tensor PlanHook::attention_rows(int64_t layer, const TokenState& state) const {
+  for (size_t i = 0; i < plan_.stages.size(); ++i)
+    if (plan_.stages[i].layer == layer + 1 && scorers_[i]->needs_attention()) {
+      // The last prompt token: with left padding it is the last column of every row.
+      const int64_t B = state.hidden.size(0), T = state.hidden.size(1);
+      return at::full({B, 1}, T - 1, state.positions.options());
+    }
+  return {};
+}
+
+bool PlanHook::apply(int64_t layer, TokenState& state, const at::Tensor& attn_rows) {
+  size_t i = 0;
+  while (i < plan_.stages.size() && plan_.stages[i].layer != layer) ++i;
+  if (i == plan_.stages.size()) return false;
+  const auto& stage = plan_.stages[i];
+  const int64_t B = state.hidden.size(0), T = state.hidden.size(1);
+  const auto dev = state.hidden.device();
+  auto nz = at::nonzero(state.visual);  // [B·N, 2], row-major so each row's indices ascend
+  const int64_t N = nz.size(0) / B;
+  TORCH_CHECK(N * B == nz.size(0), "rows of a batch hold different numbers of visual tokens");
+
+  StageTrace trace;
+  trace.stage = stage;
+  trace.scores = at::full({B, n_visual_}, std::numeric_limits<float>::quiet_NaN(), at::kFloat);
+  trace.kept = at::zeros({B, n_visual_}, at::kBool);
+  if (stage.keep >= N) {  // nothing to remove at this stage
+    traces_.push_back(trace);
+    return false;
+  }
+  ScoreInput in;
+  in.state = &state;
+  in.visual_pos = nz.select(1, 1).view({B, N});
+  in.attn_rows = attn_rows;
+  in.cls_attention = cls_attention_;
+  in.vision_keys = vision_keys_;
+  in.grid = grid_;
+  in.layer = layer;
+  in.seed = seed_;
+  in.stage = &stage;
+  const auto& scorer = *scorers_[i];
+  if (scorer.needs_attention() && !attn_rows.defined())
+    throw InvalidArgument("scorer " + stage.scorer + " needs decoder attention but none was recorded");
+  Selection sel = scorer.select(in);
+
+  auto grid_of_alive = state.grid_index.gather(1, in.visual_pos);  // [B, N]
+  if (sel.scores.defined()) trace.scores.scatter_(1, grid_of_alive.cpu(), sel.scores.to(at::kFloat).cpu());
+  auto kept_visual = in.visual_pos.gather(1, sel.keep.to(dev));     // [B, K_keep] indices into T
+  trace.kept.scatter_(1, state.grid_index.gather(1, kept_visual).cpu(), true);
+
+  // Non-visual tokens (text, padding) in order, plus the kept visual ones, re-sorted into sequence order.
+  auto is_text = state.visual.logical_not();
+  auto text_idx = at::nonzero(is_text).select(1, 1).view({B, T - N});
+  auto keep_idx = std::get<0>(at::cat({text_idx, kept_visual}, 1).sort(1));
+  TokenState next = gather_tokens(state, keep_idx);
+  if (sel.merged.defined() && sel.merged.size(1) > 0) {
+    const int64_t M = sel.merged.size(1);
+    auto rep = sel.merged_grid_index.to(dev);
+    trace.kept.scatter_(1, rep.cpu(), true);
+    // Position of patch g is (first visual token's position − its patch index) + g.
+    auto first = in.visual_pos.narrow(1, 0, 1);
+    auto base = state.positions.gather(1, first) - state.grid_index.gather(1, first);  // [B, 1]
+    TokenState merged;
+    merged.hidden = sel.merged.to(next.hidden.scalar_type());
+    merged.positions = base + rep;
+    merged.valid = at::ones({B, M}, next.valid.options());
+    merged.visual = at::ones({B, M}, next.visual.options());
+    merged.grid_index = rep;
+    // Sort key: text keeps its index in T; a visual token sits inside the image span by patch index.
+    auto v0 = in.visual_pos.narrow(1, 0, 1).to(at::kDouble);  // [B, 1]
+    auto key_of = [&](const TokenState& s, const at::Tensor& t_index) {
+      auto vis_key = v0 + (s.grid_index.to(at::kDouble) + 0.5) / double(n_visual_ + 1);
+      return at::where(s.visual, vis_key, t_index.to(at::kDouble));
+    };
+    auto keys = at::cat({key_of(next, keep_idx), key_of(merged, at::zeros({B, M}, keep_idx.options()))}, 1);
+    auto order = std::get<1>(keys.sort(1));
+    TokenState all;
+    all.hidden = at::cat({next.hidden, merged.hidden}, 1);
+    all.positions = at::cat({next.positions, merged.positions}, 1);
+    all.valid = at::cat({next.valid, merged.valid}, 1);
+    all.visual = at::cat({next.visual, merged.visual}, 1);
+    all.grid_index = at::cat({next.grid_index, merged.grid_index}, 1);
+    next = gather_tokens(all, order);
+  }
+  state = next;
+  traces_.push_back(trace);
+  return true;
+}
+
+}  // namespace vispco

@@ -1,0 +1,49 @@
+// Runs a pruning plan inside the decoder's prefill (the PrefillHook of model/token_state.h): at each stage it
+// asks the stage's scorer which visual tokens survive and removes the others physically; text tokens and
+// padding always survive. Survivors keep their order and their original RoPE positions; merged tokens take
+// the position of their representative patch. Records each stage's scores for heat-maps.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "model/config.h"
+#include "model/token_state.h"
+#include "prune/plan.h"
+#include "prune/scorer.h"
+
+namespace vispco {
+
+/// What one stage did, mapped back to the image's patch grid (for heat-maps and reports).
+struct StageTrace {
+  PruneStage stage;
+  at::Tensor scores;  ///< [B, N_v] fp32, NaN for tokens already gone before this stage or unscored
+  at::Tensor kept;    ///< [B, N_v] bool, true for patches represented after this stage (kept or merge targets)
+};
+
+/// A pruning plan bound to a model config; one instance per generate() call (it records traces).
+/// Batches share the plan: every row keeps the same number of tokens, so no padding is introduced.
+class PlanHook : public PrefillHook {
+ public:
+  /// @throws InvalidArgument when the plan does not fit the model (PruningPlan::validate).
+  PlanHook(PruningPlan plan, const LlavaConfig& cfg, uint64_t seed = 0);
+
+  bool wants_vision_attention() const override;
+  void begin(const at::Tensor& cls_attention, const at::Tensor& vision_keys) override;
+  bool acts_before(int64_t layer) const override;
+  at::Tensor attention_rows(int64_t layer, const TokenState& state) const override;
+  bool apply(int64_t layer, TokenState& state, const at::Tensor& attn_rows) override;
+
+  const PruningPlan& plan() const { return plan_; }
+  /// One entry per stage that ran, in order.
+  const std::vector<StageTrace>& traces() const { return traces_; }
+
+ private:
+  PruningPlan plan_;
+  std::vector<std::unique_ptr<Scorer>> scorers_;  // one per stage
+  int64_t grid_ = 0, n_visual_ = 0;
+  uint64_t seed_ = 0;
+  at::Tensor cls_attention_, vision_keys_;
+  std::vector<StageTrace> traces_;
+};
+
+}  // namespace vispco

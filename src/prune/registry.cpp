@@ -1,0 +1,56 @@
+// The scorer registry table and the checks shared by every scorer.
+#include <ATen/ATen.h>
+
+#include <algorithm>
+
+#include "core/errors.h"
+#include "prune/scorer.h"
+#include "prune/scorers/scorers.h"
+
+namespace vispco {
+
+const std::vector<ScorerEntry>& scorer_registry() {
+  static const std::vector<ScorerEntry> table = {
+      {"fastv", "FastV (Chen et al., ECCV 2024 §4): last prompt token's attention at layer ℓ−1, head mean, top-K",
+       make_fastv_scorer},
+      {"visionzip", "VisionZip (Yang et al., CVPR 2025 §3): [CLS]-attention dominant tokens + merged contextual ones",
+       make_visionzip_scorer},
+      {"divprune", "DivPrune (Alvar et al., CVPR 2025 §3): greedy max–min diversity on cosine distance",
+       make_divprune_scorer},
+      {"random", "random subset (seeded), a baseline", make_random_scorer},
+      {"uniform", "uniform subsample of the patch grid in raster order, a baseline", make_uniform_scorer},
+      {"pool", "average pooling of the patch grid to √K × √K tokens (ℓ = 0), a baseline", make_pool_scorer},
+  };
+  return table;
+}
+
+std::unique_ptr<Scorer> make_scorer(const std::string& name) {
+  std::string names;
+  for (const auto& e : scorer_registry()) {
+    if (e.name == name) return e.make();
+    names += (names.empty() ? "" : ", ") + e.name;
+  }
+  throw InvalidArgument("unknown scorer '" + name + "' (valid: " + names + ", and the shorthand pdrop)");
+}
+
+void Scorer::check(const PruneStage& stage, const LlavaConfig& cfg) const {
+  const std::string where = "plan stage " + stage.scorer + ":layer=" + std::to_string(stage.layer);
+  if (hook_point() == HookPoint::kPreLlm && stage.layer != 0)
+    throw InvalidArgument(where + ": " + stage.scorer + " acts before the LLM only (layer=0)");
+  if (hook_point() == HookPoint::kInLlm && stage.layer == 0)
+    throw InvalidArgument(where + ": " + stage.scorer + " needs decoder attention, so layer must be ≥ 1");
+  const auto valid = option_names();
+  for (const auto& [k, v] : stage.options)
+    if (std::find(valid.begin(), valid.end(), k) == valid.end()) {
+      std::string list;
+      for (const auto& n : valid) list += (list.empty() ? "" : ", ") + n;
+      throw InvalidArgument(where + ": unknown option '" + k + "' (valid: " + (list.empty() ? "none" : list) + ")");
+    }
+  check_extra(stage, cfg);
+}
+
+at::Tensor top_k_indices(const at::Tensor& scores, int64_t k) {
+  return std::get<1>(scores.topk(k, /*dim=*/-1, /*largest=*/true, /*sorted=*/true));
+}
+
+}  // namespace vispco

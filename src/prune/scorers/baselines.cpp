@@ -1,0 +1,76 @@
+// Baselines every serious token-pruning comparison includes: a seeded random subset, a uniform subsample of
+// the patch grid, and average pooling of the grid (the spatial-pooling baseline of e.g. LLaVA-PruMerge and
+// VisionZip's comparisons).
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cmath>
+
+#include "core/errors.h"
+#include "prune/scorers/scorers.h"
+
+namespace vispco {
+namespace {
+
+class RandomScorer : public Scorer {
+ public:
+  HookPoint hook_point() const override { return HookPoint::kAny; }
+  Selection select(const ScoreInput& in) const override {
+    // One CPU generator per stage: the same seed picks the same tokens on any device.
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(in.seed * 1000003ULL + static_cast<uint64_t>(in.layer));
+    Selection s;
+    s.scores = at::rand({in.visual_pos.size(0), in.visual_pos.size(1)}, gen).to(in.visual_pos.device());
+    s.keep = top_k_indices(s.scores, in.stage->keep);
+    return s;
+  }
+};
+
+class UniformScorer : public Scorer {
+ public:
+  HookPoint hook_point() const override { return HookPoint::kAny; }
+  Selection select(const ScoreInput& in) const override {
+    const int64_t B = in.visual_pos.size(0), N = in.visual_pos.size(1), K = in.stage->keep;
+    // Token i of K sits at the centre of the i-th of K equal stretches of the N alive tokens (raster order).
+    auto idx = at::floor((at::arange(K, at::kDouble) + 0.5) * (double(N) / double(K))).to(at::kLong);
+    Selection s;
+    s.keep = idx.to(in.visual_pos.device()).unsqueeze(0).expand({B, K}).contiguous();
+    return s;
+  }
+};
+
+class PoolScorer : public Scorer {
+ public:
+  HookPoint hook_point() const override { return HookPoint::kPreLlm; }
+  Selection select(const ScoreInput& in) const override {
+    const int64_t B = in.visual_pos.size(0), N = in.visual_pos.size(1), g = in.grid;
+    const int64_t side = std::llround(std::sqrt(double(in.stage->keep)));
+    const auto& h = in.state->hidden;
+    auto tokens = h.gather(1, in.visual_pos.unsqueeze(-1).expand({B, N, h.size(2)}));  // [B, N_v, D]
+    auto img = tokens.view({B, g, g, h.size(2)}).permute({0, 3, 1, 2});               // [B, D, g, g]
+    auto pooled = at::adaptive_avg_pool2d(img.to(at::kFloat), {side, side}).to(h.scalar_type());
+    Selection s;
+    s.keep = at::empty({B, 0}, in.visual_pos.options());
+    s.merged = pooled.flatten(2).transpose(1, 2).contiguous();  // [B, side², D]
+    // Each pooled cell is placed at its top-left patch (adaptive pooling's cell start ⌊i·g/side⌋).
+    auto start = at::floor(at::arange(side, at::kDouble) * (double(g) / side)).to(at::kLong);
+    auto rep = (start.unsqueeze(1) * g + start.unsqueeze(0)).flatten();
+    s.merged_grid_index = rep.to(in.visual_pos.device()).unsqueeze(0).expand({B, side * side}).contiguous();
+    return s;
+  }
+
+ protected:
+  void check_extra(const PruneStage& st, const LlavaConfig& cfg) const override {
+    const int64_t side = std::llround(std::sqrt(double(st.keep)));
+    if (side * side != st.keep || side > cfg.vision.grid())
+      throw InvalidArgument("plan stage pool: keep " + std::to_string(st.keep) +
+                            " must be a square s² with s ≤ the patch grid side " + std::to_string(cfg.vision.grid()));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Scorer> make_random_scorer() { return std::make_unique<RandomScorer>(); }
+std::unique_ptr<Scorer> make_uniform_scorer() { return std::make_unique<UniformScorer>(); }
+std::unique_ptr<Scorer> make_pool_scorer() { return std::make_unique<PoolScorer>(); }
+
+}  // namespace vispco

@@ -1,0 +1,29 @@
+// FastV (Chen et al., "An Image is Worth 1/2 Tokens After Layer 2", ECCV 2024, §4): after layer ℓ−1, rank
+// visual tokens by the attention the last prompt token pays them, averaged over heads; keep the top K.
+// Deviation: the paper's implementation recomputes the full attention map at layer ℓ−1; we read only the
+// last token's row, which holds the same numbers.
+#include <ATen/ATen.h>
+
+#include "prune/scorers/scorers.h"
+
+namespace vispco {
+namespace {
+
+class FastVScorer : public Scorer {
+ public:
+  HookPoint hook_point() const override { return HookPoint::kInLlm; }
+  bool needs_attention() const override { return true; }
+  Selection select(const ScoreInput& in) const override {
+    auto row = in.attn_rows.mean(/*dim=*/1).select(1, 0);  // [B, T] head-mean attention of the last token
+    Selection s;
+    s.scores = row.gather(1, in.visual_pos);                // [B, N]
+    s.keep = top_k_indices(s.scores, in.stage->keep);
+    return s;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Scorer> make_fastv_scorer() { return std::make_unique<FastVScorer>(); }
+
+}  // namespace vispco

@@ -1,0 +1,91 @@
+// VisionZip (Yang et al., "VisionZip: Longer is Better but Not Necessary in Vision Language Models",
+// CVPR 2025, §3): before the LLM, keep the "dominant" tokens with the largest [CLS] attention at the vision
+// feature layer, and merge the rest into M "contextual" tokens: targets at a uniform stride among the rest,
+// each other token assigned to its most similar target by normalised attention keys. Default split as the
+// paper's settings (54+10 for 64, 108+20 for 128, 162+30 for 192): M = round(K·10/64), option contextual=M.
+// Deviations: the merge averages the projected tokens (after the projector, where our hook sits) rather than
+// the tower's outputs, and a contextual token is the mean of its target and members (the paper's "average");
+// the authors' release adds the target to the members' mean instead.
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+#include "core/errors.h"
+#include "prune/scorers/scorers.h"
+
+namespace vispco {
+
+std::pair<at::Tensor, at::Tensor> visionzip_merge(const at::Tensor& rest, const at::Tensor& keys, int64_t m) {
+  const int64_t n = rest.size(0);
+  const int64_t step = std::max<int64_t>(1, n / m);
+  auto targets = at::arange(0, n, step, at::kLong).narrow(0, 0, m);
+  auto unit = keys.to(at::kFloat) / keys.to(at::kFloat).norm(2, -1, true).clamp_min(1e-12);
+  auto sim = at::matmul(unit, unit.index_select(0, targets).t());  // [N_r, M]
+  auto assign = sim.argmax(1);                                      // [N_r]
+  assign.index_put_({targets}, at::arange(m, at::kLong));          // a target belongs to itself
+  auto sums = at::zeros({m, rest.size(1)}, rest.options().dtype(at::kFloat));
+  sums.index_add_(0, assign, rest.to(at::kFloat));
+  auto counts = at::bincount(assign, {}, m).to(at::kFloat).unsqueeze(1);
+  return {(sums / counts).to(rest.scalar_type()), targets};
+}
+
+namespace {
+
+class VisionZipScorer : public Scorer {
+ public:
+  HookPoint hook_point() const override { return HookPoint::kPreLlm; }
+  bool needs_vision_attention() const override { return true; }
+  std::vector<std::string> option_names() const override { return {"contextual"}; }
+
+  static int64_t n_contextual(const PruneStage& st) {
+    if (auto it = st.options.find("contextual"); it != st.options.end()) return std::stoll(it->second);
+    return std::llround(st.keep * 10.0 / 64.0);
+  }
+
+  Selection select(const ScoreInput& in) const override {
+    const int64_t B = in.visual_pos.size(0), N = in.visual_pos.size(1), K = in.stage->keep;
+    if (!in.cls_attention.defined() || in.cls_attention.size(1) != N)
+      throw InvalidArgument("visionzip needs the tower's [CLS] attention over all N_v tokens (use it at layer=0, first)");
+    const int64_t m = n_contextual(*in.stage), dominant = K - m;
+    const auto& h = in.state->hidden;
+    auto tokens = h.gather(1, in.visual_pos.unsqueeze(-1).expand({B, N, h.size(2)}));
+    Selection s;
+    s.scores = in.cls_attention;
+    s.keep = top_k_indices(in.cls_attention, dominant);
+    if (m == 0) return s;
+    std::vector<at::Tensor> merged, reps;
+    for (int64_t b = 0; b < B; ++b) {
+      auto is_rest = at::ones({N}, at::kBool);
+      is_rest.index_put_({s.keep[b].cpu()}, false);
+      auto rest_idx = at::nonzero(is_rest).squeeze(1).to(tokens.device());  // ascending
+      auto [mt, targets] = visionzip_merge(tokens[b].index_select(0, rest_idx),
+                                           in.vision_keys[b].index_select(0, rest_idx), m);
+      merged.push_back(mt);
+      reps.push_back(rest_idx.index_select(0, targets.to(rest_idx.device())));
+    }
+    s.merged = at::stack(merged);
+    s.merged_grid_index = at::stack(reps);
+    return s;
+  }
+
+ protected:
+  void check_extra(const PruneStage& st, const LlavaConfig& cfg) const override {
+    int64_t m = 0;
+    try {
+      m = n_contextual(st);
+    } catch (const std::exception&) {
+      throw InvalidArgument("plan stage visionzip: contextual must be an integer");
+    }
+    if (m < 0 || m >= st.keep)
+      throw InvalidArgument("plan stage visionzip: contextual " + std::to_string(m) + " must be in [0, keep=" +
+                            std::to_string(st.keep) + ")");
+    if (m > cfg.n_visual_tokens() - (st.keep - m))
+      throw InvalidArgument("plan stage visionzip: not enough tokens left to merge into " + std::to_string(m));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Scorer> make_visionzip_scorer() { return std::make_unique<VisionZipScorer>(); }
+
+}  // namespace vispco
