@@ -9,5 +9,6 @@ namespace vispco::cli {
 void register_data(CLI::App& app);
 void register_generate(CLI::App& app);
 void register_init_random(CLI::App& app);
+void register_train(CLI::App& app);
 
 }  // namespace vispco::cli

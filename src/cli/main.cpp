@@ -1,6 +1,7 @@
 // `vispco` command-line entry point: registers the subcommands of cli/commands.h and turns every error into
 // one line on stderr and a non-zero exit code (2 for vispco errors, 3 for LibTorch errors, 1 otherwise).
 #include <c10/util/Exception.h>
+#include <malloc.h>
 
 #include <CLI/CLI.hpp>
 #include <iostream>
@@ -15,11 +16,16 @@ std::string first_line(const std::string& what) { return what.substr(0, what.fin
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Keep large tensor buffers in the heap instead of fresh mmap()s: glibc's default returns every buffer over
+  // 128 KiB to the kernel, and re-faulting hundreds of MB of activations per step dominated training time.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   CLI::App app{"vispco: visual-token pruning for vision-language models"};
   app.require_subcommand(1);
   vispco::cli::register_data(app);
   vispco::cli::register_generate(app);
   vispco::cli::register_init_random(app);
+  vispco::cli::register_train(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -7,9 +7,18 @@ namespace vispco {
 
 void LayerKvCache::append(const at::Tensor& k, const at::Tensor& v, const at::Tensor& valid) {
   const int64_t t = k.size(2);
+  if (!k_.defined()) {
+    // First append (prefill): keep the tensors themselves. No in-place copy, so autograd can flow through a
+    // training forward; the first decode append grows a buffer.
+    k_ = k;
+    v_ = v;
+    valid_ = valid;
+    length_ = t;
+    return;
+  }
   const int64_t need = length_ + t;
   if (!k_.defined() || need > k_.size(2)) {
-    const int64_t cap = std::max<int64_t>(need, k_.defined() ? 2 * k_.size(2) : need + 64);
+    const int64_t cap = std::max<int64_t>(need + 64, 2 * k_.size(2));
     auto grow = [&](const at::Tensor& old, const at::Tensor& like, int64_t dim) {
       auto sizes = like.sizes().vec();
       sizes[dim] = cap;

@@ -127,11 +127,7 @@ std::vector<std::string> builtin_tokenizer_corpus() {
   return out;
 }
 
-void write_random_llava(const std::string& dir, const LlavaConfig& cfg, uint64_t seed, c10::ScalarType dtype) {
-  auto net = random_llava_net(cfg, seed, dtype);
-  save_llava(dir, cfg, net, dtype);
-  const int vocab = static_cast<int>(std::min<int64_t>(cfg.image_token_index, 4000));
-  io::train_sentencepiece(builtin_tokenizer_corpus(), vocab, (std::filesystem::path(dir) / "tokenizer.model").string());
+void write_preprocessor_config(const std::string& dir, const LlavaConfig& cfg) {
   nlohmann::json pre = {{"image_processor_type", "CLIPImageProcessor"},
                         {"crop_size", {{"height", cfg.vision.image_size}, {"width", cfg.vision.image_size}}},
                         {"size", {{"shortest_edge", cfg.vision.image_size}}},
@@ -142,6 +138,14 @@ void write_random_llava(const std::string& dir, const LlavaConfig& cfg, uint64_t
   std::ofstream out(std::filesystem::path(dir) / "preprocessor_config.json");
   out << pre.dump(2) << "\n";
   if (!out) throw IoError("cannot write preprocessor_config.json in " + dir);
+}
+
+void write_random_llava(const std::string& dir, const LlavaConfig& cfg, uint64_t seed, c10::ScalarType dtype) {
+  auto net = random_llava_net(cfg, seed, dtype);
+  save_llava(dir, cfg, net, dtype);
+  const int vocab = static_cast<int>(std::min<int64_t>(cfg.image_token_index, 4000));
+  io::train_sentencepiece(builtin_tokenizer_corpus(), vocab, (std::filesystem::path(dir) / "tokenizer.model").string());
+  write_preprocessor_config(dir, cfg);
 }
 
 }  // namespace vispco

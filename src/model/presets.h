@@ -32,6 +32,9 @@ LlavaNet random_llava_net(const LlavaConfig& cfg, uint64_t seed, c10::ScalarType
 /// min(config.image_token_index, 4000) pieces) and preprocessor_config.json. @throws IoError, ConfigError.
 void write_random_llava(const std::string& dir, const LlavaConfig& cfg, uint64_t seed, c10::ScalarType dtype);
 
+/// Writes `<dir>/preprocessor_config.json` (CLIPImageProcessor at the tower's size, CLIP mean/std). @throws IoError.
+void write_preprocessor_config(const std::string& dir, const LlavaConfig& cfg);
+
 /// A few hundred VQA-style sentences (questions and short answers), the tokenizer corpus of random models.
 std::vector<std::string> builtin_tokenizer_corpus();
 

@@ -1,0 +1,29 @@
+// Dense per-patch targets for pre-training the bundled model's vision tower on SynthVQA scenes (the notes'
+// cheap, strong supervision; LLaVA's tower is likewise pre-trained on its own, as CLIP): for each 14-px patch,
+// what covers its centre — object colour, shape, size, whether an object's centre lies in it, and the text
+// character and ink there.
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include "eval/synthvqa/scene.h"
+
+namespace vispco::train {
+
+/// Number of classes of each label head (class 0 = nothing there).
+struct PatchLabelSizes {
+  static constexpr int64_t kColour = 9;   ///< none + 8 colours
+  static constexpr int64_t kShape = 7;    ///< none + 6 shapes
+  static constexpr int64_t kSize = 3;     ///< none + small, large
+  static constexpr int64_t kCentre = 2;   ///< patch holds an object's centre
+  static constexpr int64_t kChar = 26;    ///< none + 25 characters of kTextAlphabet
+  static constexpr int64_t kInk = 6;      ///< none + 5 inks
+  static constexpr int64_t kTotal = kColour + kShape + kSize + kCentre + kChar + kInk;
+};
+
+/// Labels of one scene. @param grid patches per side (24 for 336 px, patch 14).
+/// @return int64 [grid², 6]: columns colour, shape, size, centre, char, ink. An object covers a patch when
+/// the patch centre lies within 0.75 of its circumradius (the later-drawn object wins); a string's box is
+/// split evenly among its characters.
+at::Tensor patch_labels(const eval::synthvqa::Scene& scene, int64_t grid);
+
+}  // namespace vispco::train

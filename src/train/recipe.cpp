@@ -1,0 +1,92 @@
+// Reading, writing and validating training recipes.
+#include "train/recipe.h"
+
+#include <fstream>
+
+#include "core/errors.h"
+
+namespace vispco::train {
+
+namespace {
+
+nlohmann::json stage_json(const StageSettings& s) {
+  return {{"steps", s.steps}, {"batch", s.batch}, {"lr", s.lr}, {"warmup", s.warmup},
+          {"weight_decay", s.weight_decay}, {"clip", s.clip}};
+}
+
+StageSettings stage_from(const nlohmann::json& j, const std::string& where) {
+  StageSettings s;
+  for (const auto& [k, v] : j.items()) {
+    if (k == "steps") s.steps = v.get<int64_t>();
+    else if (k == "batch") s.batch = v.get<int64_t>();
+    else if (k == "lr") s.lr = v.get<double>();
+    else if (k == "warmup") s.warmup = v.get<double>();
+    else if (k == "weight_decay") s.weight_decay = v.get<double>();
+    else if (k == "clip") s.clip = v.get<double>();
+    else throw InvalidArgument("recipe: unknown key '" + where + "." + k + "'");
+  }
+  return s;
+}
+
+void check_stage(const StageSettings& s, const std::string& w) {
+  if (s.steps < 0) throw InvalidArgument("recipe: " + w + ".steps must be ≥ 0");
+  if (s.batch < 1) throw InvalidArgument("recipe: " + w + ".batch must be ≥ 1");
+  if (!(s.lr > 0)) throw InvalidArgument("recipe: " + w + ".lr must be > 0");
+  if (!(s.warmup >= 0 && s.warmup < 1)) throw InvalidArgument("recipe: " + w + ".warmup must be in [0, 1)");
+  if (!(s.weight_decay >= 0)) throw InvalidArgument("recipe: " + w + ".weight_decay must be ≥ 0");
+  if (!(s.clip > 0)) throw InvalidArgument("recipe: " + w + ".clip must be > 0");
+}
+
+}  // namespace
+
+void TrainRecipe::validate() const {
+  model.validate();
+  check_stage(vision, "vision");
+  check_stage(decoder, "decoder");
+  if (turns < 1) throw InvalidArgument("recipe: turns must be ≥ 1");
+  if (checkpoint_seconds < 1) throw InvalidArgument("recipe: checkpoint_seconds must be ≥ 1");
+  if (tokenizer_vocab < 260) throw InvalidArgument("recipe: tokenizer_vocab must be ≥ 260 (byte fallback)");
+  if (model.image_token_index < tokenizer_vocab)
+    throw InvalidArgument("recipe: model.image_token_index " + std::to_string(model.image_token_index) +
+                          " must be ≥ tokenizer_vocab " + std::to_string(tokenizer_vocab));
+}
+
+nlohmann::json to_json(const TrainRecipe& r) {
+  return {{"model", llava_config_to_json(r.model)}, {"tokenizer_vocab", r.tokenizer_vocab}, {"seed", r.seed},
+          {"data_seed", r.data_seed}, {"vision", stage_json(r.vision)}, {"decoder", stage_json(r.decoder)},
+          {"turns", r.turns}, {"checkpoint_seconds", r.checkpoint_seconds}};
+}
+
+TrainRecipe recipe_from_json(const nlohmann::json& j) {
+  TrainRecipe r;
+  try {
+    for (const auto& [k, v] : j.items()) {
+      if (k == "model") r.model = llava_config_from_json(v);
+      else if (k == "tokenizer_vocab") r.tokenizer_vocab = v.get<int64_t>();
+      else if (k == "seed") r.seed = v.get<uint64_t>();
+      else if (k == "data_seed") r.data_seed = v.get<uint64_t>();
+      else if (k == "vision") r.vision = stage_from(v, "vision");
+      else if (k == "decoder") r.decoder = stage_from(v, "decoder");
+      else if (k == "turns") r.turns = v.get<int64_t>();
+      else if (k == "checkpoint_seconds") r.checkpoint_seconds = v.get<int64_t>();
+      else if (k == "comment") continue;
+      else throw InvalidArgument("recipe: unknown key '" + k + "'");
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw InvalidArgument(std::string("recipe: a field has the wrong type: ") + e.what());
+  }
+  r.validate();
+  return r;
+}
+
+TrainRecipe load_recipe(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw IoError("cannot read recipe '" + path + "'");
+  try {
+    return recipe_from_json(nlohmann::json::parse(in));
+  } catch (const nlohmann::json::parse_error& e) {
+    throw FormatError(path + " is not valid JSON: " + e.what());
+  }
+}
+
+}  // namespace vispco::train

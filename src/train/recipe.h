@@ -1,0 +1,48 @@
+// The training recipe of the bundled SynthVQA model (a plain value read from JSON): model dimensions in the
+// Hugging Face LLaVA config form, then three stages — (1) vision tower pre-training on dense per-patch labels,
+// (2) projector + decoder training on multi-turn SynthVQA conversations with the tower frozen, each image
+// carrying several question/answer turns (the 576 visual positions are paid once for many answers).
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+
+#include "model/config.h"
+
+namespace vispco::train {
+
+/// Optimiser settings of one stage (AdamW, linear warm-up then cosine decay to 10%, global-norm clipping).
+struct StageSettings {
+  int64_t steps = 100;        ///< optimiser steps, ≥ 0 (0 skips the stage)
+  int64_t batch = 8;          ///< images per step, ≥ 1
+  double lr = 1e-3;           ///< peak learning rate, > 0
+  double warmup = 0.05;       ///< warm-up fraction of steps, [0, 1)
+  double weight_decay = 0.01; ///< AdamW decoupled weight decay, ≥ 0
+  double clip = 1.0;          ///< max global gradient norm, > 0
+  bool operator==(const StageSettings&) const = default;
+};
+
+/// The whole recipe.
+struct TrainRecipe {
+  LlavaConfig model;            ///< dimensions; text vocab_size/image_token_index must fit the tokenizer
+  int64_t tokenizer_vocab = 512;///< SentencePiece pieces (image_token_index must be ≥ this)
+  uint64_t seed = 1;            ///< weight init and question sampling
+  uint64_t data_seed = 7001;    ///< SynthVQA seed of training images (disjoint from the calib/test seeds)
+  StageSettings vision;         ///< stage 1: tower + patch heads
+  StageSettings decoder;        ///< stage 2: projector + decoder, tower frozen
+  int64_t turns = 8;            ///< question/answer turns per image in stage 2, ≥ 1
+  int64_t checkpoint_seconds = 120;  ///< write a checkpoint at least this often (wall clock), ≥ 1
+
+  /// @throws InvalidArgument naming the bad field.
+  void validate() const;
+  bool operator==(const TrainRecipe&) const = default;
+};
+
+nlohmann::json to_json(const TrainRecipe& r);
+/// @throws InvalidArgument / ConfigError for unknown keys or bad values.
+TrainRecipe recipe_from_json(const nlohmann::json& j);
+/// Reads a recipe file. @throws IoError, FormatError, InvalidArgument.
+TrainRecipe load_recipe(const std::string& path);
+
+}  // namespace vispco::train

@@ -1,0 +1,28 @@
+// Every SynthVQA question an existing scene answers, in the benchmark's exact templates (eval/synthvqa/
+// families.cpp), so one rendered image can carry several question/answer turns when the bundled model is
+// trained (its 576 visual tokens are then paid once for many answers).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "eval/synthvqa/rng.h"
+#include "eval/synthvqa/scene.h"
+
+namespace vispco::train {
+
+/// One question about a scene, with its answer and family name.
+struct QaPair {
+  std::string family, question, answer;
+};
+
+/// All answerable questions of `scene`, by family: color/shape (objects unique by shape/colour), count_shape
+/// and count_color (kinds present), exist (every present colour–shape pair; absent pairs, preferring ones
+/// whose colour and shape both occur), spatial and size (pairs of objects unique by kind with a clear
+/// relation / different size class), text (every string; by ink when there are several).
+std::vector<QaPair> all_questions(const eval::synthvqa::Scene& scene);
+
+/// Up to `n` questions drawn from all_questions(), cycling over families in random order so each family
+/// appears as evenly as the scene allows, and yes/no balanced within exist. Deterministic given `rng`.
+std::vector<QaPair> sample_questions(const eval::synthvqa::Scene& scene, eval::synthvqa::Rng& rng, size_t n);
+
+}  // namespace vispco::train

@@ -1,0 +1,294 @@
+// The two training stages of the bundled model, checkpointing and export.
+#include "train/trainer.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/functional/loss.h>
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/serialize.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "core/errors.h"
+#include "cost/timer.h"
+#include "eval/synthvqa/generator.h"
+#include "eval/synthvqa/rng.h"
+#include "io/image.h"
+#include "model/generate.h"
+#include "model/presets.h"
+#include "train/patch_labels.h"
+#include "train/scene_questions.h"
+
+namespace vispco::train {
+
+namespace fs = std::filesystem;
+using eval::synthvqa::make_sample;
+using eval::synthvqa::Rng;
+using eval::synthvqa::sample_seed;
+
+namespace {
+
+// Stage data seeds: stage s draws images from SynthVQA seed data_seed + s·1000003.
+constexpr uint64_t kStageSeedStride = 1000003;
+
+double scheduled_lr(const StageSettings& s, int64_t step) {
+  const auto warm = static_cast<int64_t>(s.warmup * s.steps);
+  if (step < warm) return s.lr * double(step + 1) / double(warm);
+  const double t = s.steps > warm ? double(step - warm) / double(s.steps - warm) : 1.0;
+  return s.lr * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(M_PI * t)));
+}
+
+std::vector<std::string> tokenizer_corpus(uint64_t seed) {
+  std::vector<std::string> out = {"USER: ASSISTANT:", "yes", "no", "left right above below", "bigger smaller"};
+  for (uint64_t i = 0; i < 1200; ++i) {
+    auto s = make_sample(seed, i);
+    for (const auto& q : all_questions(s.scene)) {
+      out.push_back("USER: " + q.question + " ASSISTANT: " + q.answer);
+      out.push_back(q.answer);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+struct Trainer::State {
+  TrainRecipe recipe;
+  std::string out;
+  RunContext ctx;
+  std::unique_ptr<VisionLanguageModel> vlm;
+  torch::nn::Linear heads{nullptr};
+  int stage = 0;  // 0 vision, 1 decoder, 2 done
+  int64_t step = 0;
+  std::unique_ptr<torch::optim::AdamW> opt;
+
+  LlavaNet net() { return vlm->net(); }
+  fs::path ckpt() const { return fs::path(out) / "checkpoint"; }
+  const StageSettings& settings() const { return stage == 0 ? recipe.vision : recipe.decoder; }
+
+  std::vector<at::Tensor> trainable() {
+    std::vector<at::Tensor> ps;
+    auto add = [&](torch::nn::Module& m) {
+      for (auto& p : m.parameters()) ps.push_back(p);
+    };
+    if (stage == 0) {
+      add(*net()->vision_tower);
+      add(*heads);
+    } else {
+      add(*net()->multi_modal_projector);
+      add(*net()->language_model);
+    }
+    return ps;
+  }
+
+  void begin_stage() {
+    for (auto& p : net()->parameters()) p.set_requires_grad(false);
+    for (auto& p : heads->parameters()) p.set_requires_grad(false);
+    if (stage >= 2) return;
+    auto ps = trainable();
+    for (auto& p : ps) p.set_requires_grad(true);
+    const auto& st = settings();
+    opt = std::make_unique<torch::optim::AdamW>(ps, torch::optim::AdamWOptions(st.lr).weight_decay(st.weight_decay));
+    // Skip stages with no steps.
+    if (st.steps == 0) {
+      ++stage;
+      step = 0;
+      begin_stage();
+    }
+  }
+};
+
+Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(std::make_unique<State>()) {
+  recipe.validate();
+  s_->recipe = recipe;
+  s_->out = out_dir;
+  s_->ctx = ctx;
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) throw IoError("cannot create '" + out_dir + "': " + ec.message());
+  const auto tok_path = (fs::path(out_dir) / "tokenizer.model").string();
+  const bool resume = fs::exists(s_->ckpt() / "position.json");
+  if (resume) {
+    std::ifstream in(s_->ckpt() / "position.json");
+    auto pos = nlohmann::json::parse(in);
+    if (recipe_from_json(pos["recipe"]) != recipe)
+      throw InvalidArgument("the checkpoint in " + s_->ckpt().string() +
+                            " was made with another recipe; use a new --out folder or the same recipe");
+  } else {
+    io::train_sentencepiece(tokenizer_corpus(recipe.data_seed + 99 * kStageSeedStride),
+                            static_cast<int>(recipe.tokenizer_vocab), tok_path);
+  }
+  auto tok = io::Tokenizer::load(tok_path);
+  auto net = random_llava_net(recipe.model, recipe.seed, at::kFloat);
+  s_->vlm = std::make_unique<VisionLanguageModel>(recipe.model, net, tok, ctx);
+  s_->heads = torch::nn::Linear(recipe.model.vision.hidden_size, PatchLabelSizes::kTotal);
+  if (resume) {
+    std::ifstream in(s_->ckpt() / "position.json");
+    auto pos = nlohmann::json::parse(in);
+    torch::load(net, (s_->ckpt() / "net.pt").string());
+    torch::load(s_->heads, (s_->ckpt() / "heads.pt").string());
+    s_->stage = pos["stage"].get<int>();
+    s_->step = pos["step"].get<int64_t>();
+    s_->begin_stage();
+    if (s_->opt && fs::exists(s_->ckpt() / "optimizer.pt")) torch::load(*s_->opt, (s_->ckpt() / "optimizer.pt").string());
+  } else {
+    s_->begin_stage();
+  }
+}
+
+Trainer::~Trainer() = default;
+
+bool Trainer::done() const { return s_->stage >= 2; }
+
+at::Tensor conversation_loss(VisionLanguageModel& m, const at::Tensor& images,
+                             const std::vector<std::vector<std::pair<std::string, std::string>>>& turns) {
+  const auto& cfg = m.config();
+  const auto& tok = m.tokenizer();
+  auto net = m.net();
+  at::Tensor feats;
+  {
+    at::NoGradGuard no_grad;  // the tower is frozen in this stage
+    feats = net->vision_tower->forward(images, cfg.n_vision_layers_used(), cfg.vision_feature_select_strategy == "default")
+                .features;
+  }
+  auto visual = net->multi_modal_projector->forward(feats);
+  const int64_t n_v = visual.size(1), B = images.size(0);
+  std::vector<VlmRequest> reqs(B);
+  std::vector<std::vector<int64_t>> answer_pos(B);  // indices into ids of answer tokens (and EOS)
+  for (int64_t b = 0; b < B; ++b) {
+    auto& ids = reqs[b].prompt_ids;
+    for (size_t t = 0; t < turns[b].size(); ++t) {
+      const auto& [q, a] = turns[b][t];
+      auto prompt = t == 0 ? io::encode_llava_prompt(tok, q, cfg.image_token_index)
+                           : tok.encode("USER: " + q + " ASSISTANT:", false);
+      ids.insert(ids.end(), prompt.begin(), prompt.end());
+      auto ans = tok.encode(a, false);
+      ans.push_back(tok.eos_id());
+      for (auto id : ans) {
+        answer_pos[b].push_back(static_cast<int64_t>(ids.size()));
+        ids.push_back(id);
+      }
+    }
+  }
+  auto state = build_prefill_state(m, reqs, visual);
+  const int64_t T = state.hidden.size(1);
+  auto target = at::full({B, T}, -100, at::kLong);
+  for (int64_t b = 0; b < B; ++b) {
+    const auto& ids = reqs[b].prompt_ids;
+    const int64_t p = std::find(ids.begin(), ids.end(), cfg.image_token_index) - ids.begin();
+    const int64_t len = static_cast<int64_t>(ids.size()) - 1 + n_v, pad = T - len;
+    for (auto i : answer_pos[b]) {
+      const int64_t e = pad + (i < p ? i : i + n_v - 1);  // expanded index of ids[i]
+      target[b][e - 1] = ids[i];                          // predicted from the position before it
+    }
+  }
+  KvCache cache(cfg.text.num_hidden_layers);
+  auto& lm = net->language_model;
+  auto logits = lm->logits(lm->forward(state, cache));  // [B, T, V] fp32
+  return torch::nn::functional::cross_entropy(
+      logits.view({B * T, -1}), target.view({-1}).to(logits.device()),
+      torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100));
+}
+
+StepReport Trainer::step() {
+  auto& s = *s_;
+  if (done()) throw InvalidArgument("training is already complete");
+  const auto& st = s.settings();
+  const double lr = scheduled_lr(st, s.step);
+  for (auto& g : s.opt->param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+  Stopwatch sw;
+  const uint64_t data_seed = s.recipe.data_seed + static_cast<uint64_t>(s.stage) * kStageSeedStride;
+  std::vector<eval::synthvqa::SynthSample> samples;
+  std::vector<at::Tensor> px;
+  for (int64_t b = 0; b < st.batch; ++b) {
+    samples.push_back(make_sample(data_seed, static_cast<uint64_t>(s.step * st.batch + b)));
+    px.push_back(s.vlm->preprocess(samples.back().rgb));
+  }
+  auto images = at::stack(px).to(s.ctx.device);
+  const auto& cfg = s.recipe.model;
+  at::Tensor loss;
+  s.opt->zero_grad();
+  if (s.stage == 0) {
+    auto feats = s.net()->vision_tower->forward(images, cfg.n_vision_layers_used(), true).features;
+    auto logits = s.heads(feats);  // [B, N_v, kTotal]
+    std::vector<at::Tensor> labels;
+    for (const auto& smp : samples) labels.push_back(patch_labels(smp.scene, cfg.vision.grid()));
+    auto lab = at::stack(labels).to(s.ctx.device);  // [B, N_v, 6]
+    const int64_t sizes[] = {PatchLabelSizes::kColour, PatchLabelSizes::kShape, PatchLabelSizes::kSize,
+                             PatchLabelSizes::kCentre, PatchLabelSizes::kChar,  PatchLabelSizes::kInk};
+    int64_t off = 0;
+    loss = at::zeros({}, logits.options());
+    for (int c = 0; c < 6; ++c) {
+      auto lg = logits.narrow(-1, off, sizes[c]).reshape({-1, sizes[c]});
+      loss = loss + torch::nn::functional::cross_entropy(lg, lab.select(-1, c).reshape({-1}));
+      off += sizes[c];
+    }
+  } else {
+    std::vector<std::vector<std::pair<std::string, std::string>>> turns;
+    for (int64_t b = 0; b < st.batch; ++b) {
+      Rng rng(sample_seed(s.recipe.seed, static_cast<uint64_t>(s.step * st.batch + b)));
+      std::vector<std::pair<std::string, std::string>> conv = {{samples[b].question, samples[b].answer}};
+      for (const auto& q : sample_questions(samples[b].scene, rng, static_cast<size_t>(s.recipe.turns - 1)))
+        if (q.question != samples[b].question) conv.push_back({q.question, q.answer});
+      turns.push_back(conv);
+    }
+    loss = conversation_loss(*s.vlm, images, turns);
+  }
+  loss.backward();
+  torch::nn::utils::clip_grad_norm_(s.trainable(), st.clip);
+  s.opt->step();
+  StepReport r;
+  r.stage = s.stage == 0 ? "vision" : "decoder";
+  r.loss = loss.item<double>();
+  r.lr = lr;
+  r.step = ++s.step;
+  r.steps = st.steps;
+  r.samples_per_s = st.batch / (sw.ms() / 1000.0);
+  if (s.step >= st.steps) {
+    ++s.stage;
+    s.step = 0;
+    s.begin_stage();
+  }
+  return r;
+}
+
+void Trainer::save_checkpoint() {
+  auto& s = *s_;
+  const auto tmp = fs::path(s.out) / "checkpoint.tmp";
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  torch::save(s.net(), (tmp / "net.pt").string());
+  torch::save(s.heads, (tmp / "heads.pt").string());
+  if (s.opt && !done()) torch::save(*s.opt, (tmp / "optimizer.pt").string());
+  std::ofstream pos(tmp / "position.json");
+  pos << nlohmann::json{{"stage", s.stage}, {"step", s.step}, {"recipe", to_json(s.recipe)}}.dump(2);
+  pos.close();
+  fs::remove_all(s.ckpt());
+  fs::rename(tmp, s.ckpt());
+}
+
+bool Trainer::run(double max_seconds, const std::function<void(const StepReport&)>& on_step) {
+  Stopwatch total, since_ckpt;
+  while (!done()) {
+    if (max_seconds > 0 && total.ms() / 1000.0 >= max_seconds) break;
+    auto r = step();
+    if (on_step) on_step(r);
+    if (since_ckpt.ms() / 1000.0 >= s_->recipe.checkpoint_seconds) {
+      save_checkpoint();
+      since_ckpt.reset();
+    }
+  }
+  save_checkpoint();
+  return done();
+}
+
+void Trainer::export_model(const std::string& dir, c10::ScalarType dtype) {
+  auto net = s_->net();
+  save_llava(dir, s_->recipe.model, net, dtype);
+  fs::copy_file(fs::path(s_->out) / "tokenizer.model", fs::path(dir) / "tokenizer.model",
+                fs::copy_options::overwrite_existing);
+  write_preprocessor_config(dir, s_->recipe.model);
+}
+
+}  // namespace vispco::train

@@ -1,0 +1,60 @@
+// Training of the bundled SynthVQA model with LibTorch autograd (`vispco train`): stage 1 pre-trains the
+// CLIP-style tower on dense per-patch labels, stage 2 trains projector + Llama decoder on multi-turn
+// conversations with the tower frozen, loss on answer tokens only. AdamW, warm-up + cosine, clipping.
+// Images are generated on the fly from SynthVQA (training seeds disjoint from the calib/test splits), so a
+// step's data depends only on (recipe, stage, step): a resumed run sees exactly what an uninterrupted one would.
+#pragma once
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/adamw.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/context.h"
+#include "io/tokenizer.h"
+#include "model/llava.h"
+#include "train/recipe.h"
+
+namespace vispco::train {
+
+/// Progress of one optimiser step.
+struct StepReport {
+  std::string stage;         ///< "vision" or "decoder"
+  int64_t step = 0;          ///< steps done in this stage (1-based after the step)
+  int64_t steps = 0;         ///< steps of this stage
+  double loss = 0;           ///< mean loss of the step
+  double lr = 0;             ///< learning rate used
+  double samples_per_s = 0;  ///< images per second over the step
+};
+
+/// Runs a recipe into an output folder, checkpointing to `<out>/checkpoint/` and resuming from it.
+class Trainer {
+ public:
+  /// Starts fresh or resumes from `<out>/checkpoint/` when present (the recipe must match the saved one).
+  /// Trains the tokenizer first on a fresh start. @throws InvalidArgument, IoError.
+  Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx);
+  ~Trainer();
+
+  /// Steps until every stage is done or `max_seconds` of wall time pass (≤ 0: no limit), checkpointing every
+  /// recipe.checkpoint_seconds and at the end. @return true when training is complete.
+  bool run(double max_seconds, const std::function<void(const StepReport&)>& on_step = {});
+  /// One optimiser step of the current stage. @return its report. Precondition: !done().
+  StepReport step();
+  bool done() const;
+  /// Writes the checkpoint now (weights, optimiser state, position).
+  void save_checkpoint();
+  /// Writes the trained model as a Hugging Face LLaVA folder (weights in `dtype`, tokenizer, configs).
+  void export_model(const std::string& dir, c10::ScalarType dtype);
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+/// Loss of stage 2 for a batch of conversations, exposed for tests: mean cross-entropy of the answer tokens
+/// (and their EOS) given everything before them. @param images [B, 3, S, S] preprocessed.
+at::Tensor conversation_loss(VisionLanguageModel& m, const at::Tensor& images,
+                             const std::vector<std::vector<std::pair<std::string, std::string>>>& turns);
+
+}  // namespace vispco::train
