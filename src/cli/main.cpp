@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   CLI::App app{"vispco: visual-token pruning for vision-language models"};
   app.require_subcommand(1);
   vispco::cli::register_data(app);
+  vispco::cli::register_eval(app);
   vispco::cli::register_generate(app);
   vispco::cli::register_init_random(app);
   vispco::cli::register_train(app);

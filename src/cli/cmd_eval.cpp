@@ -1,0 +1,115 @@
+// `vispco eval`: evaluate a model on a jsonl VQA dataset (greedy answers, metrics overall and per family),
+// resumable through the SQLite result store; prints the summary table (or JSON) at the end.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <regex>
+#include <string>
+#include <tuple>
+
+#include "cli/commands.h"
+#include "core/context.h"
+#include "core/errors.h"
+#include "eval/dataset.h"
+#include "eval/evaluator.h"
+#include "eval/run_key.h"
+#include "model/llava.h"
+
+namespace vispco::cli {
+namespace {
+
+struct EvalArgs {
+  std::string model, data, plan = "none", shard = "0/1", store, out = "eval_out", dtype = "fp32",
+                           device = "cpu", progress = "auto";
+  int64_t limit = 0, batch = 1;  // signed, so "-1" is an error rather than a huge size_t
+  int64_t max_new_tokens = eval::default_eval_generation().max_new_tokens;
+  int threads = 0;
+  bool skip_missing = false, allow_outside = false, json = false;
+};
+
+// "i/n" → (i, n). @throws InvalidArgument.
+std::pair<size_t, size_t> parse_shard(const std::string& text) {
+  static const std::regex re(R"(\s*(\d{1,9})\s*/\s*(\d{1,9})\s*)");
+  std::smatch m;
+  if (!std::regex_match(text, m, re))
+    throw InvalidArgument("eval: --shard must be i/n with 0 ≤ i < n (e.g. 0/4), got '" + text + "'");
+  return {std::stoul(m[1]), std::stoul(m[2])};
+}
+
+void run_eval(const EvalArgs& a) {
+  eval::EvalOptions o;
+  if (a.limit < 0)
+    throw InvalidArgument("eval: --limit must be ≥ 0 (0 = all), got " + std::to_string(a.limit));
+  if (a.batch < 1) throw InvalidArgument("eval: batch size must be ≥ 1, got " + std::to_string(a.batch));
+  o.limit = static_cast<size_t>(a.limit);
+  std::tie(o.shard_index, o.shard_count) = parse_shard(a.shard);
+  o.batch_size = static_cast<size_t>(a.batch);
+  o.generation.max_new_tokens = a.max_new_tokens;
+  o.plan = eval::canonical_plan(a.plan);
+  if (o.plan != "none")
+    throw InvalidArgument("eval: pruning plans are not available yet (got --plan '" + a.plan +
+                          "'); use --plan none");
+  o.out_dir = a.out;
+  o.store_path = a.store.empty() ? (std::filesystem::path(a.out) / "results.sqlite").string() : a.store;
+  o.on_missing_image = a.skip_missing ? eval::MissingImagePolicy::kSkip : eval::MissingImagePolicy::kStop;
+  o.progress = a.json ? eval::ProgressMode::kOff : eval::parse_progress_mode(a.progress);
+  o.validate();  // before the slow steps
+
+  RunContext ctx;
+  ctx.dtype = parse_dtype(a.dtype);
+  ctx.device = parse_device(a.device);
+  ctx.n_threads = a.threads;
+  apply_threads(ctx);
+
+  eval::DatasetOptions dopts;
+  dopts.allow_outside = a.allow_outside;
+  dopts.on_missing_image = o.on_missing_image;
+  const eval::Dataset ds = eval::load_dataset(a.data, dopts);
+  for (const std::string& w : ds.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  const std::string model_hash = eval::model_folder_hash(a.model);
+  auto model = VisionLanguageModel::load(a.model, ctx);
+
+  const eval::EvalReport rep = eval::evaluate(model, model_hash, ds, o);
+  if (a.json) {
+    nlohmann::json j = rep.to_json();
+    j["options"] = eval::to_json(o);
+    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return;
+  }
+  std::cout << rep.to_markdown();
+  std::cout << "\nwrote " << o.out_dir << "/{predictions.jsonl, summary.json, summary.md}; store "
+            << o.store_path << "\n";
+}
+
+}  // namespace
+
+void register_eval(CLI::App& app) {
+  auto a = std::make_shared<EvalArgs>();
+  CLI::App* cmd = app.add_subcommand("eval", "Evaluate a model on a jsonl VQA dataset (resumable)");
+  cmd->add_option("--model", a->model, "Model folder (HF LLaVA layout)")->required();
+  cmd->add_option("--data", a->data, "data.jsonl or its folder")->required();
+  cmd->add_option("--plan", a->plan, "Pruning plan (only 'none' for now)")->capture_default_str();
+  cmd->add_option("--limit", a->limit, "Only the first N samples (0 = all); applied before --shard")
+      ->capture_default_str();
+  cmd->add_option("--shard", a->shard, "Shard i/n: samples with index % n == i")->capture_default_str();
+  cmd->add_option("--batch", a->batch, "Samples per generate() call")->capture_default_str();
+  cmd->add_option("--max-new-tokens", a->max_new_tokens, "Most tokens generated per answer")
+      ->capture_default_str();
+  cmd->add_option("--out", a->out, "Output folder (predictions.jsonl, summary.json, summary.md)")
+      ->capture_default_str();
+  cmd->add_option("--store", a->store, "SQLite result store (default: <out>/results.sqlite)");
+  cmd->add_option("--dtype", a->dtype, "Compute dtype: fp32 | bf16")->capture_default_str();
+  cmd->add_option("--device", a->device, "cpu | cuda[:N]")->capture_default_str();
+  cmd->add_option("--threads", a->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("--progress", a->progress, "Progress on stderr: auto | bar | lines | off")
+      ->capture_default_str();
+  cmd->add_flag("--skip-missing", a->skip_missing,
+                "Skip samples whose image is missing/unreadable (default: stop)");
+  cmd->add_flag("--allow-outside", a->allow_outside, "Allow image paths outside the dataset folder");
+  cmd->add_flag("--json", a->json, "Print the summary as one JSON object (no progress)");
+  cmd->callback([a] { run_eval(*a); });
+}
+
+}  // namespace vispco::cli

@@ -1,0 +1,268 @@
+// Evaluation loop: select samples (limit, shard), skip those in the store, generate greedily in batches,
+// score, commit each batch, then summarise every selected sample from the store.
+#include "eval/evaluator.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "core/errors.h"
+#include "cost/timer.h"
+#include "eval/run_key.h"
+#include "io/image.h"
+
+namespace vispco::eval {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string policy_name(MissingImagePolicy p) { return p == MissingImagePolicy::kSkip ? "skip" : "stop"; }
+std::string progress_name(ProgressMode m) {
+  switch (m) {
+    case ProgressMode::kOff:
+      return "off";
+    case ProgressMode::kAuto:
+      return "auto";
+    case ProgressMode::kBar:
+      return "bar";
+    case ProgressMode::kLines:
+      return "lines";
+  }
+  return "off";
+}
+
+// Sample indices (into dataset.samples) after limit and shard, in dataset order.
+std::vector<size_t> select_samples(const Dataset& ds, const EvalOptions& o) {
+  const size_t n = o.limit == 0 ? ds.samples.size() : std::min(o.limit, ds.samples.size());
+  std::vector<size_t> out;
+  for (size_t i = o.shard_index; i < n; i += o.shard_count) out.push_back(i);
+  return out;
+}
+
+double extra_number(const SampleResult& r, const char* key) {
+  const auto it = r.extra.find(key);
+  return it != r.extra.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+// Generates one batch and turns the outputs into store rows.
+std::vector<SampleResult> run_batch(VisionLanguageModel& model, const std::vector<const Sample*>& batch,
+                                    std::vector<VlmRequest> reqs, const GenerationConfig& gc,
+                                    PrefillHook* hook) {
+  Stopwatch wall;
+  const GenerationOutput out = generate(model, reqs, gc, hook);
+  sync_device(model.context().device);
+  const double total_ms = wall.ms();
+  const auto& st = out.stats;
+  const double B = static_cast<double>(batch.size());
+  std::vector<SampleResult> results;
+  for (size_t b = 0; b < batch.size(); ++b) {
+    const Sample& s = *batch[b];
+    const SampleScore sc = score_answer(out.texts[b], s.answer, s.answers);
+    SampleResult r;
+    r.sample_id = s.id;
+    r.prediction = out.texts[b];
+    r.score = sc.score();
+    r.correct = sc.exact > 0.5;
+    r.prefill_ms = st.prefill_ms / B;
+    r.decode_ms = st.decode_ms / B;
+    r.total_ms = total_ms / B;
+    r.extra = {{"ttft_ms", st.ttft_ms},
+               {"vision_ms", st.vision_ms / B},
+               {"batch", st.batch},
+               {"n_visual", st.n_visual},
+               {"n_visual_kept", st.n_visual_kept},
+               {"n_text", static_cast<int64_t>(reqs[b].prompt_ids.size()) - 1},
+               {"n_generated", static_cast<int64_t>(out.tokens[b].size())}};
+    results.push_back(std::move(r));
+  }
+  return results;
+}
+
+}  // namespace
+
+GenerationConfig default_eval_generation() {
+  GenerationConfig gc;
+  gc.max_new_tokens = 8;
+  gc.temperature = 0.0;
+  return gc;
+}
+
+void EvalOptions::validate() const {
+  if (shard_count < 1) throw InvalidArgument("eval: shard count must be ≥ 1, got 0");
+  if (shard_index >= shard_count)
+    throw InvalidArgument("eval: shard index must be < shard count, got shard " +
+                          std::to_string(shard_index) + "/" + std::to_string(shard_count) +
+                          " (shards are numbered 0.." + std::to_string(shard_count - 1) + ")");
+  if (batch_size < 1) throw InvalidArgument("eval: batch size must be ≥ 1, got 0");
+  generation.validate();
+  if (generation.temperature != 0.0)
+    throw InvalidArgument("eval: decoding must be greedy (temperature 0), got temperature " +
+                          std::to_string(generation.temperature));
+}
+
+nlohmann::json to_json(const EvalOptions& o) {
+  return {{"limit", o.limit},
+          {"shard_index", o.shard_index},
+          {"shard_count", o.shard_count},
+          {"batch_size", o.batch_size},
+          {"generation", to_json(o.generation)},
+          {"plan", o.plan},
+          {"store_path", o.store_path},
+          {"out_dir", o.out_dir},
+          {"on_missing_image", policy_name(o.on_missing_image)},
+          {"progress", progress_name(o.progress)}};
+}
+
+EvalOptions eval_options_from_json(const nlohmann::json& j) {
+  if (!j.is_object())
+    throw InvalidArgument("eval options: expected a JSON object, got " + std::string(j.type_name()));
+  EvalOptions o;
+  try {
+    for (const auto& [k, v] : j.items()) {
+      if (k == "limit")
+        o.limit = v.get<size_t>();
+      else if (k == "shard_index")
+        o.shard_index = v.get<size_t>();
+      else if (k == "shard_count")
+        o.shard_count = v.get<size_t>();
+      else if (k == "batch_size")
+        o.batch_size = v.get<size_t>();
+      else if (k == "generation")
+        o.generation = generation_config_from_json(v);
+      else if (k == "plan")
+        o.plan = v.get<std::string>();
+      else if (k == "store_path")
+        o.store_path = v.get<std::string>();
+      else if (k == "out_dir")
+        o.out_dir = v.get<std::string>();
+      else if (k == "progress")
+        o.progress = parse_progress_mode(v.get<std::string>());
+      else if (k == "on_missing_image") {
+        const auto p = v.get<std::string>();
+        if (p != "stop" && p != "skip")
+          throw InvalidArgument("eval options: on_missing_image must be \"stop\" or \"skip\", got \"" + p +
+                                "\"");
+        o.on_missing_image = p == "skip" ? MissingImagePolicy::kSkip : MissingImagePolicy::kStop;
+      } else {
+        throw InvalidArgument("eval options: unknown key \"" + k + "\"");
+      }
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw InvalidArgument(std::string("eval options: ") + e.what());
+  }
+  o.validate();
+  return o;
+}
+
+EvalReport evaluate(VisionLanguageModel& model, const std::string& model_hash, const Dataset& dataset,
+                    const EvalOptions& options, PrefillHook* hook) {
+  options.validate();
+  Stopwatch wall;
+  EvalReport rep;
+  rep.key = {model_hash, dataset.hash, canonical_plan(options.plan),
+             decoding_key(options.generation, model.context().dtype)};
+  if ((rep.key.plan == "none") != (hook == nullptr))
+    throw InvalidArgument(hook == nullptr
+                              ? "eval: plan '" + rep.key.plan + "' given without its pruning hook"
+                              : "eval: a pruning hook was given but the plan is 'none'; name the plan so "
+                                "its results are stored apart from the unpruned ones");
+  rep.n_dataset = dataset.samples.size();
+  const std::vector<size_t> selected = select_samples(dataset, options);
+  rep.n_selected = selected.size();
+
+  std::unique_ptr<ResultStore> store;
+  std::set<std::string> done;
+  if (!options.store_path.empty()) {
+    const fs::path parent = fs::path(options.store_path).parent_path();
+    std::error_code ec;
+    if (!parent.empty()) fs::create_directories(parent, ec);
+    if (ec)
+      throw IoError("eval: cannot create the store's folder '" + parent.string() + "': " + ec.message());
+    store = std::make_unique<ResultStore>(options.store_path);
+    rep.store_path = options.store_path;
+    done = store->done_ids(rep.key);
+  }
+  std::vector<size_t> todo;
+  for (size_t i : selected)
+    if (!done.count(dataset.samples[i].id)) todo.push_back(i);
+  rep.n_from_store = selected.size() - todo.size();
+
+  // Generate what is missing, one batch at a time; each batch is committed before the next starts.
+  std::map<std::string, SampleResult> fresh;
+  std::set<std::string> skipped;
+  Progress progress(todo.size(), "eval", options.progress);
+  for (size_t start = 0; start < todo.size(); start += options.batch_size) {
+    const size_t end = std::min(todo.size(), start + options.batch_size);
+    std::vector<const Sample*> batch;
+    std::vector<VlmRequest> reqs;
+    for (size_t t = start; t < end; ++t) {
+      const Sample& s = dataset.samples[todo[t]];
+      cv::Mat rgb;
+      try {
+        rgb = io::load_image_rgb(s.image_path);
+      } catch (const Error& e) {
+        if (options.on_missing_image == MissingImagePolicy::kStop) {
+          const std::string msg = dataset.jsonl_path + ":" + std::to_string(s.line) + ": sample '" + s.id +
+                                  "': " + e.what() + " (skip such samples with --skip-missing)";
+          if (dynamic_cast<const FormatError*>(&e) != nullptr) throw FormatError(msg);
+          throw IoError(msg);
+        }
+        skipped.insert(s.id);
+        if (rep.warnings.size() < 20) rep.warnings.push_back("sample '" + s.id + "' skipped: " + e.what());
+        continue;
+      }
+      batch.push_back(&s);
+      reqs.push_back({model.preprocess(rgb), model.prompt_ids(s.question)});
+    }
+    if (!batch.empty()) {
+      auto results = run_batch(model, batch, std::move(reqs), options.generation, hook);
+      if (store) store->put_many(rep.key, results);
+      for (auto& r : results) fresh.emplace(r.sample_id, std::move(r));
+    }
+    progress.advance(end - start);
+  }
+  progress.finish();
+  rep.n_evaluated = fresh.size();
+  rep.n_skipped = skipped.size();
+  if (skipped.size() > rep.warnings.size())
+    rep.warnings.push_back("… and " + std::to_string(skipped.size() - rep.warnings.size()) + " more skipped");
+
+  // Summarise every selected sample: this call's results, else the store's.
+  std::map<std::string, SampleResult> stored;
+  if (store && rep.n_from_store > 0)
+    for (auto& r : store->results(rep.key)) stored.emplace(r.sample_id, std::move(r));
+  for (size_t i : selected) {
+    const Sample& s = dataset.samples[i];
+    EvalRow row{s.id, s.family, s.question, s.answer, {}, {}, false};
+    if (auto it = fresh.find(s.id); it != fresh.end()) {
+      row.result = it->second;
+    } else if (auto st = stored.find(s.id); st != stored.end()) {
+      row.result = st->second;
+      row.from_store = true;
+    } else {
+      continue;  // skipped image
+    }
+    row.score = score_answer(row.result.prediction, s.answer, s.answers);
+    rep.metrics.add(s.family, row.score);
+    rep.mean_prefill_ms += row.result.prefill_ms;
+    rep.mean_decode_ms += row.result.decode_ms;
+    rep.mean_ttft_ms += extra_number(row.result, "ttft_ms");
+    rep.mean_n_visual += extra_number(row.result, "n_visual");
+    rep.mean_n_visual_kept += extra_number(row.result, "n_visual_kept");
+    rep.rows.push_back(std::move(row));
+  }
+  if (!rep.rows.empty()) {
+    const double n = static_cast<double>(rep.rows.size());
+    for (double* m : {&rep.mean_prefill_ms, &rep.mean_decode_ms, &rep.mean_ttft_ms, &rep.mean_n_visual,
+                      &rep.mean_n_visual_kept})
+      *m /= n;
+  }
+  rep.wall_s = wall.ms() / 1000.0;
+  rep.samples_per_s = rep.n_evaluated > 0 && rep.wall_s > 0 ? rep.n_evaluated / rep.wall_s : 0.0;
+  if (!options.out_dir.empty()) write_eval_outputs(rep, options, options.out_dir);
+  return rep;
+}
+
+}  // namespace vispco::eval

@@ -1,0 +1,32 @@
+// The strings that key an evaluation in the result store (result_store.h RunKey): a cheap fingerprint of a
+// model folder, the canonical spelling of a pruning plan and of the decoding settings. Two runs share stored
+// results exactly when these strings are equal, so everything that changes a prediction must be in them.
+#pragma once
+#include <c10/core/ScalarType.h>
+
+#include <string>
+
+#include "model/generate.h"
+
+namespace vispco::eval {
+
+/// "sha256:<hex>" fingerprint of a Hugging Face model folder, cheap even for a 7B checkpoint (reads well
+/// under 1 MB): SHA-256 over, in this order, each of config.json, preprocessor_config.json, tokenizer.model
+/// and model.safetensors.index.json that exists (name, size, bytes); then for every *.safetensors file in
+/// name order: its name, size, raw header bytes (dtypes, shapes, offsets) and, per tensor in header order,
+/// the first and last 256 bytes of its data (all of it when smaller). Not hashed: the middle of each tensor's
+/// data, so an edit that leaves the first and last 256 bytes of every tensor untouched goes unnoticed (any
+/// training step or re-initialisation changes them).
+/// @throws IoError when the folder or a file cannot be read, FormatError for a truncated safetensors header.
+std::string model_folder_hash(const std::string& dir);
+
+/// Canonical plan string: "" and "none" (any case, surrounding spaces ignored) → "none"; any other string is
+/// returned trimmed. Pruning plans are opaque here; a later issue gives them a canonical form.
+std::string canonical_plan(const std::string& plan);
+
+/// Canonical decoding key: compact JSON with sorted keys {"dtype": dtype_name, "generation":
+/// to_json(gc), "prompt": "llava-1.5"}. The compute dtype is part of it because bf16 and fp32 predictions
+/// differ; the device and batch size are not (batched generation equals per-request generation).
+std::string decoding_key(const GenerationConfig& gc, c10::ScalarType dtype);
+
+}  // namespace vispco::eval
