@@ -16,6 +16,7 @@
 #include "eval/evaluator.h"
 #include "eval/run_key.h"
 #include "model/llava.h"
+#include "prune/plan_hook.h"
 
 namespace vispco::cli {
 namespace {
@@ -47,10 +48,10 @@ void run_eval(const EvalArgs& a) {
   std::tie(o.shard_index, o.shard_count) = parse_shard(a.shard);
   o.batch_size = static_cast<size_t>(a.batch);
   o.generation.max_new_tokens = a.max_new_tokens;
-  o.plan = eval::canonical_plan(a.plan);
-  if (o.plan != "none")
-    throw InvalidArgument("eval: pruning plans are not available yet (got --plan '" + a.plan +
-                          "'); use --plan none");
+  const LlavaConfig cfg = load_llava_config(a.model);  // cheap: checks the plan before the slow steps
+  const PruningPlan plan = parse_plan(eval::canonical_plan(a.plan), cfg.n_visual_tokens());
+  plan.validate(cfg);
+  o.plan = plan.to_string();  // canonical text: the result-store key
   o.out_dir = a.out;
   o.store_path = a.store.empty() ? (std::filesystem::path(a.out) / "results.sqlite").string() : a.store;
   o.on_missing_image = a.skip_missing ? eval::MissingImagePolicy::kSkip : eval::MissingImagePolicy::kStop;
@@ -71,7 +72,8 @@ void run_eval(const EvalArgs& a) {
   const std::string model_hash = eval::model_folder_hash(a.model);
   auto model = VisionLanguageModel::load(a.model, ctx);
 
-  const eval::EvalReport rep = eval::evaluate(model, model_hash, ds, o);
+  PlanHook hook(plan, model.config());
+  const eval::EvalReport rep = eval::evaluate(model, model_hash, ds, o, plan.empty() ? nullptr : &hook);
   if (a.json) {
     nlohmann::json j = rep.to_json();
     j["options"] = eval::to_json(o);
@@ -90,7 +92,7 @@ void register_eval(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("eval", "Evaluate a model on a jsonl VQA dataset (resumable)");
   cmd->add_option("--model", a->model, "Model folder (HF LLaVA layout)")->required();
   cmd->add_option("--data", a->data, "data.jsonl or its folder")->required();
-  cmd->add_option("--plan", a->plan, "Pruning plan (only 'none' for now)")->capture_default_str();
+  cmd->add_option("--plan", a->plan, "Pruning plan: 'scorer:layer=L,keep=K[+…]', 'pdrop:layers=a/b/c,ratio=r', a .json file, or none")->capture_default_str();
   cmd->add_option("--limit", a->limit, "Only the first N samples (0 = all); applied before --shard")
       ->capture_default_str();
   cmd->add_option("--shard", a->shard, "Shard i/n: samples with index % n == i")->capture_default_str();

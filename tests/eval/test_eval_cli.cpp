@@ -157,7 +157,8 @@ TEST(EvalCli, BadInputGivesOneLineErrors) {
   expect_one_line_error(run_cli(base + data + " --shard two"), "--shard must be i/n");
   expect_one_line_error(run_cli(base + data + " --batch 0"), "batch size must be ≥ 1");
   expect_one_line_error(run_cli(base + data + " --limit -1"), "--limit must be ≥ 0");
-  expect_one_line_error(run_cli(base + data + " --plan fastv"), "--plan none");
+  expect_one_line_error(run_cli(base + data + " --plan fastv"), "needs layer=ℓ and keep=K");
+  expect_one_line_error(run_cli(base + data + " --plan fastv:layer=2,keep=99"), "keep 99 is outside");
   expect_one_line_error(run_cli("eval --model " + tmp.str("nomodel") + data + " --out " + tmp.str("o")),
                         "nomodel");
   EXPECT_FALSE(fs::exists(tmp.path() / "o")) << "bad input must fail before writing anything";
