@@ -45,6 +45,7 @@ void TrainRecipe::validate() const {
   check_stage(decoder, "decoder");
   if (turns < 1) throw InvalidArgument("recipe: turns must be ≥ 1");
   if (checkpoint_seconds < 1) throw InvalidArgument("recipe: checkpoint_seconds must be ≥ 1");
+  if (tokenizer_images < 1) throw InvalidArgument("recipe: tokenizer_images must be ≥ 1");
   if (tokenizer_vocab < 260) throw InvalidArgument("recipe: tokenizer_vocab must be ≥ 260 (byte fallback)");
   if (model.image_token_index < tokenizer_vocab)
     throw InvalidArgument("recipe: model.image_token_index " + std::to_string(model.image_token_index) +
@@ -52,7 +53,8 @@ void TrainRecipe::validate() const {
 }
 
 nlohmann::json to_json(const TrainRecipe& r) {
-  return {{"model", llava_config_to_json(r.model)}, {"tokenizer_vocab", r.tokenizer_vocab}, {"seed", r.seed},
+  return {{"model", llava_config_to_json(r.model)}, {"tokenizer_vocab", r.tokenizer_vocab},
+          {"tokenizer_images", r.tokenizer_images}, {"seed", r.seed},
           {"data_seed", r.data_seed}, {"vision", stage_json(r.vision)}, {"decoder", stage_json(r.decoder)},
           {"turns", r.turns}, {"checkpoint_seconds", r.checkpoint_seconds}};
 }
@@ -63,6 +65,7 @@ TrainRecipe recipe_from_json(const nlohmann::json& j) {
     for (const auto& [k, v] : j.items()) {
       if (k == "model") r.model = llava_config_from_json(v);
       else if (k == "tokenizer_vocab") r.tokenizer_vocab = v.get<int64_t>();
+      else if (k == "tokenizer_images") r.tokenizer_images = v.get<int64_t>();
       else if (k == "seed") r.seed = v.get<uint64_t>();
       else if (k == "data_seed") r.data_seed = v.get<uint64_t>();
       else if (k == "vision") r.vision = stage_from(v, "vision");

@@ -27,6 +27,7 @@ struct StageSettings {
 struct TrainRecipe {
   LlavaConfig model;            ///< dimensions; text vocab_size/image_token_index must fit the tokenizer
   int64_t tokenizer_vocab = 512;///< SentencePiece pieces (image_token_index must be ≥ this)
+  int64_t tokenizer_images = 1200;  ///< SynthVQA scenes whose questions form the tokenizer corpus, ≥ 1
   uint64_t seed = 1;            ///< weight init and question sampling
   uint64_t data_seed = 7001;    ///< SynthVQA seed of training images (disjoint from the calib/test seeds)
   StageSettings vision;         ///< stage 1: tower + patch heads

@@ -39,9 +39,9 @@ double scheduled_lr(const StageSettings& s, int64_t step) {
   return s.lr * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(M_PI * t)));
 }
 
-std::vector<std::string> tokenizer_corpus(uint64_t seed) {
+std::vector<std::string> tokenizer_corpus(uint64_t seed, int64_t n_images) {
   std::vector<std::string> out = {"USER: ASSISTANT:", "yes", "no", "left right above below", "bigger smaller"};
-  for (uint64_t i = 0; i < 1200; ++i) {
+  for (uint64_t i = 0; i < static_cast<uint64_t>(n_images); ++i) {
     auto s = make_sample(seed, i);
     for (const auto& q : all_questions(s.scene)) {
       out.push_back("USER: " + q.question + " ASSISTANT: " + q.answer);
@@ -116,7 +116,7 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
       throw InvalidArgument("the checkpoint in " + s_->ckpt().string() +
                             " was made with another recipe; use a new --out folder or the same recipe");
   } else {
-    io::train_sentencepiece(tokenizer_corpus(recipe.data_seed + 99 * kStageSeedStride),
+    io::train_sentencepiece(tokenizer_corpus(recipe.data_seed + 99 * kStageSeedStride, recipe.tokenizer_images),
                             static_cast<int>(recipe.tokenizer_vocab), tok_path);
   }
   auto tok = io::Tokenizer::load(tok_path);
