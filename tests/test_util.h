@@ -6,7 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <random>
+#include <stdexcept>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 
@@ -16,9 +17,9 @@ namespace vispco::testing {
 class TempDir {
  public:
   TempDir() {
-    std::random_device rd;
-    path_ = std::filesystem::temp_directory_path() / ("vispco-test-" + std::to_string(rd()) + std::to_string(rd()));
-    std::filesystem::create_directories(path_);
+    std::string tmpl = (std::filesystem::temp_directory_path() / "vispco_test_XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
   }
   ~TempDir() {
     std::error_code ec;
@@ -28,6 +29,8 @@ class TempDir {
   TempDir& operator=(const TempDir&) = delete;
   const std::filesystem::path& path() const { return path_; }
   std::string str(const std::string& child = "") const { return (child.empty() ? path_ : path_ / child).string(); }
+  /// path()/name as a string.
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
 
  private:
   std::filesystem::path path_;

@@ -1,34 +1,14 @@
-// A temporary folder for a test, removed with its contents when the object goes out of scope.
+// The eval tests' names for the shared test helpers (tests/test_util.h).
 #pragma once
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <stdexcept>
 #include <string>
+
+#include "test_util.h"
 
 namespace vispco::test {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "vispco_test_XXXXXX").string();
-    if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::filesystem::path& path() const { return path_; }
-  /// path()/name as a string.
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using TempDir = vispco::testing::TempDir;
 
 /// Writes bytes to a file (creating parent folders).
 inline void write_text(const std::string& path, const std::string& text) {

@@ -2,6 +2,7 @@
 #pragma once
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <cmath>
 #include <string>
 
 #include "model/llava.h"
@@ -19,6 +20,15 @@ inline const std::string& tiny_model_dir() {
   }();
   return path;
 }
+
+/// Largest |a − b|; +inf when either holds a NaN (so a NaN never passes a tolerance check).
+inline double max_diff(const at::Tensor& a, const at::Tensor& b) {
+  if (a.isnan().any().item<bool>() || b.isnan().any().item<bool>()) return INFINITY;
+  return (a - b).abs().max().item<double>();
+}
+
+/// The tiny model loaded in fp32 on the CPU.
+inline VisionLanguageModel load_tiny() { return VisionLanguageModel::load(tiny_model_dir(), RunContext{}); }
 
 /// A deterministic pseudo-image, [3, S, S] fp32, CLIP-normalised range.
 inline at::Tensor test_pixels(int64_t size, uint64_t seed) {

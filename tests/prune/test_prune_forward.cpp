@@ -17,12 +17,9 @@ namespace {
 using testing::test_pixels;
 using testing::tiny_model_dir;
 
-double max_diff(const at::Tensor& a, const at::Tensor& b) {
-  if (a.isnan().any().item<bool>() || b.isnan().any().item<bool>()) return INFINITY;
-  return (a - b).abs().max().item<double>();
-}
+using testing::max_diff;
 
-VisionLanguageModel tiny() { return VisionLanguageModel::load(tiny_model_dir(), RunContext{}); }
+VisionLanguageModel tiny() { return testing::load_tiny(); }
 
 GenerationConfig greedy(int64_t n) {
   GenerationConfig gc;
