@@ -17,6 +17,7 @@ std::string first_line(const std::string& what) { return what.substr(0, what.fin
 int main(int argc, char** argv) {
   CLI::App app{"vispco: visual-token pruning for vision-language models"};
   app.require_subcommand(1);
+  vispco::cli::register_bench(app);
   vispco::cli::register_data(app);
   vispco::cli::register_generate(app);
   vispco::cli::register_init_random(app);
