@@ -115,7 +115,8 @@ int64_t PrefillBenchSetup::matmul_flops() const { return 2 * mm_a_.size(0) * mm_
 
 std::string PrefillBenchSetup::matmul_shape() const {
   std::ostringstream o;
-  o << "[" << mm_a_.size(0) << ", " << mm_a_.size(1) << "] x [" << mm_b_.size(0) << ", " << mm_b_.size(1) << "]";
+  o << "[" << mm_a_.size(0) << ", " << mm_a_.size(1) << "] x [" << mm_b_.size(0) << ", " << mm_b_.size(1)
+    << "]";
   return o.str();
 }
 
@@ -228,20 +229,23 @@ std::string PrefillBenchResult::table() const {
     << (n_layers_limit > 0 ? " (truncated by --layers " + std::to_string(n_layers_limit) + ")"
                            : " (full depth)")
     << ", median of " << repeats << " after 1 warm-up\n";
-  char line[160];
-  std::snprintf(line, sizeof line, "%-34s %11s %10s %9s %10s\n", "part", "time ms", "GFLOP", "GFLOP/s",
-                "/ matmul");
+  char line[200];
+  std::snprintf(line, sizeof line, "%-34s %11s %21s %10s %9s %10s\n", "part", "time ms", "(min - max)",
+                "GFLOP", "GFLOP/s", "/ matmul");
   o << line;
-  const auto row = [&](const std::string& name, double ms, double gflop, double rate, double ratio) {
-    std::snprintf(line, sizeof line, "%-34s %11.1f %10.1f %9.1f %10.2f\n", name.c_str(), ms, gflop, rate,
-                  ratio);
+  const auto row = [&](const std::string& name, const std::vector<double>& runs, double ms, double gflop,
+                       double rate, double ratio) {
+    const double lo = runs.empty() ? 0.0 : *std::min_element(runs.begin(), runs.end());
+    const double hi = runs.empty() ? 0.0 : *std::max_element(runs.begin(), runs.end());
+    std::snprintf(line, sizeof line, "%-34s %11.1f (%8.1f - %8.1f) %10.1f %9.1f %10.2f\n", name.c_str(), ms,
+                  lo, hi, gflop, rate, ratio);
     o << line;
   };
   const double mm_gflop = matmul_gflops * matmul_ms * 1e-3;
-  row("matmul " + matmul_shape, matmul_ms, mm_gflop, matmul_gflops, 1.0);
-  row("vision tower + projector", vision_ms, static_cast<double>(flops.vision + flops.projector) * 1e-9,
-      vision_gflops, vision_vs_matmul);
-  row("decoder prefill + last logits", prefill_ms,
+  row("matmul " + matmul_shape, matmul_ms_runs, matmul_ms, mm_gflop, matmul_gflops, 1.0);
+  row("vision tower + projector", vision_ms_runs, vision_ms,
+      static_cast<double>(flops.vision + flops.projector) * 1e-9, vision_gflops, vision_vs_matmul);
+  row("decoder prefill + last logits", prefill_ms_runs, prefill_ms,
       static_cast<double>(flops.decoder_total + flops.lm_head) * 1e-9, prefill_gflops, prefill_vs_matmul);
   return o.str();
 }
