@@ -6,6 +6,7 @@
 namespace vispco::cli {
 
 // Each registers one subcommand (its options and callback) on `app`. Keep this list sorted.
+void register_bench(CLI::App& app);
 void register_data(CLI::App& app);
 void register_eval(CLI::App& app);
 void register_generate(CLI::App& app);

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   CLI::App app{"vispco: visual-token pruning for vision-language models"};
   app.require_subcommand(1);
+  vispco::cli::register_bench(app);
   vispco::cli::register_data(app);
   vispco::cli::register_eval(app);
   vispco::cli::register_generate(app);

@@ -1,0 +1,253 @@
+// Prefill speed benchmark on a random-weight preset model (see prefill_bench.h).
+#include "eval/prefill_bench.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/errors.h"
+#include "cost/timer.h"
+#include "io/tokenizer.h"
+#include "model/generate.h"
+#include "model/presets.h"
+
+namespace vispco::eval {
+
+void PrefillBenchConfig::validate() const {
+  find_preset(preset);  // throws listing the valid names
+  if (dtype != c10::kFloat && dtype != c10::kBFloat16 && dtype != c10::kHalf)
+    throw InvalidArgument("bench dtype must be fp32, bf16 or fp16 (got " + std::string(c10::toString(dtype)) +
+                          ")");
+  if (n_text < 1)
+    throw InvalidArgument("n_text must be ≥ 1 (BOS counts; got " + std::to_string(n_text) + ")");
+  if (repeats < 1) throw InvalidArgument("repeats must be ≥ 1 (got " + std::to_string(repeats) + ")");
+  if (n_threads < 0)
+    throw InvalidArgument("threads must be ≥ 0, 0 = all cores (got " + std::to_string(n_threads) + ")");
+  if (n_layers < 0)
+    throw InvalidArgument("layers must be ≥ 0, 0 = full depth (got " + std::to_string(n_layers) + ")");
+}
+
+LlavaConfig truncated_config(const LlavaConfig& cfg, int64_t n_layers) {
+  if (n_layers < 0)
+    throw InvalidArgument("layers must be ≥ 0, 0 = full depth (got " + std::to_string(n_layers) + ")");
+  if (n_layers == 0) return cfg;
+  LlavaConfig c = cfg;
+  c.text.num_hidden_layers = std::min(n_layers, cfg.text.num_hidden_layers);
+  const int64_t n_vision = std::min(n_layers, cfg.n_vision_layers_used());
+  if (n_vision < cfg.n_vision_layers_used()) {
+    // Build exactly the layers that run: the feature layer becomes the last one (−1) of a shorter tower.
+    c.vision.num_hidden_layers = n_vision;
+    c.vision_feature_layer = -1;
+  }
+  return c;
+}
+
+std::vector<int64_t> synthetic_prompt_ids(const LlavaConfig& cfg, int64_t n_text) {
+  if (n_text < 1)
+    throw InvalidArgument("n_text must be ≥ 1 (BOS counts; got " + std::to_string(n_text) + ")");
+  const int64_t hi = std::min(cfg.text.vocab_size, cfg.image_token_index);
+  if (hi <= 3)
+    throw InvalidArgument("vocab_size / image_token_index leave no text ids above the specials (min = " +
+                          std::to_string(hi) + ")");
+  std::vector<int64_t> ids{cfg.text.bos_token_id};
+  const auto filler = [&](int64_t i) { return 3 + (i * 7919) % (hi - 3); };
+  const int64_t n_before = std::min<int64_t>(4, n_text - 1);  // "USER: " is four pieces in Llama's vocabulary
+  for (int64_t i = 1; i <= n_before; ++i) ids.push_back(filler(i));
+  ids.push_back(cfg.image_token_index);
+  for (int64_t i = n_before + 1; i < n_text; ++i) ids.push_back(filler(i));
+  return ids;
+}
+
+PrefillBenchSetup::PrefillBenchSetup(const PrefillBenchConfig& cfg) : bench_(cfg) {
+  bench_.validate();
+  const auto model_cfg = truncated_config(find_preset(bench_.preset).config, bench_.n_layers);
+  const int64_t n = bench_.n_text + model_cfg.n_visual_tokens();
+  if (n > model_cfg.text.max_position_embeddings)
+    throw InvalidArgument("n_text " + std::to_string(bench_.n_text) + " + N_v " +
+                          std::to_string(model_cfg.n_visual_tokens()) + " exceeds the preset's " +
+                          std::to_string(model_cfg.text.max_position_embeddings) + " positions");
+  RunContext ctx;
+  ctx.device = bench_.device;
+  ctx.dtype = bench_.dtype;
+  ctx.n_threads = bench_.n_threads;
+  ctx.seed = bench_.seed;
+  apply_threads(ctx);
+  // Empty tokenizer (its methods throw): the prompt is built from ids directly.
+  auto net = random_llava_net(model_cfg, bench_.seed, bench_.dtype);
+  net->to(bench_.device);
+  model_ = std::make_unique<VisionLanguageModel>(model_cfg, net, io::Tokenizer{}, ctx);
+  flops_ = prefill_flops(model_cfg, unpruned_tokens_per_layer(model_cfg, bench_.n_text));
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(bench_.seed + 1);
+  const int64_t s = model_cfg.vision.image_size, d = model_cfg.text.hidden_size;
+  pixels_ = at::randn({1, model_cfg.vision.num_channels, s, s}, gen);
+  prompt_ids_ = synthetic_prompt_ids(model_cfg, bench_.n_text);
+  const auto opts = at::TensorOptions().dtype(bench_.dtype).device(bench_.device);
+  mm_a_ = at::randn({n, d}, gen).to(opts);
+  mm_b_ = (at::randn({d, model_cfg.text.intermediate_size}, gen) * 0.02).to(opts);
+}
+
+int64_t PrefillBenchSetup::n_decoder_layers() const { return model_config().text.num_hidden_layers; }
+int64_t PrefillBenchSetup::n_vision_layers() const { return model_config().n_vision_layers_used(); }
+int64_t PrefillBenchSetup::n_tokens() const { return bench_.n_text + model_config().n_visual_tokens(); }
+
+at::Tensor PrefillBenchSetup::run_vision() {
+  auto v = model_->encode_images(pixels_).embeds;
+  sync_device(model_->context().device);
+  return v;
+}
+
+at::Tensor PrefillBenchSetup::run_prefill(const at::Tensor& visual) {
+  c10::InferenceMode guard;
+  auto& lm = model_->net()->language_model;
+  auto state = build_prefill_state(*model_, {VlmRequest{pixels_[0], prompt_ids_}}, visual);
+  KvCache cache(n_decoder_layers());
+  auto h = lm->forward(state, cache);
+  auto logits = lm->logits(h.narrow(1, h.size(1) - 1, 1)).squeeze(1);
+  sync_device(model_->context().device);
+  return logits;
+}
+
+int64_t PrefillBenchSetup::matmul_flops() const { return 2 * mm_a_.size(0) * mm_a_.size(1) * mm_b_.size(1); }
+
+std::string PrefillBenchSetup::matmul_shape() const {
+  std::ostringstream o;
+  o << "[" << mm_a_.size(0) << ", " << mm_a_.size(1) << "] x [" << mm_b_.size(0) << ", " << mm_b_.size(1)
+    << "]";
+  return o.str();
+}
+
+at::Tensor PrefillBenchSetup::run_matmul() {
+  c10::InferenceMode guard;
+  auto c = at::matmul(mm_a_, mm_b_);
+  sync_device(model_->context().device);
+  return c;
+}
+
+double median(std::vector<double> xs) {
+  if (xs.empty()) throw InvalidArgument("median of an empty list");
+  std::sort(xs.begin(), xs.end());
+  const size_t h = xs.size() / 2;
+  return xs.size() % 2 ? xs[h] : 0.5 * (xs[h - 1] + xs[h]);
+}
+
+namespace {
+
+// One warm-up call, then `repeats` timed calls; returns the times in ms.
+template <typename F>
+std::vector<double> time_runs(int repeats, F&& f) {
+  f();
+  std::vector<double> ms;
+  for (int i = 0; i < repeats; ++i) {
+    Stopwatch sw;
+    f();
+    ms.push_back(sw.ms());
+  }
+  return ms;
+}
+
+double gflops_per_s(int64_t flops, double ms) {
+  return ms > 0 ? static_cast<double>(flops) / (ms * 1e6) : 0.0;
+}
+
+}  // namespace
+
+PrefillBenchResult run_prefill_bench(const PrefillBenchConfig& cfg,
+                                     const std::function<void(const std::string&)>& progress) {
+  const auto say = [&](const std::string& s) {
+    if (progress) progress(s);
+  };
+  say("building random-weight " + cfg.preset + " in " + dtype_name(cfg.dtype) + " ...");
+  PrefillBenchSetup setup(cfg);
+  PrefillBenchResult r;
+  r.preset = cfg.preset;
+  r.dtype = dtype_name(cfg.dtype);
+  r.device = cfg.device.str();
+  r.n_threads = at::get_num_threads();
+  r.n_decoder_layers = setup.n_decoder_layers();
+  r.n_vision_layers = setup.n_vision_layers();
+  r.n_layers_limit = cfg.n_layers;
+  r.n_visual = setup.model_config().n_visual_tokens();
+  r.n_text = cfg.n_text;
+  r.repeats = cfg.repeats;
+  r.matmul_shape = setup.matmul_shape();
+  r.flops = setup.flops();
+
+  say("matmul " + r.matmul_shape + " ...");
+  r.matmul_ms_runs = time_runs(cfg.repeats, [&] { setup.run_matmul(); });
+  say("vision encode ...");
+  at::Tensor visual;
+  r.vision_ms_runs = time_runs(cfg.repeats, [&] { visual = setup.run_vision(); });
+  say("decoder prefill ...");
+  r.prefill_ms_runs = time_runs(cfg.repeats, [&] { setup.run_prefill(visual); });
+
+  r.matmul_ms = median(r.matmul_ms_runs);
+  r.vision_ms = median(r.vision_ms_runs);
+  r.prefill_ms = median(r.prefill_ms_runs);
+  r.matmul_gflops = gflops_per_s(setup.matmul_flops(), r.matmul_ms);
+  r.vision_gflops = gflops_per_s(r.flops.vision + r.flops.projector, r.vision_ms);
+  r.prefill_gflops = gflops_per_s(r.flops.decoder_total + r.flops.lm_head, r.prefill_ms);
+  r.vision_vs_matmul = r.matmul_gflops > 0 ? r.vision_gflops / r.matmul_gflops : 0.0;
+  r.prefill_vs_matmul = r.matmul_gflops > 0 ? r.prefill_gflops / r.matmul_gflops : 0.0;
+  return r;
+}
+
+nlohmann::json PrefillBenchResult::to_json() const {
+  return {{"preset", preset},
+          {"dtype", dtype},
+          {"device", device},
+          {"n_threads", n_threads},
+          {"n_decoder_layers", n_decoder_layers},
+          {"n_vision_layers", n_vision_layers},
+          {"n_layers_limit", n_layers_limit},
+          {"n_visual", n_visual},
+          {"n_text", n_text},
+          {"repeats", repeats},
+          {"matmul_shape", matmul_shape},
+          {"matmul_ms", matmul_ms},
+          {"matmul_gflops", matmul_gflops},
+          {"vision_ms", vision_ms},
+          {"prefill_ms", prefill_ms},
+          {"matmul_ms_runs", matmul_ms_runs},
+          {"vision_ms_runs", vision_ms_runs},
+          {"prefill_ms_runs", prefill_ms_runs},
+          {"vision_gflops", vision_gflops},
+          {"prefill_gflops", prefill_gflops},
+          {"vision_vs_matmul", vision_vs_matmul},
+          {"prefill_vs_matmul", prefill_vs_matmul},
+          {"flops", flops.to_json()}};
+}
+
+std::string PrefillBenchResult::table() const {
+  std::ostringstream o;
+  o << preset << ", " << dtype << " on " << device << ", " << n_threads << " threads, N_v " << n_visual
+    << " + N_t " << n_text << " = " << n_visual + n_text << " tokens, " << n_decoder_layers << " decoder / "
+    << n_vision_layers << " vision layers"
+    << (n_layers_limit > 0 ? " (truncated by --layers " + std::to_string(n_layers_limit) + ")"
+                           : " (full depth)")
+    << ", median of " << repeats << " after 1 warm-up\n";
+  char line[200];
+  std::snprintf(line, sizeof line, "%-34s %11s %21s %10s %9s %10s\n", "part", "time ms", "(min - max)",
+                "GFLOP", "GFLOP/s", "/ matmul");
+  o << line;
+  const auto row = [&](const std::string& name, const std::vector<double>& runs, double ms, double gflop,
+                       double rate, double ratio) {
+    const double lo = runs.empty() ? 0.0 : *std::min_element(runs.begin(), runs.end());
+    const double hi = runs.empty() ? 0.0 : *std::max_element(runs.begin(), runs.end());
+    std::snprintf(line, sizeof line, "%-34s %11.1f (%8.1f - %8.1f) %10.1f %9.1f %10.2f\n", name.c_str(), ms,
+                  lo, hi, gflop, rate, ratio);
+    o << line;
+  };
+  const double mm_gflop = matmul_gflops * matmul_ms * 1e-3;
+  row("matmul " + matmul_shape, matmul_ms_runs, matmul_ms, mm_gflop, matmul_gflops, 1.0);
+  row("vision tower + projector", vision_ms_runs, vision_ms,
+      static_cast<double>(flops.vision + flops.projector) * 1e-9, vision_gflops, vision_vs_matmul);
+  row("decoder prefill + last logits", prefill_ms_runs, prefill_ms,
+      static_cast<double>(flops.decoder_total + flops.lm_head) * 1e-9, prefill_gflops, prefill_vs_matmul);
+  return o.str();
+}
+
+}  // namespace vispco::eval

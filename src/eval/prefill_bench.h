@@ -1,0 +1,130 @@
+// Prefill speed benchmark on a random-weight model of a preset: this machine's matmul GFLOP/s, then vision
+// encode and decoder prefill times at N_v visual tokens, and the GFLOP/s they reach under the FLOPs model
+// (cost/flops.h). Shared by `vispco bench` and bench/bench_prefill.cpp (Google Benchmark).
+// Lives in eval/ (not cost/) because it builds a model: dependencies point downward (DESIGN.md §3).
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+#include "core/context.h"
+#include "cost/flops.h"
+#include "model/config.h"
+#include "model/llava.h"
+
+namespace vispco::eval {
+
+/// Settings of one benchmark run (a plain value).
+struct PrefillBenchConfig {
+  /// Model preset (model/presets.h).
+  std::string preset = "llava-tinyllama-1.1b";
+  /// Device of weights and activations (weights are drawn on the CPU, then moved).
+  c10::Device device = c10::Device(c10::kCPU);
+  /// Weight and activation dtype: kFloat or kBFloat16 (kHalf accepted too; slow on most CPUs).
+  c10::ScalarType dtype = c10::kFloat;
+  /// Text tokens of the prompt, BOS included, image placeholder excluded; ≥ 1. With N_v = 576 the default
+  /// gives the 616-token prefill of DESIGN.md §1.
+  int64_t n_text = 40;
+  /// Timed repetitions after one warm-up run; the median is reported. ≥ 1.
+  int repeats = 3;
+  /// Intra-op threads; 0 = all cores.
+  int n_threads = 0;
+  /// 0 = the preset's full depth; N ≥ 1 truncates the decoder to min(N, L) layers and the vision tower to
+  /// min(N, n_vision_layers_used()) layers, keeping every width (a quick run; FLOPs follow the truncation).
+  int64_t n_layers = 0;
+  /// Seed of the random weights and inputs.
+  uint64_t seed = 0;
+  /// @throws InvalidArgument naming the bad field and value (unknown preset lists the valid names).
+  void validate() const;
+};
+
+/// The preset's config with depth truncated as PrefillBenchConfig::n_layers describes (unchanged for 0).
+/// @throws InvalidArgument when n_layers < 0.
+LlavaConfig truncated_config(const LlavaConfig& cfg, int64_t n_layers);
+
+/// Prompt ids for `n_text` text tokens around one image placeholder: BOS, up to four filler ids (as
+/// "USER: "), config.image_token_index, then the rest. Filler ids are deterministic, in [3, min(V, image
+/// id)).
+/// @throws InvalidArgument when n_text < 1.
+std::vector<int64_t> synthetic_prompt_ids(const LlavaConfig& cfg, int64_t n_text);
+
+/// A model with random weights and its inputs, ready for timing.
+class PrefillBenchSetup {
+ public:
+  /// Builds the (truncated) model of cfg.preset in cfg.dtype on cfg.device and applies the thread count.
+  /// The tokenizer is left empty: prompt ids come from synthetic_prompt_ids(). @throws InvalidArgument.
+  explicit PrefillBenchSetup(const PrefillBenchConfig& cfg);
+
+  const PrefillBenchConfig& bench_config() const { return bench_; }
+  const LlavaConfig& model_config() const { return model_->config(); }
+  /// FLOPs of one prefill of this setup (unpruned, LM head at the last position).
+  const PrefillFlops& flops() const { return flops_; }
+  /// Decoder layers run and vision layers run (after truncation).
+  int64_t n_decoder_layers() const;
+  int64_t n_vision_layers() const;
+  /// Tokens through the decoder: n_text + N_v.
+  int64_t n_tokens() const;
+
+  /// Vision tower + projector on the setup's image. @return visual tokens [1, N_v, D].
+  at::Tensor run_vision();
+  /// Decoder prefill of the prompt with `visual` spliced in, plus the last position's logits (as generate()'s
+  /// prefill). @param visual [1, N_v, D] from run_vision() @return logits [1, V] fp32.
+  at::Tensor run_prefill(const at::Tensor& visual);
+
+  /// FLOPs of one run_matmul(): 2·n·D·m.
+  int64_t matmul_flops() const;
+  /// Shape of the matmul probe, "[n, D] x [D, m]".
+  std::string matmul_shape() const;
+  /// One at::matmul of the decoder's widest product, [n, D] × [D, m] in the bench dtype.
+  at::Tensor run_matmul();
+
+ private:
+  PrefillBenchConfig bench_;
+  std::unique_ptr<VisionLanguageModel> model_;
+  PrefillFlops flops_;
+  at::Tensor pixels_;  // [1, 3, S, S] fp32
+  std::vector<int64_t> prompt_ids_;
+  at::Tensor mm_a_, mm_b_;  // [n, D], [D, m]
+};
+
+/// Figures of one benchmark run. Times are wall clock, median of `repeats` after a warm-up.
+struct PrefillBenchResult {
+  std::string preset;
+  std::string dtype;             ///< "fp32" | "bf16" | "fp16"
+  std::string device;            ///< "cpu", "cuda:0", ...
+  int n_threads = 0;             ///< intra-op threads LibTorch used
+  int64_t n_decoder_layers = 0;  ///< decoder layers run (truncated when n_layers_limit > 0)
+  int64_t n_vision_layers = 0;   ///< vision layers run
+  int64_t n_layers_limit = 0;    ///< PrefillBenchConfig::n_layers (0 = full depth)
+  int64_t n_visual = 0;          ///< N_v
+  int64_t n_text = 0;            ///< N_t (BOS included)
+  int repeats = 0;
+  std::string matmul_shape;
+  double matmul_ms = 0;                                                 ///< median time of one matmul probe
+  double matmul_gflops = 0;                                             ///< its GFLOP/s (1 GFLOP = 1e9 FLOPs)
+  double vision_ms = 0;                                                 ///< vision tower + projector
+  double prefill_ms = 0;                                                ///< decoder prefill + last logits
+  std::vector<double> vision_ms_runs, prefill_ms_runs, matmul_ms_runs;  ///< every timed repetition
+  PrefillFlops flops;                                                   ///< FLOPs model of this run
+  double vision_gflops = 0;      ///< (flops.vision + flops.projector) / vision time
+  double prefill_gflops = 0;     ///< (flops.decoder_total + flops.lm_head) / prefill time
+  double vision_vs_matmul = 0;   ///< vision_gflops / matmul_gflops
+  double prefill_vs_matmul = 0;  ///< prefill_gflops / matmul_gflops
+  nlohmann::json to_json() const;
+  /// A small fixed-width table (one line per measured part) for the terminal.
+  std::string table() const;
+};
+
+/// Median of `xs` (mean of the two middle values for an even count). @throws InvalidArgument when empty.
+double median(std::vector<double> xs);
+
+/// Builds the setup and measures matmul, vision and prefill (one warm-up each, then cfg.repeats timed runs).
+/// @param progress if set, called with a short line before each phase (model build can take a minute).
+PrefillBenchResult run_prefill_bench(const PrefillBenchConfig& cfg,
+                                     const std::function<void(const std::string&)>& progress = {});
+
+}  // namespace vispco::eval
