@@ -2,10 +2,10 @@
 # README's main job: installs, builds, then prunes the bundled SynthVQA model with each built-in method at
 # K = 64 of 576 visual tokens, evaluates on a slice of the SynthVQA test split and prints accuracy, retention
 # and measured prefill time next to the unpruned model. Results: out/demo/. A second run reads the result store.
-# Options through the environment: N (test samples, default 400), K (kept tokens, default 64).
+# Options through the environment: N (test samples, default 200), K (kept tokens, default 64).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-N=${N:-400}
+N=${N:-200}
 K=${K:-64}
 bash scripts/install-deps.sh
 bash scripts/build.sh >/dev/null
@@ -13,7 +13,14 @@ B=build/vispco
 MODEL=models/synthvqa-small
 OUT=out/demo
 mkdir -p "$OUT"
-[ -f "$MODEL/config.json" ] || { echo "error: bundled model $MODEL is missing"; exit 1; }
+if [ ! -f "$MODEL/config.json" ]; then
+  # The bundled model is trained by `vispco train --recipe configs/synthvqa-small.json` (issue 4). Until it is
+  # in the repo, run the same job on random weights of its architecture: token counts, FLOPs and timings are
+  # real, accuracies are at chance.
+  MODEL=out/random-synthvqa-small
+  echo "note: models/synthvqa-small is not bundled yet; using random weights of its architecture ($MODEL)"
+  [ -f "$MODEL/config.json" ] || $B init-random --config configs/synthvqa-small.json --dtype fp32 --out "$MODEL"
+fi
 [ -f out/synthvqa-test/manifest.json ] || $B data synth --split test --out out/synthvqa-test
 STORE=$OUT/results.sqlite
 

@@ -20,7 +20,7 @@ void register_init_random(CLI::App& app) {
   std::string names;
   for (const auto& p : model_presets()) names += "\n  " + p.name + ": " + p.description;
   auto* preset = cmd->add_option("--preset", o->preset, "Named configuration:" + names);
-  auto* config = cmd->add_option("--config", o->config, "A transformers LLaVA config.json to instantiate");
+  auto* config = cmd->add_option("--config", o->config, "A transformers LLaVA config.json (or a training recipe with a \"model\" section)");
   preset->excludes(config);
   cmd->add_option("--out", o->out, "Output folder")->required();
   cmd->add_option("--dtype", o->dtype, "Stored weight dtype: bf16 | fp16 | fp32")->capture_default_str();
@@ -33,7 +33,9 @@ void register_init_random(CLI::App& app) {
       std::ifstream in(o->config);
       if (!in) throw IoError("cannot read config file '" + o->config + "'");
       try {
-        cfg = llava_config_from_json(nlohmann::json::parse(in));
+        auto j = nlohmann::json::parse(in);
+        // A training recipe (configs/*.json) holds the model config under "model".
+        cfg = llava_config_from_json(j.contains("model") && j["model"].is_object() ? j["model"] : j);
       } catch (const nlohmann::json::parse_error& e) {
         throw FormatError(o->config + " is not valid JSON: " + e.what());
       }
