@@ -1,11 +1,15 @@
-// `vispco bench`: prefill speed of a random-weight preset model against this machine's matmul GFLOP/s
-// (eval/prefill_bench.h; the same code as bench/bench_prefill.cpp). Prints a small table or one JSON object.
+// `vispco bench`: prefill speed of a random-weight preset model (or a model folder) against this machine's
+// matmul GFLOP/s (eval/prefill_bench.h; the same code as bench/bench_prefill.cpp), or with --sweep-keep and
+// --sweep-plan a pruning sweep: prefill time, KV cache and FLOPs-model speedup per (plan, K)
+// (eval/prefill_sweep.h). Prints a small table or one JSON object.
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "core/context.h"
+#include "core/errors.h"
 #include "eval/prefill_bench.h"
+#include "eval/prefill_sweep.h"
 #include "model/presets.h"
 
 namespace vispco::cli {
@@ -13,16 +17,32 @@ namespace vispco::cli {
 void register_bench(CLI::App& app) {
   struct Opts {
     eval::PrefillBenchConfig cfg;
-    std::string dtype = "fp32", device = "cpu";
+    std::string dtype = "fp32", device = "cpu", sweep_keep;
+    std::vector<std::string> sweep_plans;
     bool json = false;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand(
       "bench",
-      "Prefill speed of a random-weight preset model (vision encode, decoder prefill) vs matmul GFLOP/s");
+      "Prefill speed of a random-weight preset model (vision encode, decoder prefill) vs matmul GFLOP/s; "
+      "with --sweep-keep/--sweep-plan, prefill time, KV cache and speedup vs the FLOPs model per pruning "
+      "plan");
   std::string names;
   for (const auto& p : model_presets()) names += "\n  " + p.name + ": " + p.description;
-  cmd->add_option("--preset", o->cfg.preset, "Model dimensions:" + names)->capture_default_str();
+  auto* preset = cmd->add_option("--preset", o->cfg.preset, "Model dimensions (random weights):" + names)
+                     ->capture_default_str();
+  cmd->add_option(
+         "--model", o->cfg.model_dir,
+         "Model folder (HF LLaVA layout) loaded with its weights instead of a --preset (full depth only)")
+      ->excludes(preset);
+  cmd->add_option("--sweep-keep", o->sweep_keep,
+                  "Pruning sweep: kept visual tokens K to try, comma-separated (e.g. 576,288,192,128,64); "
+                  "needs --sweep-plan");
+  cmd->add_option(
+         "--sweep-plan", o->sweep_plans,
+         "Pruning sweep: a plan template per scorer, repeatable or ';'-separated: one stage without keep "
+         "(fastv:layer=2, visionzip:layer=0) or a plan with {K} where K goes")
+      ->delimiter(';');
   // fp32 by default: on CPUs without AVX512-BF16/AMX, LibTorch's bf16 matmul is ~30x slower than fp32
   // (measured on a 2-core AVX2 machine: ~5 vs ~160 GFLOP/s), so a full-depth bf16 run takes many minutes.
   cmd->add_option("--dtype", o->dtype,
@@ -46,6 +66,16 @@ void register_bench(CLI::App& app) {
     o->cfg.device = parse_device(o->device);
     o->cfg.validate();
     const auto progress = [](const std::string& s) { std::cerr << s << "\n"; };
+    if (!o->sweep_keep.empty() || !o->sweep_plans.empty()) {
+      if (o->sweep_keep.empty())
+        throw InvalidArgument("--sweep-plan needs --sweep-keep (e.g. 576,288,192,128,64)");
+      if (o->sweep_plans.empty())
+        throw InvalidArgument("--sweep-keep needs --sweep-plan (e.g. fastv:layer=2)");
+      eval::PrefillSweepSpec spec{eval::parse_keep_list(o->sweep_keep), o->sweep_plans};
+      const auto r = eval::run_prefill_sweep(o->cfg, spec, progress);
+      std::cout << (o->json ? r.to_json().dump(2) + "\n" : r.table());
+      return;
+    }
     const auto r = eval::run_prefill_bench(o->cfg, progress);
     if (o->json)
       std::cout << r.to_json().dump(2) << "\n";

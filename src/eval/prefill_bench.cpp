@@ -1,4 +1,4 @@
-// Prefill speed benchmark on a random-weight preset model (see prefill_bench.h).
+// Prefill speed benchmark on a random-weight preset model or a model folder (see prefill_bench.h).
 #include "eval/prefill_bench.h"
 
 #include <ATen/ATen.h>
@@ -18,7 +18,12 @@
 namespace vispco::eval {
 
 void PrefillBenchConfig::validate() const {
-  find_preset(preset);  // throws listing the valid names
+  if (model_dir.empty())
+    find_preset(preset);  // throws listing the valid names
+  else if (n_layers != 0)
+    throw InvalidArgument("layers " + std::to_string(n_layers) +
+                          " truncates a random-weight preset; a model folder (--model) runs at full depth "
+                          "(use --layers 0)");
   if (dtype != c10::kFloat && dtype != c10::kBFloat16 && dtype != c10::kHalf)
     throw InvalidArgument("bench dtype must be fp32, bf16 or fp16 (got " + std::string(c10::toString(dtype)) +
                           ")");
@@ -29,6 +34,16 @@ void PrefillBenchConfig::validate() const {
     throw InvalidArgument("threads must be ≥ 0, 0 = all cores (got " + std::to_string(n_threads) + ")");
   if (n_layers < 0)
     throw InvalidArgument("layers must be ≥ 0, 0 = full depth (got " + std::to_string(n_layers) + ")");
+}
+
+std::string PrefillBenchConfig::model_label() const {
+  return model_dir.empty() ? "preset " + preset + " (random weights)" : "model " + model_dir;
+}
+
+LlavaConfig bench_model_config(const PrefillBenchConfig& cfg) {
+  cfg.validate();
+  if (!cfg.model_dir.empty()) return load_llava_config(cfg.model_dir);
+  return truncated_config(find_preset(cfg.preset).config, cfg.n_layers);
 }
 
 LlavaConfig truncated_config(const LlavaConfig& cfg, int64_t n_layers) {
@@ -63,8 +78,7 @@ std::vector<int64_t> synthetic_prompt_ids(const LlavaConfig& cfg, int64_t n_text
 }
 
 PrefillBenchSetup::PrefillBenchSetup(const PrefillBenchConfig& cfg) : bench_(cfg) {
-  bench_.validate();
-  const auto model_cfg = truncated_config(find_preset(bench_.preset).config, bench_.n_layers);
+  const auto model_cfg = bench_model_config(bench_);  // validates
   const int64_t n = bench_.n_text + model_cfg.n_visual_tokens();
   if (n > model_cfg.text.max_position_embeddings)
     throw InvalidArgument("n_text " + std::to_string(bench_.n_text) + " + N_v " +
@@ -76,10 +90,14 @@ PrefillBenchSetup::PrefillBenchSetup(const PrefillBenchConfig& cfg) : bench_(cfg
   ctx.n_threads = bench_.n_threads;
   ctx.seed = bench_.seed;
   apply_threads(ctx);
-  // Empty tokenizer (its methods throw): the prompt is built from ids directly.
-  auto net = random_llava_net(model_cfg, bench_.seed, bench_.dtype);
-  net->to(bench_.device);
-  model_ = std::make_unique<VisionLanguageModel>(model_cfg, net, io::Tokenizer{}, ctx);
+  if (bench_.model_dir.empty()) {
+    // Empty tokenizer (its methods throw): the prompt is built from ids directly.
+    auto net = random_llava_net(model_cfg, bench_.seed, bench_.dtype);
+    net->to(bench_.device);
+    model_ = std::make_unique<VisionLanguageModel>(model_cfg, net, io::Tokenizer{}, ctx);
+  } else {
+    model_ = std::make_unique<VisionLanguageModel>(VisionLanguageModel::load(bench_.model_dir, ctx));
+  }
   flops_ = prefill_flops(model_cfg, unpruned_tokens_per_layer(model_cfg, bench_.n_text));
   auto gen = at::make_generator<at::CPUGeneratorImpl>(bench_.seed + 1);
   const int64_t s = model_cfg.vision.image_size, d = model_cfg.text.hidden_size;
@@ -100,14 +118,27 @@ at::Tensor PrefillBenchSetup::run_vision() {
   return v;
 }
 
-at::Tensor PrefillBenchSetup::run_prefill(const at::Tensor& visual) {
+VisualTokens PrefillBenchSetup::run_vision_tokens(bool want_cls_attention) {
+  auto v = model_->encode_images(pixels_, want_cls_attention);
+  sync_device(model_->context().device);
+  return v;
+}
+
+at::Tensor PrefillBenchSetup::run_prefill(const at::Tensor& visual, PrefillHook* hook,
+                                          PrefillRunStats* stats) {
   c10::InferenceMode guard;
   auto& lm = model_->net()->language_model;
   auto state = build_prefill_state(*model_, {VlmRequest{pixels_[0], prompt_ids_}}, visual);
   KvCache cache(n_decoder_layers());
-  auto h = lm->forward(state, cache);
+  DecoderStats dstats;
+  auto h = lm->forward(state, cache, hook, stats != nullptr ? &dstats : nullptr);
   auto logits = lm->logits(h.narrow(1, h.size(1) - 1, 1)).squeeze(1);
   sync_device(model_->context().device);
+  if (stats != nullptr) {
+    stats->tokens_per_layer = std::move(dstats.tokens_per_layer);
+    stats->n_visual_kept = state.visual[0].sum().item<int64_t>();
+    stats->kv_cache_bytes = cache.bytes();
+  }
   return logits;
 }
 
@@ -134,11 +165,7 @@ double median(std::vector<double> xs) {
   return xs.size() % 2 ? xs[h] : 0.5 * (xs[h - 1] + xs[h]);
 }
 
-namespace {
-
-// One warm-up call, then `repeats` timed calls; returns the times in ms.
-template <typename F>
-std::vector<double> time_runs(int repeats, F&& f) {
+std::vector<double> time_runs(int repeats, const std::function<void()>& f) {
   f();
   std::vector<double> ms;
   for (int i = 0; i < repeats; ++i) {
@@ -148,6 +175,8 @@ std::vector<double> time_runs(int repeats, F&& f) {
   }
   return ms;
 }
+
+namespace {
 
 double gflops_per_s(int64_t flops, double ms) {
   return ms > 0 ? static_cast<double>(flops) / (ms * 1e6) : 0.0;
@@ -160,10 +189,12 @@ PrefillBenchResult run_prefill_bench(const PrefillBenchConfig& cfg,
   const auto say = [&](const std::string& s) {
     if (progress) progress(s);
   };
-  say("building random-weight " + cfg.preset + " in " + dtype_name(cfg.dtype) + " ...");
+  say((cfg.model_dir.empty() ? "building random-weight " + cfg.preset : "loading " + cfg.model_dir) + " in " +
+      dtype_name(cfg.dtype) + " ...");
   PrefillBenchSetup setup(cfg);
   PrefillBenchResult r;
-  r.preset = cfg.preset;
+  if (cfg.model_dir.empty()) r.preset = cfg.preset;
+  r.model_dir = cfg.model_dir;
   r.dtype = dtype_name(cfg.dtype);
   r.device = cfg.device.str();
   r.n_threads = at::get_num_threads();
@@ -197,6 +228,7 @@ PrefillBenchResult run_prefill_bench(const PrefillBenchConfig& cfg,
 
 nlohmann::json PrefillBenchResult::to_json() const {
   return {{"preset", preset},
+          {"model_dir", model_dir},
           {"dtype", dtype},
           {"device", device},
           {"n_threads", n_threads},
@@ -223,9 +255,9 @@ nlohmann::json PrefillBenchResult::to_json() const {
 
 std::string PrefillBenchResult::table() const {
   std::ostringstream o;
-  o << preset << ", " << dtype << " on " << device << ", " << n_threads << " threads, N_v " << n_visual
-    << " + N_t " << n_text << " = " << n_visual + n_text << " tokens, " << n_decoder_layers << " decoder / "
-    << n_vision_layers << " vision layers"
+  o << (model_dir.empty() ? preset : model_dir) << ", " << dtype << " on " << device << ", " << n_threads
+    << " threads, N_v " << n_visual << " + N_t " << n_text << " = " << n_visual + n_text << " tokens, "
+    << n_decoder_layers << " decoder / " << n_vision_layers << " vision layers"
     << (n_layers_limit > 0 ? " (truncated by --layers " + std::to_string(n_layers_limit) + ")"
                            : " (full depth)")
     << ", median of " << repeats << " after 1 warm-up\n";

@@ -1,7 +1,9 @@
-// Prefill speed benchmark on a random-weight model of a preset: this machine's matmul GFLOP/s, then vision
-// encode and decoder prefill times at N_v visual tokens, and the GFLOP/s they reach under the FLOPs model
-// (cost/flops.h). Shared by `vispco bench` and bench/bench_prefill.cpp (Google Benchmark).
-// Lives in eval/ (not cost/) because it builds a model: dependencies point downward (DESIGN.md §3).
+// Prefill speed benchmark on a random-weight model of a preset (or a model folder with its weights): this
+// machine's matmul GFLOP/s, then vision encode and decoder prefill times at N_v visual tokens, and the
+// GFLOP/s they reach under the FLOPs model (cost/flops.h). Shared by `vispco bench`, bench/bench_prefill.cpp
+// (Google Benchmark) and the pruning sweep (eval/prefill_sweep.h), which passes a PrefillHook to
+// run_prefill(). Lives in eval/ (not cost/) because it builds a model: dependencies point downward (DESIGN.md
+// §3).
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -20,8 +22,11 @@ namespace vispco::eval {
 
 /// Settings of one benchmark run (a plain value).
 struct PrefillBenchConfig {
-  /// Model preset (model/presets.h).
+  /// Model preset (model/presets.h), built with random weights. Ignored when model_dir is set.
   std::string preset = "llava-tinyllama-1.1b";
+  /// Model folder (Hugging Face LLaVA layout) loaded with its own weights instead of the preset; empty = use
+  /// the preset. Only full depth (n_layers = 0).
+  std::string model_dir;
   /// Device of weights and activations (weights are drawn on the CPU, then moved).
   c10::Device device = c10::Device(c10::kCPU);
   /// Weight and activation dtype: kFloat or kBFloat16 (kHalf accepted too; slow on most CPUs).
@@ -40,7 +45,14 @@ struct PrefillBenchConfig {
   uint64_t seed = 0;
   /// @throws InvalidArgument naming the bad field and value (unknown preset lists the valid names).
   void validate() const;
+  /// "preset NAME (random weights)" or "model DIR", for tables and progress lines.
+  std::string model_label() const;
 };
+
+/// The config of the model a benchmark runs: the preset's, truncated by n_layers, or model_dir's config.json.
+/// Cheap (builds no weights), so plans can be checked before the model is built.
+/// @throws InvalidArgument, IoError, FormatError, ConfigError.
+LlavaConfig bench_model_config(const PrefillBenchConfig& cfg);
 
 /// The preset's config with depth truncated as PrefillBenchConfig::n_layers describes (unchanged for 0).
 /// @throws InvalidArgument when n_layers < 0.
@@ -52,11 +64,19 @@ LlavaConfig truncated_config(const LlavaConfig& cfg, int64_t n_layers);
 /// @throws InvalidArgument when n_text < 1.
 std::vector<int64_t> synthetic_prompt_ids(const LlavaConfig& cfg, int64_t n_text);
 
-/// A model with random weights and its inputs, ready for timing.
+/// What one run_prefill() did (a pruning hook makes layers differ).
+struct PrefillRunStats {
+  std::vector<int64_t> tokens_per_layer;  ///< [L] tokens entering each decoder layer (DecoderStats)
+  int64_t n_visual_kept = 0;              ///< visual tokens alive after the decoder (K, or N_v unpruned)
+  int64_t kv_cache_bytes = 0;             ///< KvCache::bytes() right after the prefill (its peak so far)
+};
+
+/// A model (random weights, or a folder's) and its inputs, ready for timing.
 class PrefillBenchSetup {
  public:
-  /// Builds the (truncated) model of cfg.preset in cfg.dtype on cfg.device and applies the thread count.
-  /// The tokenizer is left empty: prompt ids come from synthetic_prompt_ids(). @throws InvalidArgument.
+  /// Builds the (truncated) model of cfg.preset in cfg.dtype on cfg.device, or loads cfg.model_dir, and
+  /// applies the thread count. Prompt ids come from synthetic_prompt_ids() (the tokenizer is not used).
+  /// @throws InvalidArgument; with model_dir also IoError, FormatError, ConfigError.
   explicit PrefillBenchSetup(const PrefillBenchConfig& cfg);
 
   const PrefillBenchConfig& bench_config() const { return bench_; }
@@ -71,9 +91,15 @@ class PrefillBenchSetup {
 
   /// Vision tower + projector on the setup's image. @return visual tokens [1, N_v, D].
   at::Tensor run_vision();
+  /// The same, optionally with the [CLS] attention and keys a pre-LLM scorer needs (PrefillHook::begin).
+  VisualTokens run_vision_tokens(bool want_cls_attention);
   /// Decoder prefill of the prompt with `visual` spliced in, plus the last position's logits (as generate()'s
-  /// prefill). @param visual [1, N_v, D] from run_vision() @return logits [1, V] fp32.
-  at::Tensor run_prefill(const at::Tensor& visual);
+  /// prefill, pruning included).
+  /// @param visual [1, N_v, D] from run_vision() @param hook optional pruning plan, its begin() already
+  /// called (with run_vision_tokens(true)'s signals when it wants them) @param stats if set, filled with the
+  /// tokens per layer, the visual tokens kept and the KV-cache bytes of this run. @return logits [1, V] fp32.
+  at::Tensor run_prefill(const at::Tensor& visual, PrefillHook* hook = nullptr,
+                         PrefillRunStats* stats = nullptr);
 
   /// FLOPs of one run_matmul(): 2·n·D·m.
   int64_t matmul_flops() const;
@@ -93,7 +119,8 @@ class PrefillBenchSetup {
 
 /// Figures of one benchmark run. Times are wall clock, median of `repeats` after a warm-up.
 struct PrefillBenchResult {
-  std::string preset;
+  std::string preset;            ///< the preset name; empty when model_dir is set
+  std::string model_dir;         ///< the model folder loaded (empty: random-weight preset)
   std::string dtype;             ///< "fp32" | "bf16" | "fp16"
   std::string device;            ///< "cpu", "cuda:0", ...
   int n_threads = 0;             ///< intra-op threads LibTorch used
@@ -121,6 +148,9 @@ struct PrefillBenchResult {
 
 /// Median of `xs` (mean of the two middle values for an even count). @throws InvalidArgument when empty.
 double median(std::vector<double> xs);
+
+/// One warm-up call of `f`, then `repeats` timed calls. @return the wall-clock times in ms.
+std::vector<double> time_runs(int repeats, const std::function<void()>& f);
 
 /// Builds the setup and measures matmul, vision and prefill (one warm-up each, then cfg.repeats timed runs).
 /// @param progress if set, called with a short line before each phase (model build can take a minute).

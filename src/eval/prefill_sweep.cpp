@@ -1,0 +1,269 @@
+// Pruning sweep of the prefill benchmark (see prefill_sweep.h).
+#include "eval/prefill_sweep.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "core/errors.h"
+#include "prune/plan_hook.h"
+
+namespace vispco::eval {
+
+namespace {
+
+std::string trim(const std::string& s) {
+  const auto a = s.find_first_not_of(" \t"), z = s.find_last_not_of(" \t");
+  return a == std::string::npos ? "" : s.substr(a, z - a + 1);
+}
+
+double ratio(double num, double den) { return den > 0 ? num / den : 0.0; }
+
+// Wraps a plan error with the template and K it came from.
+[[noreturn]] void rethrow_for(const std::string& plan_template, int64_t keep, const std::exception& e) {
+  throw InvalidArgument("sweep plan '" + plan_template + "' at K=" + std::to_string(keep) + ": " + e.what());
+}
+
+}  // namespace
+
+std::vector<int64_t> parse_keep_list(const std::string& text) {
+  std::vector<int64_t> out;
+  std::set<int64_t> seen;
+  std::istringstream in(text);
+  std::string piece;
+  while (std::getline(in, piece, ',')) {
+    const auto p = trim(piece);
+    size_t used = 0;
+    long long k = 0;
+    try {
+      k = std::stoll(p, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (p.empty() || used != p.size())
+      throw InvalidArgument("sweep keep list '" + text + "': '" + p + "' is not an integer");
+    if (k < 1) throw InvalidArgument("sweep keep list '" + text + "': K must be ≥ 1 (got " + p + ")");
+    if (!seen.insert(k).second) throw InvalidArgument("sweep keep list '" + text + "': K " + p + " repeated");
+    out.push_back(k);
+  }
+  if (out.empty() || (!text.empty() && text.back() == ','))
+    throw InvalidArgument("sweep keep list '" + text + "' is empty or ends with a comma (e.g. 576,288,64)");
+  return out;
+}
+
+PruningPlan sweep_plan(const std::string& plan_template, int64_t keep, int64_t n_visual) {
+  const std::string k = std::to_string(keep);
+  std::string text = plan_template;
+  if (text.find("{K}") != std::string::npos) {
+    for (size_t at = text.find("{K}"); at != std::string::npos; at = text.find("{K}", at + k.size()))
+      text.replace(at, 3, k);
+  } else if (text.find("keep=") != std::string::npos) {
+    throw InvalidArgument("sweep plan '" + plan_template +
+                          "' fixes keep= itself; leave it out (K is appended) or write keep={K}");
+  } else if (text.find('+') != std::string::npos) {
+    throw InvalidArgument("sweep plan '" + plan_template +
+                          "' has several stages; write keep={K} where K goes");
+  } else {
+    text += (text.find(':') == std::string::npos ? ":keep=" : ",keep=") + k;
+  }
+  try {
+    return parse_plan(text, n_visual);
+  } catch (const InvalidArgument& e) {
+    rethrow_for(plan_template, keep, e);
+  }
+}
+
+void PrefillSweepSpec::validate(const LlavaConfig& cfg) const {
+  if (keeps.empty()) throw InvalidArgument("a sweep needs at least one K (--sweep-keep 576,288,64)");
+  if (plan_templates.empty())
+    throw InvalidArgument("a sweep needs at least one plan template (--sweep-plan fastv:layer=2)");
+  const int64_t n_v = cfg.n_visual_tokens();
+  for (const auto k : keeps)
+    if (k < 1 || k > n_v)
+      throw InvalidArgument("sweep K " + std::to_string(k) + " is outside [1, N_v = " + std::to_string(n_v) +
+                            "]");
+  for (const auto& t : plan_templates)
+    for (const auto k : keeps) {
+      const auto plan = sweep_plan(t, k, n_v);
+      if (plan.empty()) throw InvalidArgument("sweep plan '" + t + "' is empty (the reference runs anyway)");
+      try {
+        plan.validate(cfg);
+      } catch (const InvalidArgument& e) {
+        rethrow_for(t, k, e);
+      }
+    }
+}
+
+nlohmann::json PrefillSweepRow::to_json() const {
+  return {{"plan_template", plan_template},
+          {"plan", plan},
+          {"keep", keep},
+          {"n_visual_kept", n_visual_kept},
+          {"tokens_per_layer", tokens_per_layer},
+          {"kv_cache_bytes", kv_cache_bytes},
+          {"prefill_ms", prefill_ms},
+          {"prefill_ms_runs", prefill_ms_runs},
+          {"vision_ms", vision_ms},
+          {"flops_llm", flops_llm},
+          {"flops_with_vision", flops.total},
+          {"flops", flops.to_json()},
+          {"measured_speedup", measured_speedup},
+          {"flops_speedup", flops_speedup},
+          {"efficiency", efficiency},
+          {"measured_speedup_with_vision", measured_speedup_with_vision},
+          {"flops_speedup_with_vision", flops_speedup_with_vision}};
+}
+
+nlohmann::json PrefillSweepResult::to_json() const {
+  nlohmann::json r = nlohmann::json::array();
+  for (const auto& row : rows) r.push_back(row.to_json());
+  return {{"model", model},
+          {"dtype", dtype},
+          {"device", device},
+          {"n_threads", n_threads},
+          {"n_decoder_layers", n_decoder_layers},
+          {"n_vision_layers", n_vision_layers},
+          {"n_layers_limit", n_layers_limit},
+          {"n_visual", n_visual},
+          {"n_text", n_text},
+          {"repeats", repeats},
+          {"vision_ms", vision_ms},
+          {"vision_ms_runs", vision_ms_runs},
+          {"vision_cls_ms", vision_cls_ms},
+          {"vision_cls_ms_runs", vision_cls_ms_runs},
+          {"rows", r}};
+}
+
+std::string PrefillSweepResult::table() const {
+  std::ostringstream o;
+  o << model << ", " << dtype << " on " << device << ", " << n_threads << " threads, N_v " << n_visual
+    << " + N_t " << n_text << " = " << n_visual + n_text << " tokens unpruned, " << n_decoder_layers
+    << " decoder / " << n_vision_layers << " vision layers"
+    << (n_layers_limit > 0 ? " (truncated by --layers " + std::to_string(n_layers_limit) + ")"
+                           : " (full depth)")
+    << ", median of " << repeats << " after 1 warm-up per row\n";
+  char line[320];
+  std::snprintf(line, sizeof line, "vision tower + projector %.1f ms", vision_ms);
+  o << line;
+  if (vision_cls_ms > 0) {
+    std::snprintf(line, sizeof line, "; with [CLS] attention + keys (pre-LLM scorers) %.1f ms",
+                  vision_cls_ms);
+    o << line;
+  }
+  o << "\n";
+  std::snprintf(line, sizeof line, "%-22s %5s %5s %10s %21s %9s %8s %8s %7s %7s %6s %7s %8s\n", "plan", "K",
+                "kept", "prefill ms", "(min - max)", "KV MiB", "GFLOP", "+vision", "speedup", "FLOPs",
+                "ratio", "+v meas", "+v FLOPs");
+  o << line;
+  for (const auto& r : rows) {
+    const double lo =
+        r.prefill_ms_runs.empty() ? 0 : *std::min_element(r.prefill_ms_runs.begin(), r.prefill_ms_runs.end());
+    const double hi =
+        r.prefill_ms_runs.empty() ? 0 : *std::max_element(r.prefill_ms_runs.begin(), r.prefill_ms_runs.end());
+    std::snprintf(
+        line, sizeof line,
+        "%-22s %5lld %5lld %10.1f (%8.1f - %8.1f) %9.2f %8.1f %8.1f %7.2f %7.2f %6.2f %7.2f %8.2f\n",
+        r.plan_template.c_str(), static_cast<long long>(r.keep), static_cast<long long>(r.n_visual_kept),
+        r.prefill_ms, lo, hi, static_cast<double>(r.kv_cache_bytes) / 1048576.0,
+        static_cast<double>(r.flops_llm) * 1e-9, static_cast<double>(r.flops.total) * 1e-9,
+        r.measured_speedup, r.flops_speedup, r.efficiency, r.measured_speedup_with_vision,
+        r.flops_speedup_with_vision);
+    o << line;
+  }
+  o << "speedup = reference prefill ms / prefill ms; FLOPs = FLOPs-model speedup of decoder + LM head at the "
+       "measured tokens per layer; ratio = speedup / FLOPs; +v = the same with vision tower + projector "
+       "included\n";
+  return o.str();
+}
+
+PrefillSweepResult run_prefill_sweep(const PrefillBenchConfig& cfg, const PrefillSweepSpec& spec,
+                                     const std::function<void(const std::string&)>& progress) {
+  const auto say = [&](const std::string& s) {
+    if (progress) progress(s);
+  };
+  const auto model_cfg = bench_model_config(cfg);
+  spec.validate(model_cfg);  // before the (slow) build
+  const int64_t n_v = model_cfg.n_visual_tokens();
+  say((cfg.model_dir.empty() ? "building random-weight " + cfg.preset : "loading " + cfg.model_dir) + " in " +
+      dtype_name(cfg.dtype) + " ...");
+  PrefillBenchSetup setup(cfg);
+
+  PrefillSweepResult res;
+  res.model = cfg.model_label();
+  res.dtype = dtype_name(cfg.dtype);
+  res.device = cfg.device.str();
+  res.n_threads = at::get_num_threads();
+  res.n_decoder_layers = setup.n_decoder_layers();
+  res.n_vision_layers = setup.n_vision_layers();
+  res.n_layers_limit = cfg.n_layers;
+  res.n_visual = n_v;
+  res.n_text = cfg.n_text;
+  res.repeats = cfg.repeats;
+
+  bool any_cls = false;
+  for (const auto& t : spec.plan_templates)
+    any_cls = any_cls || PlanHook(sweep_plan(t, spec.keeps.front(), n_v), model_cfg).wants_vision_attention();
+  say("vision encode ...");
+  at::Tensor visual;
+  res.vision_ms_runs = time_runs(cfg.repeats, [&] { visual = setup.run_vision(); });
+  res.vision_ms = median(res.vision_ms_runs);
+  VisualTokens cls;
+  if (any_cls) {
+    say("vision encode with [CLS] attention ...");
+    res.vision_cls_ms_runs = time_runs(cfg.repeats, [&] { cls = setup.run_vision_tokens(true); });
+    res.vision_cls_ms = median(res.vision_cls_ms_runs);
+  }
+
+  // One row: warm-up + timed prefills with `hook` (nullptr = the reference), stats from the last run.
+  const auto measure = [&](PrefillSweepRow& row, PlanHook* hook) {
+    PrefillRunStats stats;
+    const bool wants_cls = hook != nullptr && hook->wants_vision_attention();
+    row.prefill_ms_runs = time_runs(cfg.repeats, [&] {
+      if (hook != nullptr)
+        hook->begin(wants_cls ? cls.cls_attention : at::Tensor(), wants_cls ? cls.keys : at::Tensor());
+      setup.run_prefill(wants_cls ? cls.embeds : visual, hook, &stats);
+    });
+    row.prefill_ms = median(row.prefill_ms_runs);
+    row.vision_ms = wants_cls ? res.vision_cls_ms : res.vision_ms;
+    row.tokens_per_layer = stats.tokens_per_layer;
+    row.n_visual_kept = stats.n_visual_kept;
+    row.kv_cache_bytes = stats.kv_cache_bytes;
+    row.flops = prefill_flops(model_cfg, row.tokens_per_layer);
+    row.flops_llm = row.flops.decoder_total + row.flops.lm_head;
+  };
+
+  say("prefill, unpruned reference (K = " + std::to_string(n_v) + ") ...");
+  PrefillSweepRow ref;
+  ref.plan_template = "none";
+  ref.plan = "none";
+  ref.keep = n_v;
+  measure(ref, nullptr);
+  res.rows.push_back(ref);
+  for (const auto& t : spec.plan_templates)
+    for (const auto k : spec.keeps) {
+      PrefillSweepRow row;
+      row.plan_template = t;
+      row.keep = k;
+      PlanHook hook(sweep_plan(t, k, n_v), model_cfg, cfg.seed);
+      row.plan = hook.plan().to_string();
+      say("prefill, " + row.plan + " ...");
+      measure(row, &hook);
+      res.rows.push_back(row);
+    }
+  for (auto& row : res.rows) {
+    row.measured_speedup = ratio(ref.prefill_ms, row.prefill_ms);
+    row.flops_speedup = ratio(static_cast<double>(ref.flops_llm), static_cast<double>(row.flops_llm));
+    row.efficiency = ratio(row.measured_speedup, row.flops_speedup);
+    row.measured_speedup_with_vision = ratio(ref.vision_ms + ref.prefill_ms, row.vision_ms + row.prefill_ms);
+    row.flops_speedup_with_vision =
+        ratio(static_cast<double>(ref.flops.total), static_cast<double>(row.flops.total));
+  }
+  return res;
+}
+
+}  // namespace vispco::eval
