@@ -42,7 +42,11 @@ void check_stage(const StageSettings& s, const std::string& w) {
 void TrainRecipe::validate() const {
   model.validate();
   check_stage(vision, "vision");
+  check_stage(lowres, "lowres");
   check_stage(decoder, "decoder");
+  if (lowres_pool < 1 || model.vision.grid() % lowres_pool != 0)
+    throw InvalidArgument("recipe: lowres_pool must be ≥ 1 and divide the patch grid side " +
+                          std::to_string(model.vision.grid()));
   if (turns < 1) throw InvalidArgument("recipe: turns must be ≥ 1");
   if (checkpoint_seconds < 1) throw InvalidArgument("recipe: checkpoint_seconds must be ≥ 1");
   if (tokenizer_images < 1) throw InvalidArgument("recipe: tokenizer_images must be ≥ 1");
@@ -55,7 +59,8 @@ void TrainRecipe::validate() const {
 nlohmann::json to_json(const TrainRecipe& r) {
   return {{"model", llava_config_to_json(r.model)}, {"tokenizer_vocab", r.tokenizer_vocab},
           {"tokenizer_images", r.tokenizer_images}, {"seed", r.seed},
-          {"data_seed", r.data_seed}, {"vision", stage_json(r.vision)}, {"decoder", stage_json(r.decoder)},
+          {"data_seed", r.data_seed}, {"vision", stage_json(r.vision)}, {"lowres", stage_json(r.lowres)},
+          {"lowres_pool", r.lowres_pool}, {"decoder", stage_json(r.decoder)},
           {"turns", r.turns}, {"checkpoint_seconds", r.checkpoint_seconds}};
 }
 
@@ -69,6 +74,8 @@ TrainRecipe recipe_from_json(const nlohmann::json& j) {
       else if (k == "seed") r.seed = v.get<uint64_t>();
       else if (k == "data_seed") r.data_seed = v.get<uint64_t>();
       else if (k == "vision") r.vision = stage_from(v, "vision");
+      else if (k == "lowres") r.lowres = stage_from(v, "lowres");
+      else if (k == "lowres_pool") r.lowres_pool = v.get<int64_t>();
       else if (k == "decoder") r.decoder = stage_from(v, "decoder");
       else if (k == "turns") r.turns = v.get<int64_t>();
       else if (k == "checkpoint_seconds") r.checkpoint_seconds = v.get<int64_t>();

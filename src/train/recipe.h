@@ -31,7 +31,12 @@ struct TrainRecipe {
   uint64_t seed = 1;            ///< weight init and question sampling
   uint64_t data_seed = 7001;    ///< SynthVQA seed of training images (disjoint from the calib/test seeds)
   StageSettings vision;         ///< stage 1: tower + patch heads
-  StageSettings decoder;        ///< stage 2: projector + decoder, tower frozen
+  /// Stage 2a (optional, steps 0 skips it): projector + decoder at low visual resolution — the projected
+  /// visual tokens average-pooled lowres_pool × lowres_pool over the patch grid (576 → 144 for pool 2), so
+  /// the decoder learns to read the image at a quarter of the sequence cost before stage 2b at full N_v.
+  StageSettings lowres{.steps = 0};
+  int64_t lowres_pool = 2;      ///< pooling window of stage 2a, ≥ 1, divides the patch grid side
+  StageSettings decoder;        ///< stage 2b: projector + decoder at full N_v, tower frozen
   int64_t turns = 8;            ///< question/answer turns per image in stage 2, ≥ 1
   int64_t checkpoint_seconds = 120;  ///< write a checkpoint at least this often (wall clock), ≥ 1
 

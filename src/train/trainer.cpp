@@ -18,6 +18,7 @@
 #include "model/generate.h"
 #include "model/presets.h"
 #include "train/patch_labels.h"
+#include "train/projector_init.h"
 #include "train/scene_questions.h"
 
 namespace vispco::train {
@@ -59,13 +60,16 @@ struct Trainer::State {
   RunContext ctx;
   std::unique_ptr<VisionLanguageModel> vlm;
   torch::nn::Linear heads{nullptr};
-  int stage = 0;  // 0 vision, 1 decoder, 2 done
+  int stage = 0;  // 0 vision, 1 low-resolution decoder, 2 decoder, 3 done
   int64_t step = 0;
   std::unique_ptr<torch::optim::AdamW> opt;
 
   LlavaNet net() { return vlm->net(); }
   fs::path ckpt() const { return fs::path(out) / "checkpoint"; }
-  const StageSettings& settings() const { return stage == 0 ? recipe.vision : recipe.decoder; }
+  const StageSettings& settings() const {
+    return stage == 0 ? recipe.vision : stage == 1 ? recipe.lowres : recipe.decoder;
+  }
+  static constexpr int kDone = 3;
 
   std::vector<at::Tensor> trainable() {
     std::vector<at::Tensor> ps;
@@ -82,13 +86,25 @@ struct Trainer::State {
     return ps;
   }
 
+  void init_projector() {
+    constexpr int64_t kInitImages = 32;
+    const uint64_t seed = recipe.data_seed + 98 * kStageSeedStride;
+    std::vector<at::Tensor> px;
+    for (int64_t i = 0; i < kInitImages; ++i) px.push_back(vlm->preprocess(make_sample(seed, uint64_t(i)).rgb));
+    at::NoGradGuard no_grad;
+    const auto& cfg = recipe.model;
+    auto feats = net()->vision_tower->forward(at::stack(px).to(ctx.device), cfg.n_vision_layers_used(),
+                                              cfg.vision_feature_select_strategy == "default").features;
+    standardise_projector_input(net()->multi_modal_projector, feats);
+  }
+
   void begin_stage() {
     for (auto& p : net()->parameters()) p.set_requires_grad(false);
     for (auto& p : heads->parameters()) p.set_requires_grad(false);
-    if (stage >= 2) return;
+    if (stage >= kDone) return;
+    const auto& st = settings();
     auto ps = trainable();
     for (auto& p : ps) p.set_requires_grad(true);
-    const auto& st = settings();
     opt = std::make_unique<torch::optim::AdamW>(ps, torch::optim::AdamWOptions(st.lr).weight_decay(st.weight_decay));
     // Skip stages with no steps.
     if (st.steps == 0) {
@@ -139,10 +155,11 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
 
 Trainer::~Trainer() = default;
 
-bool Trainer::done() const { return s_->stage >= 2; }
+bool Trainer::done() const { return s_->stage >= State::kDone; }
 
 at::Tensor conversation_loss(VisionLanguageModel& m, const at::Tensor& images,
-                             const std::vector<std::vector<std::pair<std::string, std::string>>>& turns) {
+                             const std::vector<std::vector<std::pair<std::string, std::string>>>& turns,
+                             int64_t pool) {
   const auto& cfg = m.config();
   const auto& tok = m.tokenizer();
   auto net = m.net();
@@ -152,7 +169,13 @@ at::Tensor conversation_loss(VisionLanguageModel& m, const at::Tensor& images,
     feats = net->vision_tower->forward(images, cfg.n_vision_layers_used(), cfg.vision_feature_select_strategy == "default")
                 .features;
   }
-  auto visual = net->multi_modal_projector->forward(feats);
+  auto visual = net->multi_modal_projector->forward(feats);  // [B, N_v, D]
+  if (pool > 1) {
+    const int64_t g = cfg.vision.grid(), D = visual.size(2);
+    if (g % pool != 0) throw InvalidArgument("conversation_loss: pool must divide the patch grid side");
+    auto grid = visual.transpose(1, 2).reshape({visual.size(0), D, g, g});
+    visual = at::avg_pool2d(grid, {pool, pool}).flatten(2).transpose(1, 2).contiguous();  // [B, N_v/pool², D]
+  }
   const int64_t n_v = visual.size(1), B = images.size(0);
   std::vector<VlmRequest> reqs(B);
   std::vector<std::vector<int64_t>> answer_pos(B);  // indices into ids of answer tokens (and EOS)
@@ -198,6 +221,9 @@ StepReport Trainer::step() {
   const double lr = scheduled_lr(st, s.step);
   for (auto& g : s.opt->param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
   Stopwatch sw;
+  // Before the first step of the first decoder stage (not at the stage switch, so a checkpoint taken between
+  // the two cannot apply it twice): standardise the projector's input on a sample of training images.
+  if (s.step == 0 && (s.stage == 1 || (s.stage == 2 && s.recipe.lowres.steps == 0))) s.init_projector();
   const uint64_t data_seed = s.recipe.data_seed + static_cast<uint64_t>(s.stage) * kStageSeedStride;
   std::vector<eval::synthvqa::SynthSample> samples;
   std::vector<at::Tensor> px;
@@ -233,13 +259,13 @@ StepReport Trainer::step() {
         if (q.question != samples[b].question) conv.push_back({q.question, q.answer});
       turns.push_back(conv);
     }
-    loss = conversation_loss(*s.vlm, images, turns);
+    loss = conversation_loss(*s.vlm, images, turns, s.stage == 1 ? s.recipe.lowres_pool : 1);
   }
   loss.backward();
   torch::nn::utils::clip_grad_norm_(s.trainable(), st.clip);
   s.opt->step();
   StepReport r;
-  r.stage = s.stage == 0 ? "vision" : "decoder";
+  r.stage = s.stage == 0 ? "vision" : s.stage == 1 ? "decoder-lowres" : "decoder";
   r.loss = loss.item<double>();
   r.lr = lr;
   r.step = ++s.step;
