@@ -54,6 +54,17 @@ std::vector<std::string> tokenizer_corpus(uint64_t seed, int64_t n_images) {
 
 }  // namespace
 
+at::Tensor balanced_patch_loss(const at::Tensor& logits, const at::Tensor& labels) {
+  auto ce = torch::nn::functional::cross_entropy(
+      logits, labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));  // [N]
+  auto fg = (labels > 0).to(ce.scalar_type());
+  const auto n_fg = fg.sum(), n_bg = (1 - fg).sum();
+  auto fg_term = (ce * fg).sum() / n_fg.clamp_min(1), bg_term = (ce * (1 - fg)).sum() / n_bg.clamp_min(1);
+  // Halves where both kinds are present; a kind absent from the batch contributes nothing.
+  const auto both = (n_fg > 0).logical_and(n_bg > 0).to(ce.scalar_type());
+  return both * 0.5 * (fg_term + bg_term) + (1 - both) * (fg_term + bg_term);
+}
+
 struct Trainer::State {
   TrainRecipe recipe;
   std::string out;
@@ -84,6 +95,40 @@ struct Trainer::State {
       add(*net()->language_model);
     }
     return ps;
+  }
+
+  // Foreground accuracy of each patch head on 32 images of a seed no stage trains on, written to
+  // <out>/tower_probe.json (what the tower can tell the decoder; a plain accuracy would be ~95% background).
+  void probe_tower() {
+    constexpr int64_t kProbeImages = 32;
+    const uint64_t seed = recipe.data_seed + 97 * kStageSeedStride;
+    const auto& cfg = recipe.model;
+    std::vector<at::Tensor> px, labels;
+    for (int64_t i = 0; i < kProbeImages; ++i) {
+      auto smp = make_sample(seed, uint64_t(i));
+      px.push_back(vlm->preprocess(smp.rgb));
+      labels.push_back(patch_labels(smp.scene, cfg.vision.grid()));
+    }
+    at::NoGradGuard no_grad;
+    auto feats = net()->vision_tower->forward(at::stack(px).to(ctx.device), cfg.n_vision_layers_used(), true).features;
+    auto logits = heads(feats).cpu();
+    auto lab = at::stack(labels);
+    const int64_t sizes[] = {PatchLabelSizes::kColour, PatchLabelSizes::kShape, PatchLabelSizes::kSize,
+                             PatchLabelSizes::kCentre, PatchLabelSizes::kChar,  PatchLabelSizes::kInk};
+    const char* names[] = {"colour", "shape", "size", "centre", "char", "ink"};
+    nlohmann::json j;
+    int64_t off = 0;
+    for (int c = 0; c < 6; ++c) {
+      auto pred = logits.narrow(-1, off, sizes[c]).argmax(-1);
+      auto y = lab.select(-1, c);
+      auto fg = y > 0;
+      const int64_t n = fg.sum().item<int64_t>();
+      const double acc = n ? (pred.masked_select(fg) == y.masked_select(fg)).to(at::kDouble).mean().item<double>() : 0.0;
+      j[names[c]] = {{"foreground_accuracy", acc}, {"foreground_patches", n}};
+      std::fprintf(stderr, "tower probe: %-6s foreground accuracy %.3f over %ld patches\n", names[c], acc, (long)n);
+      off += sizes[c];
+    }
+    std::ofstream(fs::path(out) / "tower_probe.json") << j.dump(2) << "\n";
   }
 
   void init_projector() {
@@ -247,7 +292,7 @@ StepReport Trainer::step() {
     loss = at::zeros({}, logits.options());
     for (int c = 0; c < 6; ++c) {
       auto lg = logits.narrow(-1, off, sizes[c]).reshape({-1, sizes[c]});
-      loss = loss + torch::nn::functional::cross_entropy(lg, lab.select(-1, c).reshape({-1}));
+      loss = loss + balanced_patch_loss(lg, lab.select(-1, c).reshape({-1}));
       off += sizes[c];
     }
   } else {
@@ -272,6 +317,7 @@ StepReport Trainer::step() {
   r.steps = st.steps;
   r.samples_per_s = st.batch / (sw.ms() / 1000.0);
   if (s.step >= st.steps) {
+    if (s.stage == 0) s.probe_tower();
     ++s.stage;
     s.step = 0;
     s.begin_stage();

@@ -52,6 +52,13 @@ class Trainer {
   std::unique_ptr<State> s_;
 };
 
+/// Stage-1 loss of one patch-label head, balanced between foreground and background: the mean
+/// cross-entropy over patches whose label is > 0 and the mean over patches labelled 0 (nothing there),
+/// averaged (a kind absent from the batch is left out). A plain mean lets the ~95% background patches
+/// dominate: an earlier tower trained that way recognised object shapes on only 15% of object patches.
+/// @param logits [N, C] fp32 @param labels [N] int64 in [0, C) @return scalar.
+at::Tensor balanced_patch_loss(const at::Tensor& logits, const at::Tensor& labels);
+
 /// Loss of stage 2 for a batch of conversations, exposed for tests: mean cross-entropy of the answer tokens
 /// (and their EOS) given everything before them. @param images [B, 3, S, S] preprocessed.
 /// @param pool > 1 average-pools the projected visual tokens pool × pool over the patch grid first (the

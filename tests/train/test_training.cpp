@@ -48,9 +48,11 @@ TEST(Training, VisionLossFallsOnAMicroRecipe) {
   Trainer t(r, tmp.str("run"), RunContext{});
   std::vector<double> losses;
   for (int i = 0; i < 20; ++i) losses.push_back(t.step().loss);
-  // Six heads start near Σ ln(classes) ≈ 11; the micro tower learns the "nothing here" majority fast.
+  // Six heads start near Σ ln(classes) ≈ 11. The loss is foreground/background-balanced, so the "nothing
+  // here" majority is only half of it: a 15% drop in 20 steps needs real learning (a frozen tower stays
+  // within a few % of the start).
   std::printf("vision loss: first %.3f last %.3f\n", losses.front(), losses.back());
-  EXPECT_LT(losses.back(), 0.6 * losses.front());
+  EXPECT_LT(losses.back(), 0.85 * losses.front());
 }
 
 TEST(Training, ConversationLossFallsWhenFittingOneBatch) {
