@@ -12,5 +12,6 @@ void register_eval(CLI::App& app);
 void register_generate(CLI::App& app);
 void register_init_random(CLI::App& app);
 void register_train(CLI::App& app);
+void register_vispco(CLI::App& app);  // `vispco vispco-search`
 
 }  // namespace vispco::cli

@@ -1,0 +1,49 @@
+// Outputs of a VisPCO search: the curve as JSON and CSV (for the grid-frontier plotter of `vispco optimize`),
+// a Markdown summary (per budget: accuracy, FLOPs ratio, achieved budget, plans; per family), and a
+// self-contained gnuplot script (data inline) of accuracy vs FLOPs ratio, optionally with the grid frontier.
+#pragma once
+#include <nlohmann/json_fwd.hpp>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "vispco/evaluate.h"
+#include "vispco/trainer.h"
+
+namespace vispco::pco {
+
+/// Everything a finished search reports.
+struct SearchReport {
+  SearchOptions options;
+  std::string model;                  ///< model folder
+  std::string data;                   ///< evaluation dataset (jsonl or folder)
+  int64_t world_size = 1;
+  SearchResult training;
+  std::vector<BudgetPoint> points;    ///< one per evaluated budget (empty when evaluation was skipped)
+  double eval_seconds = 0;            ///< all budgets
+  std::string label;                  ///< free text shown in the summary (e.g. "random weights")
+  nlohmann::json to_json() const;
+  std::string to_markdown() const;
+};
+
+/// The curve as CSV: header "method,kernel,budget,flops_ratio,accuracy,achieved_budget,flops_error,n,n_plans"
+/// then one row per point, budgets ascending.
+std::string curve_csv(const SearchReport& r);
+
+/// Reads a grid frontier CSV: lines "flops_ratio,accuracy" (a header line and further columns are allowed;
+/// the first two numeric columns are used). @throws IoError, FormatError naming the line.
+std::vector<std::pair<double, double>> read_frontier_csv(const std::string& path);
+
+/// A gnuplot script drawing accuracy vs FLOPs ratio of the VisPCO points (and the frontier when given) into
+/// `png_name` (pngcairo).
+std::string curve_gnuplot(const SearchReport& r, const std::vector<std::pair<double, double>>& frontier,
+                          const std::string& png_name);
+
+/// Writes curve.json (to_json()), curve.csv, summary.md and curve.gp into `dir`, then runs `gnuplot curve.gp`
+/// there when `gnuplot` is non-empty (curve.png). @return the PNG path, or "" when not drawn.
+/// @throws IoError when a file cannot be written or gnuplot fails.
+std::string write_search_outputs(const SearchReport& r, const std::string& dir,
+                                 const std::vector<std::pair<double, double>>& frontier, const std::string& gnuplot);
+
+}  // namespace vispco::pco
