@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
@@ -155,7 +156,17 @@ Predictor load_predictor(const std::string& dir, nlohmann::json* meta_out) {
   }
   if (!j.contains("options")) throw FormatError(json_path.string() + ": no \"options\" object");
   Predictor p(predictor_options_from_json(j["options"]));
-  torch::load(p, pt_path.string());
+  std::map<std::string, std::vector<int64_t>> expected;
+  for (const auto& item : p->named_parameters()) expected[item.key()] = item.value().sizes().vec();
+  try {
+    torch::load(p, pt_path.string());
+  } catch (const c10::Error& e) {
+    throw FormatError(pt_path.string() + ": not a VisPCO predictor (" + e.what_without_backtrace() + ")");
+  }
+  for (const auto& item : p->named_parameters())
+    if (item.value().sizes().vec() != expected[item.key()])
+      throw FormatError(pt_path.string() + ": parameter '" + item.key() +
+                        "' has another shape than predictor.json's options imply (saved by an older vispco?)");
   p->eval();
   if (meta_out != nullptr) *meta_out = j;
   return p;

@@ -96,6 +96,29 @@ TEST(VisPcoSearch, PredictedPlansEvaluateThroughThePruningPath) {
   EXPECT_EQ(again[1].common_plan, pts[1].common_plan);
 }
 
+TEST(VisPcoSearch, PredictorFilesRoundTripAndMismatchesAreRejected) {
+  TempDir tmp;
+  PredictorOptions po;
+  po.d_model = 64;
+  po.n_outputs = 6;
+  po.seed = 3;
+  Predictor g(po);
+  save_predictor(tmp.str("p"), g, {{"note", "test"}});
+  nlohmann::json meta;
+  auto h = load_predictor(tmp.str("p"), &meta);
+  EXPECT_EQ(meta["note"], "test");
+  EXPECT_EQ(h->opts, po);
+  auto tokens = at::randn({2, 5, 64});
+  auto pool = at::ones({2, 5}, at::kBool);
+  auto b = at::tensor({0.2f, 0.7f});
+  g->eval();
+  EXPECT_EQ(at::equal(g->forward(tokens, pool, b), h->forward(tokens, pool, b)), true);
+  meta["options"]["n_outputs"] = 4;  // the weights no longer match the options
+  testing::write_file(tmp.str("p") + "/predictor.json", meta.dump());
+  EXPECT_THROW(load_predictor(tmp.str("p")), FormatError);
+  EXPECT_THROW(load_predictor(tmp.str("nothing")), IoError);
+}
+
 int free_port() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
