@@ -180,5 +180,33 @@ TEST(TrainRecipe, RoundTripsAndRejectsBadFields) {
   EXPECT_THROW(recipe_from_json(j), InvalidArgument);
 }
 
+TEST(TrainRecipe, LowResolutionStagesRoundTripAndCheckTheirPool) {
+  auto r = micro_recipe();
+  r.lowres = {{.steps = 3, .batch = 2, .pool = 4}, {.steps = 2, .batch = 2, .pool = 2}};
+  EXPECT_EQ(recipe_from_json(to_json(r)), r);
+  auto j = to_json(r);
+  j["lowres"][0]["pool"] = 5;  // 24 patches per side: 5 does not divide the grid
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  j = to_json(r);
+  j["decoder"]["pool"] = 2;  // the final stage trains at full resolution
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  j = to_json(r);
+  j["lowres"] = j["lowres"][0];  // not a list
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+}
+
+TEST(Training, LowResolutionStagesRunInOrderBeforeTheDecoderStage) {
+  testing::TempDir tmp;
+  auto r = micro_recipe();
+  r.vision.steps = 1;
+  r.lowres = {{.steps = 2, .batch = 1, .pool = 4}, {.steps = 1, .batch = 1, .pool = 2}};
+  r.decoder.steps = 1;
+  r.decoder.batch = 1;
+  Trainer t(r, tmp.str("run"), RunContext{});
+  std::vector<std::string> stages;
+  while (!t.done()) stages.push_back(t.step().stage);
+  EXPECT_EQ(stages, (std::vector<std::string>{"vision", "decoder-pool4", "decoder-pool4", "decoder-pool2", "decoder"}));
+}
+
 }  // namespace
 }  // namespace vispco::train
