@@ -13,6 +13,7 @@ nlohmann::json stage_json(const StageSettings& s) {
   nlohmann::json j = {{"steps", s.steps}, {"batch", s.batch}, {"lr", s.lr}, {"warmup", s.warmup},
                       {"weight_decay", s.weight_decay}, {"clip", s.clip}};
   if (s.pool != 1) j["pool"] = s.pool;
+  if (s.foreground_keep != 0) j["foreground_keep"] = s.foreground_keep;
   return j;
 }
 
@@ -26,6 +27,7 @@ StageSettings stage_from(const nlohmann::json& j, const std::string& where) {
     else if (k == "weight_decay") s.weight_decay = v.get<double>();
     else if (k == "clip") s.clip = v.get<double>();
     else if (k == "pool") s.pool = v.get<int64_t>();
+    else if (k == "foreground_keep") s.foreground_keep = v.get<int64_t>();
     else throw InvalidArgument("recipe: unknown key '" + where + "." + k + "'");
   }
   return s;
@@ -48,9 +50,15 @@ void TrainRecipe::validate() const {
   check_stage(vision, "vision");
   check_stage(decoder, "decoder");
   if (vision.pool != 1 || decoder.pool != 1) throw InvalidArgument("recipe: vision.pool and decoder.pool must be 1");
+  if (vision.foreground_keep != 0 || decoder.foreground_keep != 0)
+    throw InvalidArgument("recipe: foreground_keep is for lowres stages only");
   for (size_t i = 0; i < lowres.size(); ++i) {
     const auto w = "lowres[" + std::to_string(i) + "]";
     check_stage(lowres[i], w);
+    const auto& st = lowres[i];
+    if (st.foreground_keep < 0 || st.foreground_keep > model.n_visual_tokens() ||
+        (st.foreground_keep > 0 && st.pool != 1))
+      throw InvalidArgument("recipe: " + w + ".foreground_keep must be in [0, N_v] and needs pool 1");
     if (model.vision.grid() % lowres[i].pool != 0)
       throw InvalidArgument("recipe: " + w + ".pool must divide the patch grid side " +
                             std::to_string(model.vision.grid()));

@@ -24,6 +24,10 @@ struct StageSettings {
   /// Decoder stages only: the projected visual tokens are average-pooled pool × pool over the patch grid
   /// (576 → 144 for 2); 1 = full resolution. Must divide the grid side; the vision and final stages use 1.
   int64_t pool = 1;
+  /// Decoder stages only, 0 = off: train on the `foreground_keep` visual tokens that the stage-1 patch heads
+  /// rate most likely to show an object or text (1 − P(nothing) of the colour and ink heads), in their original
+  /// order — a curriculum that removes the background the decoder must otherwise learn to ignore. Needs pool 1.
+  int64_t foreground_keep = 0;
   bool operator==(const StageSettings&) const = default;
 };
 

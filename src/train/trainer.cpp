@@ -213,7 +213,7 @@ bool Trainer::done() const { return s_->stage >= s_->done_stage(); }
 
 at::Tensor conversation_loss(VisionLanguageModel& m, const at::Tensor& images,
                              const std::vector<std::vector<std::pair<std::string, std::string>>>& turns,
-                             int64_t pool) {
+                             int64_t pool, const at::Tensor& visual_keep) {
   const auto& cfg = m.config();
   const auto& tok = m.tokenizer();
   auto net = m.net();
@@ -224,6 +224,10 @@ at::Tensor conversation_loss(VisionLanguageModel& m, const at::Tensor& images,
                 .features;
   }
   auto visual = net->multi_modal_projector->forward(feats);  // [B, N_v, D]
+  if (visual_keep.defined()) {
+    auto idx = std::get<0>(visual_keep.sort(1)).to(visual.device());  // original order
+    visual = visual.gather(1, idx.unsqueeze(-1).expand({-1, -1, visual.size(2)}));
+  }
   if (pool > 1) {
     const int64_t g = cfg.vision.grid(), D = visual.size(2);
     if (g % pool != 0) throw InvalidArgument("conversation_loss: pool must divide the patch grid side");
@@ -313,13 +317,26 @@ StepReport Trainer::step() {
         if (q.question != samples[b].question) conv.push_back({q.question, q.answer});
       turns.push_back(conv);
     }
-    loss = conversation_loss(*s.vlm, images, turns, st.pool);
+    at::Tensor keep;
+    if (st.foreground_keep > 0) {
+      at::NoGradGuard no_grad;
+      auto feats = s.net()->vision_tower->forward(images, cfg.n_vision_layers_used(), true).features;
+      auto logits = s.heads(feats);  // [B, N_v, kTotal]
+      const int64_t ink_off = logits.size(-1) - PatchLabelSizes::kInk;
+      auto fg_colour = 1 - logits.narrow(-1, 0, PatchLabelSizes::kColour).softmax(-1).select(-1, 0);
+      auto fg_ink = 1 - logits.narrow(-1, ink_off, PatchLabelSizes::kInk).softmax(-1).select(-1, 0);
+      keep = std::get<1>(at::maximum(fg_colour, fg_ink).topk(st.foreground_keep, 1));  // [B, K]
+    }
+    loss = conversation_loss(*s.vlm, images, turns, st.pool, keep);
   }
   loss.backward();
   torch::nn::utils::clip_grad_norm_(s.trainable(), st.clip);
   s.opt->step();
   StepReport r;
-  r.stage = s.stage == 0 ? "vision" : st.pool > 1 ? "decoder-pool" + std::to_string(st.pool) : "decoder";
+  r.stage = s.stage == 0                ? "vision"
+            : st.pool > 1                ? "decoder-pool" + std::to_string(st.pool)
+            : st.foreground_keep > 0     ? "decoder-fg" + std::to_string(st.foreground_keep)
+                                         : "decoder";
   r.loss = loss.item<double>();
   r.lr = lr;
   r.step = ++s.step;

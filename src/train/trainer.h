@@ -63,8 +63,10 @@ at::Tensor balanced_patch_loss(const at::Tensor& logits, const at::Tensor& label
 /// (and their EOS) given everything before them. @param images [B, 3, S, S] preprocessed.
 /// @param pool > 1 average-pools the projected visual tokens pool × pool over the patch grid first (the
 /// low-resolution stages); must divide the grid side. @throws InvalidArgument otherwise.
+/// @param visual_keep [B, K] int64 indices into the N_v visual tokens to train on (kept in original order;
+/// the foreground curriculum), or undefined for all.
 at::Tensor conversation_loss(VisionLanguageModel& m, const at::Tensor& images,
                              const std::vector<std::vector<std::pair<std::string, std::string>>>& turns,
-                             int64_t pool = 1);
+                             int64_t pool = 1, const at::Tensor& visual_keep = {});
 
 }  // namespace vispco::train
