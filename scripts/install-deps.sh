@@ -17,6 +17,7 @@ packages=(
   libssl-dev              # SHA-256 content hashes (libcrypto)
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
+  gnuplot-nox             # plots of `vispco optimize` (run as an external program)
 )
 
 missing=()
