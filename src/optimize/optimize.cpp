@@ -148,7 +148,7 @@ TestComparison compare_on_test(const EvalPoint& reference, const EvalPoint& chos
   TestComparison t;
   t.reference = reference;
   t.chosen = chosen;
-  const auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+  const auto ratio = [](double a, double b) { return b > 0 ? a / b : std::nan(""); };  // undefined at b = 0
   t.retention = ratio(chosen.accuracy, reference.accuracy);
   t.prefill_speedup = ratio(reference.mean_prefill_ms, chosen.mean_prefill_ms);
   for (const auto& [name, c] : chosen.per_family) {

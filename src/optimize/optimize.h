@@ -83,8 +83,9 @@ const SearchEntry& find_search(const std::string& name);
 struct TestComparison {
   EvalPoint reference;  ///< unpruned on test
   EvalPoint chosen;     ///< the chosen plan on test
-  double retention = 0;        ///< chosen.accuracy ÷ reference.accuracy (0 when the reference is 0)
-  double prefill_speedup = 0;  ///< reference.mean_prefill_ms ÷ chosen.mean_prefill_ms (measured)
+  /// chosen.accuracy ÷ reference.accuracy; NaN (null in JSON, "n/a" in text) when the reference is 0.
+  double retention = 0;
+  double prefill_speedup = 0;  ///< reference.mean_prefill_ms ÷ chosen.mean_prefill_ms (measured); NaN if 0
   /// Per family: retention, FLOPs ratio and measured prefill speedup.
   struct Family {
     double retention = 0, flops_ratio = 1, prefill_speedup = 0;

@@ -117,7 +117,9 @@ std::string accuracy_vs_flops(const OptimizeReport& r, const std::string& png) {
   const auto& s = r.search;
   std::string gp = header(png, "accuracy vs LLM FLOPs ratio (" + r.options.method + ", calibration split)",
                           "LLM prefill FLOPs ratio (plan / unpruned)", "calibration accuracy");
-  gp += "set xrange [0:1.05]\n";
+  double top = 0;
+  for (const auto& p : s.points) top = std::max(top, p.accuracy);
+  gp += "set xrange [0:1.05]\nset yrange [0:" + std::to_string(std::min(1.05, std::max(0.1, top * 1.15))) + "]\n";
   std::string plot = "plot ";
   int i = 0;
   for (const auto& [t, pts] : by_template(s.points)) {

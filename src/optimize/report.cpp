@@ -1,5 +1,6 @@
 // The optimize report: JSON (everything), Markdown (for people) and a terminal summary; see optimize.h.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -13,7 +14,9 @@ namespace {
 namespace fs = std::filesystem;
 constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
 
+// printf of one number; "n/a" for NaN (an undefined ratio, e.g. retention of a zero-accuracy reference).
 std::string fmt(const char* f, double v) {
+  if (std::isnan(v)) return "n/a";
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
@@ -186,7 +189,7 @@ std::string OptimizeReport::to_markdown() const {
     const bool chosen = search.chosen && *search.chosen == i;
     md += "| " + std::to_string(i) + " | `" + p.plan + "`" + (chosen ? " **(chosen)**" : "") + " | " +
           std::to_string(p.keep) + " | " + fmt("%.4f", p.flops.llm) + " | " + pct(p.accuracy) + " | " +
-          fmt("%.3f", ref > 0 ? p.accuracy / ref : 0.0) + " | " + fmt("%.2f", p.mean_prefill_ms) + " | " +
+          fmt("%.3f", ref > 0 ? p.accuracy / ref : std::nan("")) + " | " + fmt("%.2f", p.mean_prefill_ms) + " | " +
           (front ? "✓" : "") + " |\n";
   }
   md += "\n";
