@@ -18,6 +18,7 @@ packages=(
   jq                      # reading JSON reports in scripts (model card)
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
+  gnuplot-nox             # plots of `vispco optimize` (run as an external program)
 )
 
 missing=()
