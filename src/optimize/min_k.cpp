@@ -139,9 +139,10 @@ MinKResult min_k_search(const std::function<double(int64_t)>& accuracy_at, doubl
   std::map<int64_t, KProbe> all = seen;
   for (const auto& [k, a] : known) {
     check_accuracy(a, "the known accuracy at K=" + std::to_string(k));
+    if (seen.count(k)) continue;  // the search probed it: its own measurement is the record
     const KProbe p{k, a, within(a), -1};
     r.known.push_back(p);
-    all.emplace(k, p);  // a probe at the same K wins (it is the search's own measurement)
+    all.emplace(k, p);
   }
   const KProbe* prev = nullptr;
   for (const auto& [k, p] : all) {

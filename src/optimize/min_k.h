@@ -57,7 +57,7 @@ struct MinKResult {
   double threshold = 0.0;           ///< lowest accuracy within ε
   std::optional<int64_t> chosen;    ///< the answer; nullopt when not even k_max is within ε
   std::vector<KProbe> probes;       ///< search probes in probe order
-  std::vector<KProbe> known;        ///< the caller's extra points (not probed), ascending K
+  std::vector<KProbe> known;        ///< the caller's extra points at K the search did not probe, ascending K
   std::vector<MonotonicityViolation> violations;  ///< over probes ∪ known, ascending K
   /// The smallest K within ε among probes ∪ known (may be below `chosen` when there are violations).
   std::optional<int64_t> smallest_within_seen;

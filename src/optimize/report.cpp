@@ -169,8 +169,9 @@ std::string OptimizeReport::to_markdown() const {
     md += "| all | " + std::to_string(t.chosen.n) + " | " + pct(t.reference.accuracy) + " | " + pct(t.chosen.accuracy) +
           " | " + fmt("%.3f", t.retention) + " | " + fmt("%.3f", t.chosen.flops.llm) + " | " +
           fmt("%.2f", t.prefill_speedup) + "× |\n\n";
-    md += "Prefill times are each sample's share of its batch's measured decoder prefill; results read from the "
-          "store keep the times measured when they were generated.\n\n";
+    md += "Prefill times are each sample's share of its batch's measured decoder prefill (so with --batch > 1 and "
+          "batches that mix families, the per-family speedups repeat the overall one; --batch 1 times each sample "
+          "alone); results read from the store keep the times measured when they were generated.\n\n";
   } else if (search.chosen && !options.evaluate_test) {
     md += "Not evaluated on the test split (--no-test).\n\n";
   }

@@ -127,6 +127,10 @@ TEST(MinK, NonMonotoneWithinSetGivesABoundaryAndReportsTheIslandBelow) {
   bool crossing = false;
   for (const auto& v : r2.result.violations) crossing = crossing || (v.crosses_threshold && v.low.keep == 2);
   EXPECT_TRUE(crossing);
+  // A known point at a K the search probed is not listed twice: the probe is the record.
+  const SearchRun r3 = search(curve, 1.0, range(1, 8, 0.1), {{2, .95}, {8, 1.0}});
+  ASSERT_EQ(r3.result.known.size(), 1u);
+  EXPECT_EQ(r3.result.known[0].keep, 2);
 }
 
 TEST(MinK, RandomNonMonotoneCurvesFollowTheRule) {
