@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
-# README's main job: installs, builds, then prunes the bundled SynthVQA model with each built-in method at
-# K = 64 of 576 visual tokens, evaluates on a slice of the SynthVQA test split and prints accuracy, retention
-# and measured prefill time next to the unpruned model. Results: out/demo/. A second run reads the result store.
-# Options through the environment: N (test samples, default 200), K (kept tokens, default 64).
+# README's main job: installs, builds, then chooses pruning plans for the bundled SynthVQA model with
+# `vispco optimize` and proves them on the test split:
+#   1. grid: FastV (ℓ = 2), VisionZip, DivPrune (ℓ = 0) and average pooling (ℓ = 0, baseline) at several K on
+#      the calibration split → empirical Pareto frontier of accuracy vs LLM FLOPs ratio;
+#   2. min-K at ε = 1 % (relative) for FastV and for the best pre-LLM scorer of the grid (binary search);
+#   3. each chosen plan on the test split: retention, FLOPs ratio, measured prefill speedup, per family;
+#      report (optimize.json, optimize.md) and gnuplot plots per search under out/demo/.
+# All evaluations share one SQLite result store (out/demo/results.sqlite): a second run, or a run after a
+# kill, re-uses every finished sample. Split sizes through the environment (defaults sized for ≤ 25 min on
+# the 2-core reference machine, see docs/optimize.md): N_CALIB (calibration samples, default 64),
+# N_TEST (test samples, default 200), K_STEP (min-K searches K on multiples of it, default 8).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-N=${N:-200}
-K=${K:-64}
+N_CALIB=${N_CALIB:-64}
+N_TEST=${N_TEST:-200}
+K_STEP=${K_STEP:-8}
+KEEPS=${KEEPS:-288,144,64,36,16}
 bash scripts/install-deps.sh
 bash scripts/build.sh >/dev/null
 B=build/vispco
@@ -16,31 +25,34 @@ mkdir -p "$OUT"
 if [ ! -f "$MODEL/config.json" ]; then
   # The bundled model is trained by `vispco train --recipe configs/synthvqa-small.json` (issue 4). Until it is
   # in the repo, run the same job on random weights of its architecture: token counts, FLOPs and timings are
-  # real, accuracies are at chance.
+  # real, accuracies are at chance (so every K is "within ε" of a chance-level reference).
   MODEL=out/random-synthvqa-small
   echo "note: models/synthvqa-small is not bundled yet; using random weights of its architecture ($MODEL)"
   [ -f "$MODEL/config.json" ] || $B init-random --config configs/synthvqa-small.json --dtype fp32 --out "$MODEL"
 fi
+[ -f out/synthvqa-calib/manifest.json ] || $B data synth --split calib --out out/synthvqa-calib
 [ -f out/synthvqa-test/manifest.json ] || $B data synth --split test --out out/synthvqa-test
-STORE=$OUT/results.sqlite
+common=(--model "$MODEL" --calib out/synthvqa-calib --test out/synthvqa-test --limit-calib "$N_CALIB"
+        --limit-test "$N_TEST" --batch 8 --store "$OUT/results.sqlite")
+start=$(date +%s)
 
-plans=(none "fastv:layer=2,keep=$K" "pdrop:layers=2/4/6,ratio=0.5" "visionzip:layer=0,keep=$K"
-       "divprune:layer=0,keep=$K" "pool:layer=0,keep=$K" "uniform:layer=0,keep=$K" "random:layer=0,keep=$K")
-printf '%-36s %9s %9s %12s %10s\n' plan accuracy retention "prefill ms" "kept N_v"
-base=""
-for p in "${plans[@]}"; do
-  name=$(echo "$p" | tr ':=,/+' '_____')
-  json=$($B eval --model "$MODEL" --data out/synthvqa-test --limit "$N" --batch 8 --plan "$p" \
-         --store "$STORE" --out "$OUT/$name" --json)
-  acc=$(echo "$json" | grep -o '"overall":{[^}]*}' | grep -o '"accuracy":[0-9.e-]*' | head -1 | cut -d: -f2)
-  pre=$(echo "$json" | grep -o '"mean_prefill_ms":[0-9.e-]*' | cut -d: -f2)
-  kept=$(echo "$json" | grep -o '"mean_n_visual_kept":[0-9.e-]*' | cut -d: -f2)
-  [ -z "$base" ] && base=$acc
-  ret=$(awk -v a="$acc" -v b="$base" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "-" }')
-  printf '%-36s %9.4f %9s %12.1f %10.1f\n' "$p" "$acc" "$ret" "$pre" "$kept"
+echo "== grid: accuracy vs FLOPs frontier on $N_CALIB calibration samples, K in {$KEEPS} =="
+$B optimize --method grid "${common[@]}" --keep "$KEEPS" \
+  --template "fastv:layer=2;visionzip:layer=0;divprune:layer=0;pool:layer=0" --out "$OUT/grid"
+best=$(grep -o '"best": *"[^"]*"' "$OUT/grid/optimize.json" | head -1 | sed 's/.*: *"\(.*\)"/\1/')
+[ -n "$best" ] || best="visionzip:layer=0"
+echo "best pre-LLM template on the grid: $best"
+
+for tmpl in "fastv:layer=2" "$best"; do
+  name=$(echo "$tmpl" | tr ':=,' '___')
+  echo "== min-K at ε = 1 % for $tmpl =="
+  $B optimize --method min-k "${common[@]}" --template "$tmpl" --epsilon 0.01 --k-min "$K_STEP" \
+    --k-step "$K_STEP" --out "$OUT/min-k-$name"
 done
+
 $B generate --model "$MODEL" --image data/samples/images/000000.png --prompt "What color is the cross?" \
-  --plan "fastv:layer=2,keep=$K" --heatmap "$OUT/heatmap-fastv.png"
+  --plan "fastv:layer=2,keep=64" --heatmap "$OUT/heatmap-fastv.png" >/dev/null
 $B generate --model "$MODEL" --image data/samples/images/000000.png --prompt "What color is the cross?" \
-  --plan "visionzip:layer=0,keep=$K" --heatmap "$OUT/heatmap-visionzip.png"
-echo "per-family tables: $OUT/*/summary.md; heat-maps: $OUT/heatmap-*.png"
+  --plan "visionzip:layer=0,keep=64" --heatmap "$OUT/heatmap-visionzip.png" >/dev/null
+echo "reports: $OUT/{grid,min-k-*}/optimize.md, plots: $OUT/*/plots/*.png, heat-maps: $OUT/heatmap-*.png"
+echo "searches took $(( $(date +%s) - start )) s"

@@ -16,8 +16,10 @@ packages=(
   libcpp-httplib-dev      # HTTP server
   libsqlite3-dev          # result store
   libssl-dev              # SHA-256 content hashes (libcrypto)
+  jq                      # reading JSON reports in scripts (model card)
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
+  gnuplot-nox             # plots of `vispco optimize` (run as an external program)
 )
 
 missing=()

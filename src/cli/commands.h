@@ -11,6 +11,7 @@ void register_data(CLI::App& app);
 void register_eval(CLI::App& app);
 void register_generate(CLI::App& app);
 void register_init_random(CLI::App& app);
+void register_optimize(CLI::App& app);
 void register_train(CLI::App& app);
 void register_vispco(CLI::App& app);  // `vispco vispco-search`
 

@@ -10,8 +10,11 @@ namespace vispco::train {
 namespace {
 
 nlohmann::json stage_json(const StageSettings& s) {
-  return {{"steps", s.steps}, {"batch", s.batch}, {"lr", s.lr}, {"warmup", s.warmup},
-          {"weight_decay", s.weight_decay}, {"clip", s.clip}};
+  nlohmann::json j = {{"steps", s.steps}, {"batch", s.batch}, {"lr", s.lr}, {"warmup", s.warmup},
+                      {"weight_decay", s.weight_decay}, {"clip", s.clip}};
+  if (s.pool != 1) j["pool"] = s.pool;
+  if (s.foreground_keep != 0) j["foreground_keep"] = s.foreground_keep;
+  return j;
 }
 
 StageSettings stage_from(const nlohmann::json& j, const std::string& where) {
@@ -23,6 +26,8 @@ StageSettings stage_from(const nlohmann::json& j, const std::string& where) {
     else if (k == "warmup") s.warmup = v.get<double>();
     else if (k == "weight_decay") s.weight_decay = v.get<double>();
     else if (k == "clip") s.clip = v.get<double>();
+    else if (k == "pool") s.pool = v.get<int64_t>();
+    else if (k == "foreground_keep") s.foreground_keep = v.get<int64_t>();
     else throw InvalidArgument("recipe: unknown key '" + where + "." + k + "'");
   }
   return s;
@@ -35,6 +40,7 @@ void check_stage(const StageSettings& s, const std::string& w) {
   if (!(s.warmup >= 0 && s.warmup < 1)) throw InvalidArgument("recipe: " + w + ".warmup must be in [0, 1)");
   if (!(s.weight_decay >= 0)) throw InvalidArgument("recipe: " + w + ".weight_decay must be ≥ 0");
   if (!(s.clip > 0)) throw InvalidArgument("recipe: " + w + ".clip must be > 0");
+  if (s.pool < 1) throw InvalidArgument("recipe: " + w + ".pool must be ≥ 1");
 }
 
 }  // namespace
@@ -42,11 +48,21 @@ void check_stage(const StageSettings& s, const std::string& w) {
 void TrainRecipe::validate() const {
   model.validate();
   check_stage(vision, "vision");
-  check_stage(lowres, "lowres");
   check_stage(decoder, "decoder");
-  if (lowres_pool < 1 || model.vision.grid() % lowres_pool != 0)
-    throw InvalidArgument("recipe: lowres_pool must be ≥ 1 and divide the patch grid side " +
-                          std::to_string(model.vision.grid()));
+  if (vision.pool != 1 || decoder.pool != 1) throw InvalidArgument("recipe: vision.pool and decoder.pool must be 1");
+  if (vision.foreground_keep != 0 || decoder.foreground_keep != 0)
+    throw InvalidArgument("recipe: foreground_keep is for lowres stages only");
+  for (size_t i = 0; i < lowres.size(); ++i) {
+    const auto w = "lowres[" + std::to_string(i) + "]";
+    check_stage(lowres[i], w);
+    const auto& st = lowres[i];
+    if (st.foreground_keep < 0 || st.foreground_keep > model.n_visual_tokens() ||
+        (st.foreground_keep > 0 && st.pool != 1))
+      throw InvalidArgument("recipe: " + w + ".foreground_keep must be in [0, N_v] and needs pool 1");
+    if (model.vision.grid() % lowres[i].pool != 0)
+      throw InvalidArgument("recipe: " + w + ".pool must divide the patch grid side " +
+                            std::to_string(model.vision.grid()));
+  }
   if (turns < 1) throw InvalidArgument("recipe: turns must be ≥ 1");
   if (checkpoint_seconds < 1) throw InvalidArgument("recipe: checkpoint_seconds must be ≥ 1");
   if (tokenizer_images < 1) throw InvalidArgument("recipe: tokenizer_images must be ≥ 1");
@@ -57,10 +73,12 @@ void TrainRecipe::validate() const {
 }
 
 nlohmann::json to_json(const TrainRecipe& r) {
+  auto lowres_json = nlohmann::json::array();
+  for (const auto& st : r.lowres) lowres_json.push_back(stage_json(st));
   return {{"model", llava_config_to_json(r.model)}, {"tokenizer_vocab", r.tokenizer_vocab},
           {"tokenizer_images", r.tokenizer_images}, {"seed", r.seed},
-          {"data_seed", r.data_seed}, {"vision", stage_json(r.vision)}, {"lowres", stage_json(r.lowres)},
-          {"lowres_pool", r.lowres_pool}, {"decoder", stage_json(r.decoder)},
+          {"data_seed", r.data_seed}, {"vision", stage_json(r.vision)}, {"lowres", lowres_json},
+          {"decoder", stage_json(r.decoder)},
           {"turns", r.turns}, {"checkpoint_seconds", r.checkpoint_seconds}};
 }
 
@@ -74,8 +92,10 @@ TrainRecipe recipe_from_json(const nlohmann::json& j) {
       else if (k == "seed") r.seed = v.get<uint64_t>();
       else if (k == "data_seed") r.data_seed = v.get<uint64_t>();
       else if (k == "vision") r.vision = stage_from(v, "vision");
-      else if (k == "lowres") r.lowres = stage_from(v, "lowres");
-      else if (k == "lowres_pool") r.lowres_pool = v.get<int64_t>();
+      else if (k == "lowres") {
+        if (!v.is_array()) throw InvalidArgument("recipe: lowres must be a list of stages");
+        for (size_t i = 0; i < v.size(); ++i) r.lowres.push_back(stage_from(v[i], "lowres[" + std::to_string(i) + "]"));
+      }
       else if (k == "decoder") r.decoder = stage_from(v, "decoder");
       else if (k == "turns") r.turns = v.get<int64_t>();
       else if (k == "checkpoint_seconds") r.checkpoint_seconds = v.get<int64_t>();

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "model/config.h"
 
@@ -20,6 +21,13 @@ struct StageSettings {
   double warmup = 0.05;       ///< warm-up fraction of steps, [0, 1)
   double weight_decay = 0.01; ///< AdamW decoupled weight decay, ≥ 0
   double clip = 1.0;          ///< max global gradient norm, > 0
+  /// Decoder stages only: the projected visual tokens are average-pooled pool × pool over the patch grid
+  /// (576 → 144 for 2); 1 = full resolution. Must divide the grid side; the vision and final stages use 1.
+  int64_t pool = 1;
+  /// Decoder stages only, 0 = off: train on the `foreground_keep` visual tokens that the stage-1 patch heads
+  /// rate most likely to show an object or text (1 − P(nothing) of the colour and ink heads), in their original
+  /// order — a curriculum that removes the background the decoder must otherwise learn to ignore. Needs pool 1.
+  int64_t foreground_keep = 0;
   bool operator==(const StageSettings&) const = default;
 };
 
@@ -31,11 +39,10 @@ struct TrainRecipe {
   uint64_t seed = 1;            ///< weight init and question sampling
   uint64_t data_seed = 7001;    ///< SynthVQA seed of training images (disjoint from the calib/test seeds)
   StageSettings vision;         ///< stage 1: tower + patch heads
-  /// Stage 2a (optional, steps 0 skips it): projector + decoder at low visual resolution — the projected
-  /// visual tokens average-pooled lowres_pool × lowres_pool over the patch grid (576 → 144 for pool 2), so
-  /// the decoder learns to read the image at a quarter of the sequence cost before stage 2b at full N_v.
-  StageSettings lowres{.steps = 0};
-  int64_t lowres_pool = 2;      ///< pooling window of stage 2a, ≥ 1, divides the patch grid side
+  /// Stages 2a… (optional, run in order before `decoder`): projector + decoder at low visual resolution, each
+  /// with its own `pool` > 1 — a resolution curriculum (e.g. pool 4 then 2: 36 then 144 visual tokens) that
+  /// lets the decoder learn to read the image on short sequences before the full N_v.
+  std::vector<StageSettings> lowres;
   StageSettings decoder;        ///< stage 2b: projector + decoder at full N_v, tower frozen
   int64_t turns = 8;            ///< question/answer turns per image in stage 2, ≥ 1
   int64_t checkpoint_seconds = 120;  ///< write a checkpoint at least this often (wall clock), ≥ 1

@@ -71,16 +71,25 @@ struct Trainer::State {
   RunContext ctx;
   std::unique_ptr<VisionLanguageModel> vlm;
   torch::nn::Linear heads{nullptr};
-  int stage = 0;  // 0 vision, 1 low-resolution decoder, 2 decoder, 3 done
+  int stage = 0;  // 0 vision, 1…n recipe.lowres, n + 1 decoder, n + 2 done
   int64_t step = 0;
   std::unique_ptr<torch::optim::AdamW> opt;
 
   LlavaNet net() { return vlm->net(); }
   fs::path ckpt() const { return fs::path(out) / "checkpoint"; }
+  int n_lowres() const { return static_cast<int>(recipe.lowres.size()); }
+  int done_stage() const { return n_lowres() + 2; }
   const StageSettings& settings() const {
-    return stage == 0 ? recipe.vision : stage == 1 ? recipe.lowres : recipe.decoder;
+    if (stage == 0) return recipe.vision;
+    return stage <= n_lowres() ? recipe.lowres[stage - 1] : recipe.decoder;
   }
-  static constexpr int kDone = 3;
+  // True when `stage` is the first decoder stage with steps (where the projector gets its data init).
+  bool first_decoder_stage() const {
+    if (stage < 1) return false;
+    for (int i = 1; i < stage; ++i)
+      if ((i <= n_lowres() ? recipe.lowres[i - 1] : recipe.decoder).steps > 0) return false;
+    return true;
+  }
 
   std::vector<at::Tensor> trainable() {
     std::vector<at::Tensor> ps;
@@ -146,7 +155,7 @@ struct Trainer::State {
   void begin_stage() {
     for (auto& p : net()->parameters()) p.set_requires_grad(false);
     for (auto& p : heads->parameters()) p.set_requires_grad(false);
-    if (stage >= kDone) return;
+    if (stage >= done_stage()) return;
     const auto& st = settings();
     auto ps = trainable();
     for (auto& p : ps) p.set_requires_grad(true);
@@ -200,11 +209,11 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
 
 Trainer::~Trainer() = default;
 
-bool Trainer::done() const { return s_->stage >= State::kDone; }
+bool Trainer::done() const { return s_->stage >= s_->done_stage(); }
 
 at::Tensor conversation_loss(VisionLanguageModel& m, const at::Tensor& images,
                              const std::vector<std::vector<std::pair<std::string, std::string>>>& turns,
-                             int64_t pool) {
+                             int64_t pool, const at::Tensor& visual_keep) {
   const auto& cfg = m.config();
   const auto& tok = m.tokenizer();
   auto net = m.net();
@@ -215,6 +224,10 @@ at::Tensor conversation_loss(VisionLanguageModel& m, const at::Tensor& images,
                 .features;
   }
   auto visual = net->multi_modal_projector->forward(feats);  // [B, N_v, D]
+  if (visual_keep.defined()) {
+    auto idx = std::get<0>(visual_keep.sort(1)).to(visual.device());  // original order
+    visual = visual.gather(1, idx.unsqueeze(-1).expand({-1, -1, visual.size(2)}));
+  }
   if (pool > 1) {
     const int64_t g = cfg.vision.grid(), D = visual.size(2);
     if (g % pool != 0) throw InvalidArgument("conversation_loss: pool must divide the patch grid side");
@@ -268,7 +281,7 @@ StepReport Trainer::step() {
   Stopwatch sw;
   // Before the first step of the first decoder stage (not at the stage switch, so a checkpoint taken between
   // the two cannot apply it twice): standardise the projector's input on a sample of training images.
-  if (s.step == 0 && (s.stage == 1 || (s.stage == 2 && s.recipe.lowres.steps == 0))) s.init_projector();
+  if (s.step == 0 && s.first_decoder_stage()) s.init_projector();
   const uint64_t data_seed = s.recipe.data_seed + static_cast<uint64_t>(s.stage) * kStageSeedStride;
   std::vector<eval::synthvqa::SynthSample> samples;
   std::vector<at::Tensor> px;
@@ -304,13 +317,26 @@ StepReport Trainer::step() {
         if (q.question != samples[b].question) conv.push_back({q.question, q.answer});
       turns.push_back(conv);
     }
-    loss = conversation_loss(*s.vlm, images, turns, s.stage == 1 ? s.recipe.lowres_pool : 1);
+    at::Tensor keep;
+    if (st.foreground_keep > 0) {
+      at::NoGradGuard no_grad;
+      auto feats = s.net()->vision_tower->forward(images, cfg.n_vision_layers_used(), true).features;
+      auto logits = s.heads(feats);  // [B, N_v, kTotal]
+      const int64_t ink_off = logits.size(-1) - PatchLabelSizes::kInk;
+      auto fg_colour = 1 - logits.narrow(-1, 0, PatchLabelSizes::kColour).softmax(-1).select(-1, 0);
+      auto fg_ink = 1 - logits.narrow(-1, ink_off, PatchLabelSizes::kInk).softmax(-1).select(-1, 0);
+      keep = std::get<1>(at::maximum(fg_colour, fg_ink).topk(st.foreground_keep, 1));  // [B, K]
+    }
+    loss = conversation_loss(*s.vlm, images, turns, st.pool, keep);
   }
   loss.backward();
   torch::nn::utils::clip_grad_norm_(s.trainable(), st.clip);
   s.opt->step();
   StepReport r;
-  r.stage = s.stage == 0 ? "vision" : s.stage == 1 ? "decoder-lowres" : "decoder";
+  r.stage = s.stage == 0                ? "vision"
+            : st.pool > 1                ? "decoder-pool" + std::to_string(st.pool)
+            : st.foreground_keep > 0     ? "decoder-fg" + std::to_string(st.foreground_keep)
+                                         : "decoder";
   r.loss = loss.item<double>();
   r.lr = lr;
   r.step = ++s.step;

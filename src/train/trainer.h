@@ -20,7 +20,7 @@ namespace vispco::train {
 
 /// Progress of one optimiser step.
 struct StepReport {
-  std::string stage;         ///< "vision", "decoder-lowres" or "decoder"
+  std::string stage;         ///< "vision", "decoder-poolP" (low-resolution stage) or "decoder"
   int64_t step = 0;          ///< steps done in this stage (1-based after the step)
   int64_t steps = 0;         ///< steps of this stage
   double loss = 0;           ///< mean loss of the step
@@ -62,9 +62,11 @@ at::Tensor balanced_patch_loss(const at::Tensor& logits, const at::Tensor& label
 /// Loss of stage 2 for a batch of conversations, exposed for tests: mean cross-entropy of the answer tokens
 /// (and their EOS) given everything before them. @param images [B, 3, S, S] preprocessed.
 /// @param pool > 1 average-pools the projected visual tokens pool × pool over the patch grid first (the
-/// low-resolution stage 2a); must divide the grid side. @throws InvalidArgument otherwise.
+/// low-resolution stages); must divide the grid side. @throws InvalidArgument otherwise.
+/// @param visual_keep [B, K] int64 indices into the N_v visual tokens to train on (kept in original order;
+/// the foreground curriculum), or undefined for all.
 at::Tensor conversation_loss(VisionLanguageModel& m, const at::Tensor& images,
                              const std::vector<std::vector<std::pair<std::string, std::string>>>& turns,
-                             int64_t pool = 1);
+                             int64_t pool = 1, const at::Tensor& visual_keep = {});
 
 }  // namespace vispco::train

@@ -7,6 +7,8 @@
 
 #include "core/errors.h"
 #include "eval/synthvqa/generator.h"
+#include "model/generate.h"
+#include "model/kv_cache.h"
 #include "model/presets.h"
 #include "test_util.h"
 #include "train/patch_labels.h"
@@ -85,6 +87,39 @@ TEST(Training, ConversationLossFallsWhenFittingOneBatch) {
   std::printf("conversation loss on one batch: %.3f -> %.3f\n", first, last);
   EXPECT_GT(first, 4.0);  // ≈ ln(448) at random init
   EXPECT_LT(last, 0.5 * first);
+}
+
+TEST(Training, ConversationLossOnKeptVisualTokensEqualsFeedingOnlyThem) {
+  auto r = micro_recipe();
+  testing::TempDir tmp;
+  Trainer t(r, tmp.str("run"), RunContext{});  // trains the tokenizer
+  auto tok = io::Tokenizer::load(tmp.str("run/tokenizer.model"));
+  VisionLanguageModel m(r.model, random_llava_net(r.model, 3, at::kFloat), tok, RunContext{});
+  auto s = make_sample(11, 0);
+  auto images = m.preprocess(s.rgb).unsqueeze(0);
+  std::vector<std::vector<std::pair<std::string, std::string>>> turns = {{{s.question, s.answer}}};
+  at::NoGradGuard ng;
+  const int64_t n_v = r.model.n_visual_tokens();
+  // Every token, in a shuffled order: the loss restores the original order, so nothing changes.
+  auto all = at::randperm(n_v, at::kLong).unsqueeze(0);
+  EXPECT_NEAR(conversation_loss(m, images, turns, 1, all).item<double>(),
+              conversation_loss(m, images, turns).item<double>(), 1e-5);
+  // Ten tokens: the same as building the sequence by hand from those projected tokens.
+  auto keep = at::tensor({500, 3, 77, 140, 9, 10, 300, 401, 575, 0}, at::kLong).unsqueeze(0);
+  auto feats = m.net()->vision_tower->forward(images, r.model.n_vision_layers_used(), true).features;
+  auto visual = m.net()->multi_modal_projector->forward(feats).index_select(1, std::get<0>(keep[0].sort()));
+  VlmRequest req;
+  req.prompt_ids = io::encode_llava_prompt(tok, s.question, r.model.image_token_index);
+  auto ans = tok.encode(s.answer, false);
+  ans.push_back(tok.eos_id());
+  req.prompt_ids.insert(req.prompt_ids.end(), ans.begin(), ans.end());
+  auto state = build_prefill_state(m, {req}, visual);
+  KvCache cache(r.model.text.num_hidden_layers);
+  auto logp = m.net()->language_model->logits(m.net()->language_model->forward(state, cache)).log_softmax(-1);
+  const int64_t T = state.hidden.size(1), n_ans = static_cast<int64_t>(ans.size());
+  double nll = 0;
+  for (int64_t j = 0; j < n_ans; ++j) nll -= logp[0][T - n_ans - 1 + j][ans[j]].item<double>();
+  EXPECT_NEAR(conversation_loss(m, images, turns, 1, keep).item<double>(), nll / n_ans, 1e-4);
 }
 
 TEST(Training, ResumeGivesTheSameNextStepLoss) {
@@ -178,6 +213,43 @@ TEST(TrainRecipe, RoundTripsAndRejectsBadFields) {
   j = to_json(r);
   j["epochs"] = 3;
   EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+}
+
+TEST(TrainRecipe, LowResolutionStagesRoundTripAndCheckTheirPool) {
+  auto r = micro_recipe();
+  r.lowres = {{.steps = 3, .batch = 2, .pool = 4}, {.steps = 2, .batch = 2, .pool = 2}};
+  EXPECT_EQ(recipe_from_json(to_json(r)), r);
+  auto j = to_json(r);
+  j["lowres"][0]["pool"] = 5;  // 24 patches per side: 5 does not divide the grid
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  j = to_json(r);
+  j["decoder"]["pool"] = 2;  // the final stage trains at full resolution
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  j = to_json(r);
+  j["lowres"][1]["foreground_keep"] = 48;  // needs pool 1
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  j = to_json(r);
+  j["lowres"][0]["pool"] = 1;
+  j["lowres"][0]["foreground_keep"] = 577;  // more than N_v
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  j["lowres"][0]["foreground_keep"] = 48;
+  EXPECT_EQ(recipe_from_json(j).lowres[0].foreground_keep, 48);
+  j = to_json(r);
+  j["lowres"] = j["lowres"][0];  // not a list
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+}
+
+TEST(Training, LowResolutionStagesRunInOrderBeforeTheDecoderStage) {
+  testing::TempDir tmp;
+  auto r = micro_recipe();
+  r.vision.steps = 1;
+  r.lowres = {{.steps = 2, .batch = 1, .pool = 4}, {.steps = 1, .batch = 1, .pool = 2}};
+  r.decoder.steps = 1;
+  r.decoder.batch = 1;
+  Trainer t(r, tmp.str("run"), RunContext{});
+  std::vector<std::string> stages;
+  while (!t.done()) stages.push_back(t.step().stage);
+  EXPECT_EQ(stages, (std::vector<std::string>{"vision", "decoder-pool4", "decoder-pool4", "decoder-pool2", "decoder"}));
 }
 
 }  // namespace

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Writes <model>/README.md: docs/model-card-synthvqa-small.md with its placeholders filled from a training run
+# folder — {{WALL_MIN}} (wall_seconds), {{TOWER_PROBE}} (tower_probe.json), {{EVAL_TABLE}} and {{EVAL_HEAD}}
+# (eval-test/summary.md), {{WEIGHTS_MB}} (size of the safetensors file).
+# Usage: scripts/model-card.sh RUN_DIR MODEL_DIR
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUN=$1
+MODEL=$2
+wall=$(awk '{ printf "%.0f", $1 / 60 }' "$RUN/wall_seconds")
+probe=$(jq -r 'to_entries[] | "| \(.key) | \(.value.foreground_accuracy * 1000 | round / 10) | \(.value.foreground_patches) |"' \
+  "$RUN/tower_probe.json")
+table=$(sed -n '/^| family/,$p' "$RUN/eval-test/summary.md")
+head=$(grep -E '^- (samples|per sample|model|dataset):' "$RUN/eval-test/summary.md")
+mb=$(du -m --apparent-size "$MODEL"/*.safetensors | awk '{ s += $1 } END { print s }')
+awk -v wall="$wall" -v probe="$probe" -v table="$table" -v head="$head" -v mb="$mb" '
+  { gsub(/\{\{WALL_MIN\}\}/, wall); gsub(/\{\{WEIGHTS_MB\}\}/, mb)
+    if ($0 == "{{TOWER_PROBE}}") { print probe; next }
+    if ($0 == "{{EVAL_TABLE}}") { print table; next }
+    if ($0 == "{{EVAL_HEAD}}") { print head; next }
+    print }' docs/model-card-synthvqa-small.md > "$MODEL/README.md"

@@ -1,0 +1,235 @@
+// OptimizeOptions, the search registry and the optimize job (search on calibration, then test); see optimize.h.
+#include "optimize/optimize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "core/errors.h"
+#include "cost/timer.h"
+#include "optimize/pareto.h"
+#include "optimize/plan_template.h"
+#include "optimize/searches.h"
+
+namespace vispco::optimize {
+
+void OptimizeOptions::validate() const {
+  find_search(method);
+  if (epsilon_absolute ? !(epsilon >= 0.0 && epsilon <= 1.0) : !(epsilon >= 0.0 && epsilon < 1.0))
+    throw InvalidArgument(std::string("optimize: epsilon must be in ") +
+                          (epsilon_absolute ? "[0, 1] (absolute accuracy loss, 0.01 = one point)"
+                                            : "[0, 1) (relative accuracy loss, 0.01 = 1 %)") +
+                          ", got " + std::to_string(epsilon));
+  if (templates.empty())
+    throw InvalidArgument("optimize --method " + method + ": no plan template (give --scorer, e.g. fastv, or --template)");
+  if (method == "min-k" && templates.size() != 1)
+    throw InvalidArgument("optimize --method min-k searches one template, got " + std::to_string(templates.size()));
+  if (method == "grid" && keeps.empty())
+    throw InvalidArgument("optimize --method grid needs K values (--keep 576,288,144,64,32)");
+  for (const int64_t k : keeps)
+    if (k < 1) throw InvalidArgument("optimize: K must be ≥ 1, got " + std::to_string(k));
+  if (method == "budget" && !(flops_budget > 0.0 && flops_budget <= 1.0))
+    throw InvalidArgument("optimize --method budget: --flops-ratio must be in (0, 1], got " +
+                          std::to_string(flops_budget));
+  if (k_min < 1) throw InvalidArgument("optimize: --k-min must be ≥ 1, got " + std::to_string(k_min));
+  if (k_max < 0) throw InvalidArgument("optimize: --k-max must be ≥ 0 (0 = N_v), got " + std::to_string(k_max));
+  if (k_max != 0 && k_max < k_min)
+    throw InvalidArgument("optimize: --k-max " + std::to_string(k_max) + " is below --k-min " + std::to_string(k_min));
+  if (k_step < 1) throw InvalidArgument("optimize: --k-step must be ≥ 1, got " + std::to_string(k_step));
+}
+
+void OptimizeOptions::validate(const LlavaConfig& cfg) const {
+  validate();
+  const int64_t n_v = cfg.n_visual_tokens();
+  for (const int64_t k : keeps)
+    if (k > n_v)
+      throw InvalidArgument("optimize: K " + std::to_string(k) + " is outside [1, N_v = " + std::to_string(n_v) + "]");
+  if (k_max > n_v || k_min > n_v)
+    throw InvalidArgument("optimize: the min-K range [" + std::to_string(k_min) + ", " + std::to_string(k_max) +
+                          "] leaves [1, N_v = " + std::to_string(n_v) + "]");
+  for (const auto& t : templates) {
+    const PlanTemplate pt = PlanTemplate::parse(t, cfg);
+    if (method != "budget" && pt.param() != TemplateParam::kKeep)
+      throw InvalidArgument("optimize --method " + method + ": template '" + t +
+                            "' has no K to vary (PyramidDrop ratio templates work with --method budget)");
+  }
+  if (method == "min-k") {
+    const PlanTemplate pt = PlanTemplate::parse(templates[0], cfg);
+    for (const int64_t k : min_k_options(n_v).candidates()) {
+      std::string why;
+      if (!pt.valid_at(k, &why))
+        throw InvalidArgument("optimize --method min-k: template '" + templates[0] + "' rejects K=" +
+                              std::to_string(k) + " (" + why + "); min-k needs every K of the searched range");
+    }
+  }
+}
+
+MinKOptions OptimizeOptions::min_k_options(int64_t n_visual) const {
+  MinKOptions m;
+  m.epsilon = epsilon;
+  m.absolute = epsilon_absolute;
+  m.k_min = k_min;
+  m.k_max = k_max == 0 ? n_visual : k_max;
+  m.k_step = k_step;
+  return m;
+}
+
+nlohmann::json to_json(const OptimizeOptions& o) {
+  return {{"method", o.method},       {"templates", o.templates},
+          {"keeps", o.keeps},         {"epsilon", o.epsilon},
+          {"epsilon_absolute", o.epsilon_absolute}, {"k_min", o.k_min},
+          {"k_max", o.k_max},         {"k_step", o.k_step},
+          {"flops_budget", o.flops_budget},         {"evaluate_test", o.evaluate_test}};
+}
+
+OptimizeOptions optimize_options_from_json(const nlohmann::json& j) {
+  if (!j.is_object())
+    throw InvalidArgument("optimize options: expected a JSON object, got " + std::string(j.type_name()));
+  OptimizeOptions o;
+  try {
+    for (const auto& [k, v] : j.items()) {
+      if (k == "method") o.method = v.get<std::string>();
+      else if (k == "templates") o.templates = v.get<std::vector<std::string>>();
+      else if (k == "keeps") o.keeps = v.get<std::vector<int64_t>>();
+      else if (k == "epsilon") o.epsilon = v.get<double>();
+      else if (k == "epsilon_absolute") o.epsilon_absolute = v.get<bool>();
+      else if (k == "k_min") o.k_min = v.get<int64_t>();
+      else if (k == "k_max") o.k_max = v.get<int64_t>();
+      else if (k == "k_step") o.k_step = v.get<int64_t>();
+      else if (k == "flops_budget") o.flops_budget = v.get<double>();
+      else if (k == "evaluate_test") o.evaluate_test = v.get<bool>();
+      else throw InvalidArgument("optimize options: unknown key \"" + k + "\"");
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw InvalidArgument(std::string("optimize options: ") + e.what());
+  }
+  o.validate();
+  return o;
+}
+
+const std::vector<SearchEntry>& search_registry() {
+  static const std::vector<SearchEntry> table = {
+      {"min-k", "smallest K whose calibration accuracy loss is within ε, by binary search over K (DESIGN.md §6)",
+       search_min_k},
+      {"budget",
+       "best plan whose LLM FLOPs ratio is ≤ b: parameter bisected against the FLOPs model (FitPrune-style), "
+       "then evaluated",
+       search_budget},
+      {"grid", "every (template, K) plan evaluated; empirical Pareto frontier of accuracy vs FLOPs ratio",
+       search_grid},
+  };
+  return table;
+}
+
+const SearchEntry& find_search(const std::string& name) {
+  std::string names;
+  for (const auto& e : search_registry()) {
+    if (e.name == name) return e;
+    names += (names.empty() ? "" : ", ") + e.name;
+  }
+  throw InvalidArgument("optimize: unknown method '" + name + "' (valid: " + names + ")");
+}
+
+void set_frontier(SearchOutcome& out) {
+  std::vector<ParetoPoint> pts;
+  for (const auto& p : out.points) pts.push_back({p.flops.llm, p.accuracy});
+  out.frontier = pareto_frontier(pts);
+}
+
+double accuracy_threshold(const OptimizeOptions& o, double reference) {
+  return o.epsilon_absolute ? reference - o.epsilon : reference * (1.0 - o.epsilon);
+}
+
+void emit(const OptimizeLog& log, const std::string& line) {
+  if (log) log(line);
+}
+
+TestComparison compare_on_test(const EvalPoint& reference, const EvalPoint& chosen) {
+  TestComparison t;
+  t.reference = reference;
+  t.chosen = chosen;
+  const auto ratio = [](double a, double b) { return b > 0 ? a / b : std::nan(""); };  // undefined at b = 0
+  t.retention = ratio(chosen.accuracy, reference.accuracy);
+  t.prefill_speedup = ratio(reference.mean_prefill_ms, chosen.mean_prefill_ms);
+  for (const auto& [name, c] : chosen.per_family) {
+    const auto it = reference.per_family.find(name);
+    if (it == reference.per_family.end()) continue;
+    t.per_family[name] = {ratio(c.accuracy, it->second.accuracy), c.flops_ratio,
+                          ratio(it->second.mean_prefill_ms, c.mean_prefill_ms)};
+  }
+  return t;
+}
+
+nlohmann::json TestComparison::to_json() const {
+  nlohmann::json fam = nlohmann::json::object();
+  for (const auto& [name, f] : per_family)
+    fam[name] = {{"retention", f.retention}, {"flops_ratio", f.flops_ratio}, {"prefill_speedup", f.prefill_speedup}};
+  return {{"reference", reference.to_json()},
+          {"chosen", chosen.to_json()},
+          {"retention", retention},
+          {"flops_ratio", chosen.flops.llm},
+          {"flops_ratio_with_vision", chosen.flops.with_vision},
+          {"flops_speedup", chosen.flops.llm > 0 ? 1.0 / chosen.flops.llm : 0.0},
+          {"prefill_speedup", prefill_speedup},
+          {"per_family", fam}};
+}
+
+namespace {
+
+// FLOPs-model curves of the K templates seen in the search, at the calibration prompts.
+std::vector<FlopsCurve> flops_curves(const SearchOutcome& s, PlanEvaluator& ev) {
+  const LlavaConfig& cfg = ev.config();
+  const int64_t n_v = cfg.n_visual_tokens();
+  std::vector<FlopsCurve> out;
+  std::vector<std::string> seen;
+  for (const auto& p : s.points) {
+    if (p.template_text.empty() || p.template_text == "none" ||
+        std::find(seen.begin(), seen.end(), p.template_text) != seen.end())
+      continue;
+    seen.push_back(p.template_text);
+    const PlanTemplate t = PlanTemplate::parse(p.template_text, cfg);
+    if (t.param() != TemplateParam::kKeep) continue;
+    FlopsCurve c{p.template_text, {}};
+    std::set<int64_t> ks{n_v};
+    for (int64_t k = 1; k <= n_v; k += std::max<int64_t>(1, n_v / 96)) ks.insert(k);
+    for (const auto& q : s.points)
+      if (q.template_text == p.template_text) ks.insert(q.param);
+    for (const int64_t k : ks)
+      if (t.valid_at(k)) c.points.emplace_back(k, plan_flops_ratio(t.at(k), cfg, ev.text_lengths(Split::kCalib)).llm);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace
+
+OptimizeReport run_optimize(const OptimizeOptions& options, PlanEvaluator& ev, const OptimizeLog& log) {
+  const LlavaConfig& cfg = ev.config();
+  options.validate(cfg);
+  Stopwatch wall;
+  OptimizeReport r;
+  r.options = options;
+  r.n_visual = cfg.n_visual_tokens();
+  r.search = find_search(options.method).run(options, ev, log);
+  const auto count = [&](const EvalPoint& p) {
+    r.n_evaluated += p.n_evaluated;
+    r.n_from_store += p.n_from_store;
+  };
+  for (const auto& p : r.search.points) count(p);
+  if (r.search.chosen && options.evaluate_test) {
+    const EvalPoint& c = r.search.points.at(*r.search.chosen);
+    emit(log, "test: the unpruned model and the chosen plan " + c.plan);
+    const EvalPoint ref = ev.evaluate(PruningPlan{}, Split::kTest);
+    const EvalPoint chosen = c.plan == "none" ? ref
+                                              : ev.evaluate(parse_plan(c.plan, r.n_visual), Split::kTest,
+                                                            c.template_text, c.param);
+    count(ref);
+    if (c.plan != "none") count(chosen);
+    r.test = compare_on_test(ref, chosen);
+  }
+  r.flops_curves = flops_curves(r.search, ev);
+  r.wall_s = wall.ms() / 1000.0;
+  return r;
+}
+
+}  // namespace vispco::optimize

@@ -1,0 +1,134 @@
+// `vispco optimize`: choose a pruning plan under a constraint on a calibration split, then prove it on a test
+// split (DESIGN.md §6, issue 7). Three searches share one registry: min-k (smallest K within ε, binary
+// search), budget (best plan whose FLOPs ratio ≤ b, bisection against the FLOPs model), grid (every plan of
+// a (template × K) grid, empirical Pareto frontier). Every accuracy comes from a PlanEvaluator (the result
+// store makes repeated searches instant and lets killed ones resume).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "optimize/min_k.h"
+#include "optimize/plan_evaluator.h"
+
+namespace vispco::optimize {
+
+/// Settings of one search (a plain value: defaults, validate(), JSON round trip, equality).
+struct OptimizeOptions {
+  /// Search name from search_registry(): "min-k" | "budget" | "grid".
+  std::string method = "min-k";
+  /// Plan templates (plan_template.h). min-k: exactly one K template; budget: one or more (K or PyramidDrop
+  /// ratio), the best on calibration wins; grid: one or more K templates.
+  std::vector<std::string> templates;
+  /// grid: the K values of every template (templates that reject a K, e.g. pool at a non-square, skip it).
+  std::vector<int64_t> keeps;
+  /// Tolerated accuracy loss ε: relative to the unpruned calibration accuracy (default), or absolute
+  /// (accuracy fraction, 0.01 = one point) when epsilon_absolute. Relative valid [0, 1), absolute [0, 1].
+  /// min-k: the constraint; grid: picks the cheapest frontier plan within ε as the chosen plan.
+  double epsilon = 0.01;
+  bool epsilon_absolute = false;
+  /// min-k: searched K ∈ {k_min, k_min + k_step, …} ∪ {k_max}; k_max = 0 means N_v.
+  int64_t k_min = 1, k_max = 0, k_step = 1;
+  /// budget: the largest allowed LLM FLOPs ratio b, in (0, 1].
+  double flops_budget = 0.0;
+  /// Evaluate the chosen plan (and the unpruned model) on the test split.
+  bool evaluate_test = true;
+
+  /// Checks everything that does not need the model. @throws InvalidArgument naming the bad value.
+  void validate() const;
+  /// Also checks the templates and K values against the model (N_v, layers, scorer hook points).
+  void validate(const LlavaConfig& cfg) const;
+  /// The min-K settings these options imply for a model with `n_visual` tokens.
+  MinKOptions min_k_options(int64_t n_visual) const;
+  bool operator==(const OptimizeOptions&) const = default;
+};
+nlohmann::json to_json(const OptimizeOptions& o);
+/// @throws InvalidArgument for unknown keys or bad values.
+OptimizeOptions optimize_options_from_json(const nlohmann::json& j);
+
+/// What a search found on the calibration split.
+struct SearchOutcome {
+  /// Every plan evaluated on calibration, in evaluation order; the unpruned model is points[0].
+  std::vector<EvalPoint> points;
+  /// Indices into points of the Pareto frontier in (LLM FLOPs ratio, accuracy) (pareto.h).
+  std::vector<size_t> frontier;
+  /// Index into points of the chosen plan; nullopt when no plan meets the constraint.
+  std::optional<size_t> chosen;
+  /// Why this plan (one line), or why none.
+  std::string chosen_reason;
+  /// Method-specific record: min-k probes, violations and rule; budget bisections; grid skipped plans.
+  nlohmann::json details = nlohmann::json::object();
+  /// Things the user should know (violations, skipped plans), one line each.
+  std::vector<std::string> notes;
+};
+
+/// Called with one progress line (plan being evaluated, search step); may be empty.
+using OptimizeLog = std::function<void(const std::string&)>;
+
+/// One row of the search registry.
+struct SearchEntry {
+  std::string name;
+  std::string description;  ///< one line, with its source
+  std::function<SearchOutcome(const OptimizeOptions&, PlanEvaluator&, const OptimizeLog&)> run;
+};
+/// The search registry table (name → search), in display order.
+const std::vector<SearchEntry>& search_registry();
+/// @throws InvalidArgument listing the valid names.
+const SearchEntry& find_search(const std::string& name);
+
+/// The chosen plan against the unpruned model on the test split.
+struct TestComparison {
+  EvalPoint reference;  ///< unpruned on test
+  EvalPoint chosen;     ///< the chosen plan on test
+  /// chosen.accuracy ÷ reference.accuracy; NaN (null in JSON, "n/a" in text) when the reference is 0.
+  double retention = 0;
+  double prefill_speedup = 0;  ///< reference.mean_prefill_ms ÷ chosen.mean_prefill_ms (measured); NaN if 0
+  /// Per family: retention, FLOPs ratio and measured prefill speedup.
+  struct Family {
+    double retention = 0, flops_ratio = 1, prefill_speedup = 0;
+  };
+  std::map<std::string, Family> per_family;
+  nlohmann::json to_json() const;
+};
+
+/// The FLOPs-model curve of a K template: (K, LLM FLOPs ratio) at the calibration prompts, for plots.
+struct FlopsCurve {
+  std::string template_text;
+  std::vector<std::pair<int64_t, double>> points;
+};
+
+/// Everything `vispco optimize` reports (optimize.json / optimize.md).
+struct OptimizeReport {
+  OptimizeOptions options;
+  nlohmann::json inputs = nlohmann::json::object();  ///< model, datasets, limits, store (as given)
+  int64_t n_visual = 0;                              ///< N_v of the model
+  SearchOutcome search;
+  std::optional<TestComparison> test;  ///< when a plan was chosen and options.evaluate_test
+  std::vector<FlopsCurve> flops_curves;
+  size_t n_evaluated = 0, n_from_store = 0;  ///< samples generated / read from the store, all evaluations
+  double wall_s = 0;
+  std::vector<std::string> plots;  ///< plot files written (paths relative to the report folder)
+  nlohmann::json to_json() const;
+  /// The Markdown report: settings, chosen plan with test figures, the calibration table with the frontier
+  /// marked, method details (min-k probes and violations with the rule), notes.
+  std::string to_markdown() const;
+  /// A few lines for the terminal: the chosen plan, calibration accuracy, test retention, FLOPs ratio and
+  /// measured prefill speedup.
+  std::string summary() const;
+};
+
+/// Writes `dir`/optimize.json (to_json()) and `dir`/optimize.md (to_markdown()), each through a temporary
+/// file and a rename; creates `dir`. @throws IoError.
+void write_report(const OptimizeReport& report, const std::string& dir);
+
+/// Runs the search of options.method, then (evaluate_test) the chosen plan and the unpruned model on test.
+/// @throws InvalidArgument (bad options), what the evaluator throws.
+OptimizeReport run_optimize(const OptimizeOptions& options, PlanEvaluator& evaluator, const OptimizeLog& log = {});
+
+/// Compares a plan's test point with the unpruned one.
+TestComparison compare_on_test(const EvalPoint& reference, const EvalPoint& chosen);
+
+}  // namespace vispco::optimize

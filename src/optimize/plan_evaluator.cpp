@@ -1,0 +1,158 @@
+// EvalPoint and the result-store-backed ModelPlanEvaluator; see plan_evaluator.h.
+#include "optimize/plan_evaluator.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/errors.h"
+#include "eval/result_store.h"
+#include "eval/run_key.h"
+#include "prune/plan_hook.h"
+
+namespace vispco::optimize {
+namespace {
+
+double extra_number(const eval::SampleResult& r, const char* key) {
+  const auto it = r.extra.find(key);
+  return it != r.extra.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+}  // namespace
+
+const char* split_name(Split s) { return s == Split::kCalib ? "calib" : "test"; }
+
+nlohmann::json EvalPoint::to_json() const {
+  nlohmann::json fam = nlohmann::json::object();
+  for (const auto& [name, f] : per_family)
+    fam[name] = {{"n", f.n},
+                 {"accuracy", f.accuracy},
+                 {"mean_prefill_ms", f.mean_prefill_ms},
+                 {"flops_ratio", f.flops_ratio}};
+  return {{"plan", plan},
+          {"template", template_text},
+          {"param", param},
+          {"keep", keep},
+          {"split", split},
+          {"n", n},
+          {"accuracy", accuracy},
+          {"mean_prefill_ms", mean_prefill_ms},
+          {"mean_vision_ms", mean_vision_ms},
+          {"flops_ratio", flops.llm},
+          {"flops_ratio_with_vision", flops.with_vision},
+          {"mean_llm_gflops", flops.mean_llm_flops / 1e9},
+          {"mean_vision_gflops", flops.mean_vision_flops / 1e9},
+          {"per_family", fam},
+          {"n_evaluated", n_evaluated},
+          {"n_from_store", n_from_store},
+          {"wall_s", wall_s}};
+}
+
+void fill_plan_figures(EvalPoint& point, const PruningPlan& plan, const LlavaConfig& cfg, Split split,
+                       const std::vector<int64_t>& n_text, const std::vector<std::string>& family,
+                       const std::string& template_text, int64_t param) {
+  point.plan = plan.to_string();
+  point.template_text = plan.empty() ? "none" : template_text;
+  point.param = plan.empty() ? cfg.n_visual_tokens() : param;
+  point.keep = plan.empty() ? cfg.n_visual_tokens() : plan.stages.back().keep;
+  point.split = split_name(split);
+  point.flops = plan_flops_ratio(plan, cfg, n_text);
+  std::map<std::string, std::vector<int64_t>> by_family;
+  for (size_t i = 0; i < n_text.size() && i < family.size(); ++i) by_family[family[i]].push_back(n_text[i]);
+  for (const auto& [name, lengths] : by_family)
+    point.per_family[name].flops_ratio = plan_flops_ratio(plan, cfg, lengths).llm;
+}
+
+ModelPlanEvaluator::ModelPlanEvaluator(VisionLanguageModel& model, std::string model_hash,
+                                       const eval::Dataset& calib, const eval::Dataset& test,
+                                       ModelEvalSettings settings)
+    : model_(model), model_hash_(std::move(model_hash)), settings_(std::move(settings)) {
+  if (settings_.store_path.empty())
+    throw InvalidArgument("optimize: a result store path is required (searches resume through it)");
+  if (settings_.batch_size < 1) throw InvalidArgument("optimize: batch size must be ≥ 1, got 0");
+  const auto fill = [&](SplitData& d, const eval::Dataset& ds, size_t limit, const char* name) {
+    d.dataset = &ds;
+    d.limit = limit;
+    const size_t n = limit == 0 ? ds.samples.size() : std::min(limit, ds.samples.size());
+    if (n == 0)
+      throw InvalidArgument(std::string("optimize: the ") + name + " split '" + ds.jsonl_path +
+                            "' has no samples");
+    for (size_t i = 0; i < n; ++i) {
+      const auto& s = ds.samples[i];
+      d.n_text.push_back(static_cast<int64_t>(model_.prompt_ids(s.question).size()) - 1);  // − placeholder
+      d.family.push_back(s.family);
+    }
+  };
+  fill(calib_, calib, settings_.limit_calib, "calibration");
+  fill(test_, test, settings_.limit_test, "test");
+}
+
+const std::vector<int64_t>& ModelPlanEvaluator::text_lengths(Split split) const { return data(split).n_text; }
+
+EvalPoint ModelPlanEvaluator::evaluate(const PruningPlan& plan, Split split, const std::string& template_text,
+                                       int64_t param) {
+  const SplitData& d = data(split);
+  plan.validate(model_.config());
+  eval::EvalOptions o;
+  o.limit = d.limit;
+  o.batch_size = settings_.batch_size;
+  o.plan = plan.to_string();
+  o.store_path = settings_.store_path;
+  o.progress = settings_.progress;
+  std::unique_ptr<PlanHook> hook;
+  if (!plan.empty()) hook = std::make_unique<PlanHook>(plan, model_.config());
+  const eval::EvalReport rep = eval::evaluate(model_, model_hash_, *d.dataset, o, hook.get());
+
+  EvalPoint p;
+  fill_plan_figures(p, plan, model_.config(), split, d.n_text, d.family, template_text, param);
+  p.n = rep.rows.size();
+  p.accuracy = rep.metrics.overall.accuracy();
+  p.mean_prefill_ms = rep.mean_prefill_ms;
+  std::map<std::string, std::pair<double, size_t>> prefill;  // family → (Σ ms, n)
+  for (const auto& row : rep.rows) {
+    p.mean_vision_ms += extra_number(row.result, "vision_ms");
+    auto& [sum, n] = prefill[row.family];
+    sum += row.result.prefill_ms;
+    ++n;
+  }
+  if (p.n > 0) p.mean_vision_ms /= static_cast<double>(p.n);
+  for (const auto& [name, totals] : rep.metrics.per_family) {
+    FamilyFigures& f = p.per_family[name];
+    f.n = totals.n;
+    f.accuracy = totals.accuracy();
+    const auto& [sum, n] = prefill[name];
+    f.mean_prefill_ms = n > 0 ? sum / static_cast<double>(n) : 0.0;
+  }
+  p.n_evaluated = rep.n_evaluated;
+  p.n_from_store = rep.n_from_store;
+  p.wall_s = rep.wall_s;
+  if (settings_.log) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "  %-5s acc %.4f  FLOPs %.3f  prefill %7.2f ms  (%zu new, %zu stored, %.1f s)  ",
+                  p.split.c_str(), p.accuracy, p.flops.llm, p.mean_prefill_ms, p.n_evaluated, p.n_from_store,
+                  p.wall_s);
+    settings_.log(buf + p.plan);
+  }
+  return p;
+}
+
+std::vector<std::string> ModelPlanEvaluator::complete_plans(Split split) {
+  std::vector<std::string> out;
+  if (!std::filesystem::exists(settings_.store_path)) return out;
+  const SplitData& d = data(split);
+  const std::string decoding = eval::decoding_key(eval::default_eval_generation(), model_.context().dtype);
+  eval::ResultStore store(settings_.store_path);
+  for (const eval::RunKey& key : store.runs()) {
+    if (key.model_hash != model_hash_ || key.dataset_hash != d.dataset->hash || key.decoding != decoding) continue;
+    const std::set<std::string> done = store.done_ids(key);
+    bool complete = true;
+    for (size_t i = 0; i < d.n_text.size() && complete; ++i)
+      complete = done.count(d.dataset->samples[i].id) > 0;
+    if (complete) out.push_back(key.plan);
+  }
+  return out;
+}
+
+}  // namespace vispco::optimize

@@ -1,0 +1,262 @@
+// gnuplot scripts for the optimize report, run with posix_spawnp (no shell, no quoting issues); see plots.h.
+#include "optimize/plots.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/errors.h"
+
+extern char** environ;
+
+namespace vispco::optimize {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* const kInstallHint =
+    "install it (apt-get install gnuplot-nox, or bash scripts/install-deps.sh) or pass --no-plots";
+
+// Runs `program args…` in folder `cwd` ("" = ours) with stdout and stderr sent to `log_path` (absolute).
+// @return the exit status, or −1 (errno set) when the program cannot be started.
+int run_program(const std::string& program, const std::vector<std::string>& args, const std::string& log_path,
+                const std::string& cwd = "") {
+  std::vector<std::string> argv_s{program};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());  // glibc ≥ 2.29
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, program.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    errno = rc;
+    return -1;
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) {
+    const int code = WEXITSTATUS(status);
+    if (code == 127) errno = ENOENT;  // the child could not exec the program
+    return code;
+  }
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+std::string first_lines(const std::string& path, size_t n) {
+  std::ifstream in(path);
+  std::string line, out;
+  for (size_t i = 0; i < n && std::getline(in, line); ++i) out += (out.empty() ? "" : " / ") + line;
+  return out;
+}
+
+std::string slug(const std::string& s) {
+  std::string out;
+  for (const char c : s) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return out;
+}
+
+// A gnuplot string literal in single quotes ('' escapes a quote).
+std::string quoted(const std::string& s) {
+  std::string out = "'";
+  for (const char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string header(const std::string& png, const std::string& title, const std::string& xlabel,
+                   const std::string& ylabel) {
+  return "set terminal pngcairo size 1000,640 noenhanced font ',10'\nset output " + quoted(png) +
+         "\nset title " + quoted(title) + "\nset xlabel " + quoted(xlabel) + "\nset ylabel " + quoted(ylabel) +
+         "\nset grid\nset key outside right top\n";
+}
+
+std::string block(const std::string& name, const std::vector<std::pair<double, double>>& xy) {
+  std::ostringstream s;
+  s.precision(8);
+  s << "$" << name << " << EOD\n";
+  for (const auto& [x, y] : xy) s << x << " " << y << "\n";
+  s << "EOD\n";
+  return s.str();
+}
+
+// Templates in first-seen order, each with its points sorted by K.
+std::vector<std::pair<std::string, std::vector<const EvalPoint*>>> by_template(const std::vector<EvalPoint>& pts) {
+  std::vector<std::pair<std::string, std::vector<const EvalPoint*>>> out;
+  for (const auto& p : pts) {
+    if (p.template_text == "none" || p.template_text.empty()) continue;
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == p.template_text; });
+    if (it == out.end()) {
+      out.emplace_back(p.template_text, std::vector<const EvalPoint*>{});
+      it = out.end() - 1;
+    }
+    it->second.push_back(&p);
+  }
+  for (auto& [t, v] : out)
+    std::stable_sort(v.begin(), v.end(), [](const EvalPoint* a, const EvalPoint* b) { return a->param < b->param; });
+  return out;
+}
+
+std::string accuracy_vs_flops(const OptimizeReport& r, const std::string& png) {
+  const auto& s = r.search;
+  std::string gp = header(png, "accuracy vs LLM FLOPs ratio (" + r.options.method + ", calibration split)",
+                          "LLM prefill FLOPs ratio (plan / unpruned)", "calibration accuracy");
+  double top = 0;
+  for (const auto& p : s.points) top = std::max(top, p.accuracy);
+  gp += "set xrange [0:1.05]\nset yrange [0:" + std::to_string(std::min(1.05, std::max(0.1, top * 1.15))) + "]\n";
+  std::string plot = "plot ";
+  int i = 0;
+  for (const auto& [t, pts] : by_template(s.points)) {
+    std::vector<std::pair<double, double>> xy;
+    for (const auto* p : pts) xy.emplace_back(p->flops.llm, p->accuracy);
+    gp += block("t" + std::to_string(i), xy);
+    plot += "$t" + std::to_string(i) + " using 1:2 with points pt 7 ps 1.2 title " + quoted(t) + ", ";
+    ++i;
+  }
+  std::vector<std::pair<double, double>> front;
+  for (const size_t k : s.frontier) front.emplace_back(s.points[k].flops.llm, s.points[k].accuracy);
+  gp += block("frontier", front);
+  plot += "$frontier using 1:2 with linespoints lw 2 dt 2 pt 6 ps 2 lc rgb 'black' title 'Pareto frontier', ";
+  if (!s.points.empty()) {
+    gp += block("ref", {{s.points[0].flops.llm, s.points[0].accuracy}});
+    plot += "$ref using 1:2 with points pt 5 ps 1.5 lc rgb 'gray30' title 'unpruned', ";
+  }
+  if (s.chosen) {
+    const EvalPoint& c = s.points[*s.chosen];
+    gp += block("chosen", {{c.flops.llm, c.accuracy}});
+    plot += "$chosen using 1:2 with points pt 3 ps 3 lw 2 lc rgb 'red' title " + quoted("chosen: " + c.plan) + ", ";
+  }
+  return gp + plot.substr(0, plot.size() - 2) + "\n";
+}
+
+std::string accuracy_vs_k(const OptimizeReport& r, const std::string& tmpl,
+                          const std::vector<const EvalPoint*>& pts, const std::string& png) {
+  std::string gp = header(png, "accuracy vs K per family: " + tmpl + " (calibration split)",
+                          "kept visual tokens K", "calibration accuracy");
+  gp += "set logscale x 2\nset yrange [0:1.05]\n";
+  std::set<std::string> families;
+  for (const auto* p : pts)
+    for (const auto& [f, v] : p->per_family) families.insert(f);
+  std::string plot = "plot ";
+  int i = 0;
+  for (const auto& f : families) {
+    std::vector<std::pair<double, double>> xy;
+    for (const auto* p : pts)
+      if (auto it = p->per_family.find(f); it != p->per_family.end())
+        xy.emplace_back(static_cast<double>(p->param), it->second.accuracy);
+    gp += block("f" + std::to_string(i), xy);
+    plot += "$f" + std::to_string(i) + " using 1:2 with linespoints lw 1 title " + quoted(f) + ", ";
+    ++i;
+  }
+  std::vector<std::pair<double, double>> all;
+  for (const auto* p : pts) all.emplace_back(static_cast<double>(p->param), p->accuracy);
+  gp += block("all", all);
+  plot += "$all using 1:2 with linespoints lw 3 lc rgb 'black' title 'all families', ";
+  if (!r.search.points.empty() && r.search.points[0].plan == "none") {
+    gp += "set arrow from graph 0, first " + std::to_string(r.search.points[0].accuracy) + " to graph 1, first " +
+          std::to_string(r.search.points[0].accuracy) + " nohead dt 3 lc rgb 'gray30'\n";
+  }
+  return gp + plot.substr(0, plot.size() - 2) + "\n";
+}
+
+std::string prefill_vs_k(const OptimizeReport& r, const std::string& png) {
+  const auto& s = r.search;
+  const double ref_ms = s.points.empty() ? 0.0 : s.points[0].mean_prefill_ms;
+  std::string gp = header(png, "measured prefill vs K, and the FLOPs model (unpruned time x FLOPs ratio)",
+                          "kept visual tokens K", "decoder prefill per sample, ms (calibration split)");
+  gp += "set logscale x 2\nset yrange [0:*]\n";
+  std::string plot = "plot ";
+  int i = 0;
+  for (const auto& [t, pts] : by_template(s.points)) {
+    std::vector<std::pair<double, double>> xy;
+    for (const auto* p : pts) xy.emplace_back(static_cast<double>(p->param), p->mean_prefill_ms);
+    gp += block("m" + std::to_string(i), xy);
+    plot += "$m" + std::to_string(i) + " using 1:2 with linespoints lw 2 pt 7 lc " + std::to_string(i + 1) +
+            " title " + quoted(t + " measured") + ", ";
+    for (const auto& c : r.flops_curves)
+      if (c.template_text == t) {
+        std::vector<std::pair<double, double>> model;
+        for (const auto& [k, ratio] : c.points) model.emplace_back(static_cast<double>(k), ref_ms * ratio);
+        gp += block("c" + std::to_string(i), model);
+        plot += "$c" + std::to_string(i) + " using 1:2 with lines dt 2 lc " + std::to_string(i + 1) + " title " +
+                quoted(t + " FLOPs model") + ", ";
+      }
+    ++i;
+  }
+  if (!s.points.empty()) {
+    gp += block("ref", {{static_cast<double>(r.n_visual), ref_ms}});
+    plot += "$ref using 1:2 with points pt 5 ps 1.5 lc rgb 'gray30' title 'unpruned', ";
+  }
+  return gp + plot.substr(0, plot.size() - 2) + "\n";
+}
+
+}  // namespace
+
+std::string check_gnuplot(const std::string& program) {
+  const fs::path log = fs::temp_directory_path() / ("vispco_gnuplot_check_" + std::to_string(::getpid()) + ".txt");
+  const int rc = run_program(program, {"--version"}, log.string());
+  const int err = errno;
+  const std::string version = first_lines(log.string(), 1);
+  std::error_code ec;
+  fs::remove(log, ec);
+  if (rc == -1 || rc == 127)
+    throw IoError("gnuplot not found ('" + program + "': " + std::strerror(rc == -1 ? err : ENOENT) + "): " + kInstallHint);
+  if (rc != 0) throw IoError("gnuplot ('" + program + "') does not run (exit " + std::to_string(rc) + "): " + kInstallHint);
+  return version;
+}
+
+std::vector<std::string> write_plots(const OptimizeReport& report, const std::string& dir, const std::string& program) {
+  const fs::path plots = fs::path(dir) / "plots";
+  std::error_code ec;
+  fs::create_directories(plots, ec);
+  if (ec) throw IoError("optimize: cannot create '" + plots.string() + "': " + ec.message());
+  std::vector<std::pair<std::string, std::string>> scripts;  // (name without extension, script)
+  scripts.emplace_back("accuracy_vs_flops", "");
+  for (const auto& [t, pts] : by_template(report.search.points)) scripts.emplace_back("accuracy_vs_k_" + slug(t), "");
+  scripts.emplace_back("prefill_vs_k", "");
+  std::vector<std::string> made;
+  const auto tmpl_points = by_template(report.search.points);
+  for (size_t i = 0; i < scripts.size(); ++i) {
+    auto& [name, gp] = scripts[i];
+    const std::string png = name + ".png";
+    if (i == 0)
+      gp = accuracy_vs_flops(report, png);
+    else if (i + 1 == scripts.size())
+      gp = prefill_vs_k(report, png);
+    else
+      gp = accuracy_vs_k(report, tmpl_points[i - 1].first, tmpl_points[i - 1].second, png);
+    const fs::path script = plots / (name + ".gp");
+    {
+      std::ofstream out(script, std::ios::binary | std::ios::trunc);
+      if (!out) throw IoError("optimize: cannot write '" + script.string() + "'");
+      out << gp;
+    }
+    // gnuplot resolves the output name against its working directory: run it inside plots/.
+    const std::string log = fs::absolute(plots / (name + ".log")).string();
+    const int rc = run_program(program, {name + ".gp"}, log, fs::absolute(plots).string());
+    if (rc != 0)
+      throw IoError("gnuplot failed on '" + script.string() + "' (exit " + std::to_string(rc) + "): " +
+                    first_lines(log, 3));
+    fs::remove(log, ec);
+    made.push_back("plots/" + png);
+  }
+  return made;
+}
+
+}  // namespace vispco::optimize

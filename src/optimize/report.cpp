@@ -1,0 +1,237 @@
+// The optimize report: JSON (everything), Markdown (for people) and a terminal summary; see optimize.h.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "core/errors.h"
+#include "optimize/optimize.h"
+
+namespace vispco::optimize {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
+
+// printf of one number; "n/a" for NaN (an undefined ratio, e.g. retention of a zero-accuracy reference).
+std::string fmt(const char* f, double v) {
+  if (std::isnan(v)) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string pct(double v) { return fmt("%.1f", 100.0 * v); }
+
+void write_atomically(const fs::path& path, const std::string& text) {
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw IoError("optimize: cannot write '" + tmp.string() + "'");
+    out << text;
+    out.flush();
+    if (!out) throw IoError("optimize: error while writing '" + tmp.string() + "' (disk full?)");
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) throw IoError("optimize: cannot rename '" + tmp.string() + "' to '" + path.string() + "': " + ec.message());
+}
+
+std::string constraint_text(const OptimizeOptions& o) {
+  const std::string eps = o.epsilon_absolute ? "ε = " + pct(o.epsilon) + " points (absolute)"
+                                             : "ε = " + pct(o.epsilon) + " % of the unpruned accuracy (relative)";
+  if (o.method == "budget") return "LLM FLOPs ratio ≤ " + fmt("%.4f", o.flops_budget);
+  if (o.method == "grid") return "frontier; chosen: the cheapest frontier plan with accuracy loss within " + eps;
+  return "accuracy loss within " + eps;
+}
+
+std::string min_k_section(const nlohmann::json& d) {
+  std::string md = "## min-K search\n\n";
+  md += "Template `" + d.value("template", "") + "`, " + std::to_string(d.value("n_candidates", 0)) +
+        " candidate K values (k_min " + std::to_string(d["options"].value("k_min", 0)) + ", k_max " +
+        std::to_string(d["options"].value("k_max", 0)) + ", step " + std::to_string(d["options"].value("k_step", 0)) +
+        "); threshold accuracy " + fmt("%.4f", d.value("threshold", 0.0)) + ".\n\n";
+  md += "**Rule.** " + d.value("rule", "") + "\n\n";
+  md += "| probe | K | accuracy | within ε |\n|---:|---:|---:|:---:|\n";
+  for (const auto& p : d["probes"])
+    md += "| " + std::to_string(p["order"].get<int>() + 1) + " | " + std::to_string(p["keep"].get<int64_t>()) + " | " +
+          fmt("%.4f", p["accuracy"].get<double>()) + " | " + (p["within_epsilon"].get<bool>() ? "yes" : "no") + " |\n";
+  if (!d["known"].empty()) {
+    md += "\nKnown points (complete in the result store, not probed): ";
+    std::string list;
+    for (const auto& p : d["known"])
+      list += (list.empty() ? "" : ", ") + std::string("K=") + std::to_string(p["keep"].get<int64_t>()) + " " +
+              fmt("%.4f", p["accuracy"].get<double>()) + (p["within_epsilon"].get<bool>() ? " (within)" : "");
+    md += list + ".\n";
+  }
+  md += "\n";
+  if (d["violations"].empty()) {
+    md += "Monotonicity: no violation among the " + std::to_string(d["probes"].size() + d["known"].size()) +
+          " points seen (accuracy never falls as K grows).\n\n";
+  } else {
+    md += "Monotonicity violations (accuracy falls as K grows, adjacent points in K):\n\n";
+    for (const auto& v : d["violations"]) md += "- " + v["text"].get<std::string>() + "\n";
+    md += "\n";
+  }
+  return md;
+}
+
+std::string budget_section(const nlohmann::json& d) {
+  std::string md = "## Budget search\n\nFLOPs ratio: " + d.value("ratio", "") + ".\n\n";
+  md += "| template | parameter | plan | FLOPs ratio | FLOPs-model evaluations |\n|---|---:|---|---:|---:|\n";
+  for (const auto& c : d["candidates"])
+    md += "| `" + c["template"].get<std::string>() + "` | " + c.value("param_text", "–") + " | " +
+          (c["plan"].is_null() ? std::string("none fits") : "`" + c["plan"].get<std::string>() + "`") + " | " +
+          fmt("%.4f", c.value("flops_ratio", 0.0)) + " | " + std::to_string(c["bisection"].size()) + " |\n";
+  return md + "\n";
+}
+
+std::string grid_section(const nlohmann::json& d) {
+  std::string md = "## Grid\n\n" + std::to_string(d.value("n_plans", 0)) + " plans evaluated, " +
+                   std::to_string(d["skipped"].size()) + " skipped (the scorer rejects that K or layer).\n\n";
+  const auto& pre = d["pre_llm"];
+  if (!pre["best"].is_null()) {
+    md += "Best pre-LLM template: `" + pre["best"].get<std::string>() + "` (" + pre["rule"].get<std::string>() + "):";
+    for (const auto& r : pre["ranking"])
+      md += " `" + r["template"].get<std::string>() + "` " + fmt("%.4f", r["mean_accuracy"].get<double>()) + ";";
+    md += "\n\n";
+  }
+  return md;
+}
+
+}  // namespace
+
+nlohmann::json OptimizeReport::to_json() const {
+  nlohmann::json points = nlohmann::json::array();
+  for (const auto& p : search.points) points.push_back(p.to_json());
+  nlohmann::json curves = nlohmann::json::array();
+  for (const auto& c : flops_curves) {
+    nlohmann::json pts = nlohmann::json::array();
+    for (const auto& [k, r] : c.points) pts.push_back({k, r});
+    curves.push_back({{"template", c.template_text}, {"points", pts}});
+  }
+  nlohmann::json j = {
+      {"options", optimize::to_json(options)},
+      {"inputs", inputs},
+      {"n_visual", n_visual},
+      {"calibration",
+       {{"points", points},
+        {"frontier", search.frontier},
+        {"chosen", search.chosen ? nlohmann::json(*search.chosen) : nlohmann::json(nullptr)},
+        {"chosen_plan", search.chosen ? nlohmann::json(search.points[*search.chosen].plan) : nlohmann::json(nullptr)},
+        {"chosen_reason", search.chosen_reason}}},
+      {"details", search.details},
+      {"notes", search.notes},
+      {"test", test ? test->to_json() : nlohmann::json(nullptr)},
+      {"flops_curves", curves},
+      {"counts", {{"n_evaluated", n_evaluated}, {"n_from_store", n_from_store}}},
+      {"wall_s", wall_s},
+      {"plots", plots}};
+  return j;
+}
+
+std::string OptimizeReport::to_markdown() const {
+  std::string md = "# vispco optimize — " + options.method + "\n\n";
+  for (const auto& [k, v] : inputs.items()) md += "- " + k + ": `" + (v.is_string() ? v.get<std::string>() : v.dump()) + "`\n";
+  md += "- constraint: " + constraint_text(options) + "\n";
+  md += "- FLOPs ratio: LLM prefill (decoder + LM head at the last position) with the plan ÷ unpruned, summed "
+        "over the split's prompts at their own text lengths (cost/flops.h; vision tower not pruned, so left "
+        "out; the with-vision ratio is in optimize.json)\n";
+  md += "- samples generated: " + std::to_string(n_evaluated) + ", read from the result store: " +
+        std::to_string(n_from_store) + "; wall time " + fmt("%.1f", wall_s) + " s\n\n";
+
+  md += "## Chosen plan\n\n";
+  if (search.chosen) {
+    const EvalPoint& c = search.points[*search.chosen];
+    md += "`" + c.plan + "` — " + search.chosen_reason + ".\n\n";
+  } else {
+    md += "None — " + search.chosen_reason + ".\n\n";
+  }
+  if (test) {
+    const TestComparison& t = *test;
+    md += "### On the test split (" + std::to_string(t.chosen.n) + " samples)\n\n";
+    md += "Accuracy " + pct(t.chosen.accuracy) + " % vs " + pct(t.reference.accuracy) + " % unpruned: retention " +
+          fmt("%.3f", t.retention) + "; LLM FLOPs ratio " + fmt("%.3f", t.chosen.flops.llm) + " (" +
+          fmt("%.2f", t.chosen.flops.llm > 0 ? 1.0 / t.chosen.flops.llm : 0.0) + "× fewer; with vision " +
+          fmt("%.3f", t.chosen.flops.with_vision) + "); measured prefill " + fmt("%.2f", t.reference.mean_prefill_ms) +
+          " → " + fmt("%.2f", t.chosen.mean_prefill_ms) + " ms per sample: speedup " + fmt("%.2f", t.prefill_speedup) +
+          "×.\n\n";
+    md += "| family | n | acc. unpruned | acc. plan | retention | FLOPs ratio | prefill speedup |\n"
+          "|---|---:|---:|---:|---:|---:|---:|\n";
+    for (const auto& [name, f] : t.per_family) {
+      const auto& cf = t.chosen.per_family.at(name);
+      const auto& rf = t.reference.per_family.at(name);
+      md += "| " + name + " | " + std::to_string(cf.n) + " | " + pct(rf.accuracy) + " | " + pct(cf.accuracy) + " | " +
+            fmt("%.3f", f.retention) + " | " + fmt("%.3f", f.flops_ratio) + " | " + fmt("%.2f", f.prefill_speedup) +
+            "× |\n";
+    }
+    md += "| all | " + std::to_string(t.chosen.n) + " | " + pct(t.reference.accuracy) + " | " + pct(t.chosen.accuracy) +
+          " | " + fmt("%.3f", t.retention) + " | " + fmt("%.3f", t.chosen.flops.llm) + " | " +
+          fmt("%.2f", t.prefill_speedup) + "× |\n\n";
+    md += "Prefill times are each sample's share of its batch's measured decoder prefill (so with --batch > 1 and "
+          "batches that mix families, the per-family speedups repeat the overall one; --batch 1 times each sample "
+          "alone); results read from the store keep the times measured when they were generated.\n\n";
+  } else if (search.chosen && !options.evaluate_test) {
+    md += "Not evaluated on the test split (--no-test).\n\n";
+  }
+
+  if (options.method == "min-k") md += min_k_section(search.details);
+  if (options.method == "budget") md += budget_section(search.details);
+  if (options.method == "grid") md += grid_section(search.details);
+
+  const double ref = search.points.empty() ? 0.0 : search.points[0].accuracy;
+  md += "## Calibration points (" + std::to_string(search.points.empty() ? 0 : search.points[0].n) + " samples)\n\n";
+  md += "| # | plan | K | FLOPs ratio | accuracy | retention | prefill ms | frontier |\n"
+        "|---:|---|---:|---:|---:|---:|---:|:---:|\n";
+  for (size_t i = 0; i < search.points.size(); ++i) {
+    const EvalPoint& p = search.points[i];
+    const bool front = std::find(search.frontier.begin(), search.frontier.end(), i) != search.frontier.end();
+    const bool chosen = search.chosen && *search.chosen == i;
+    md += "| " + std::to_string(i) + " | `" + p.plan + "`" + (chosen ? " **(chosen)**" : "") + " | " +
+          std::to_string(p.keep) + " | " + fmt("%.4f", p.flops.llm) + " | " + pct(p.accuracy) + " | " +
+          fmt("%.3f", ref > 0 ? p.accuracy / ref : std::nan("")) + " | " + fmt("%.2f", p.mean_prefill_ms) + " | " +
+          (front ? "✓" : "") + " |\n";
+  }
+  md += "\n";
+  if (!search.notes.empty()) {
+    md += "## Notes\n\n";
+    for (const auto& n : search.notes) md += "- " + n + "\n";
+    md += "\n";
+  }
+  if (!plots.empty()) {
+    md += "## Plots\n\n";
+    for (const auto& p : plots) md += "![" + p + "](" + p + ")\n";
+    md += "\n";
+  }
+  return md;
+}
+
+std::string OptimizeReport::summary() const {
+  std::string s = "optimize " + options.method;
+  if (!options.templates.empty() && options.method != "grid") s += " (" + options.templates[0] + (options.templates.size() > 1 ? ", …" : "") + ")";
+  s += " on " + std::to_string(search.points.empty() ? 0 : search.points[0].n) + " calibration samples, " +
+       constraint_text(options) + "\n";
+  if (!search.chosen) return s + "  no plan chosen: " + search.chosen_reason + "\n";
+  const EvalPoint& c = search.points[*search.chosen];
+  s += "  chosen " + c.plan + ": calibration accuracy " + fmt("%.4f", c.accuracy) + " (unpruned " +
+       fmt("%.4f", search.points[0].accuracy) + "), LLM FLOPs ratio " + fmt("%.3f", c.flops.llm) + "\n";
+  if (test)
+    s += "  test (" + std::to_string(test->chosen.n) + " samples): accuracy " + fmt("%.4f", test->chosen.accuracy) +
+         " vs " + fmt("%.4f", test->reference.accuracy) + " unpruned, retention " + fmt("%.3f", test->retention) +
+         ", FLOPs ratio " + fmt("%.3f", test->chosen.flops.llm) + ", measured prefill speedup " +
+         fmt("%.2f", test->prefill_speedup) + "× (" + fmt("%.2f", test->reference.mean_prefill_ms) + " → " +
+         fmt("%.2f", test->chosen.mean_prefill_ms) + " ms/sample)\n";
+  if (!search.notes.empty()) s += "  " + std::to_string(search.notes.size()) + " note(s) in the report\n";
+  return s;
+}
+
+void write_report(const OptimizeReport& report, const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw IoError("optimize: cannot create the report folder '" + dir + "': " + ec.message());
+  write_atomically(fs::path(dir) / "optimize.json", report.to_json().dump(2, ' ', false, kReplace) + "\n");
+  write_atomically(fs::path(dir) / "optimize.md", report.to_markdown());
+}
+
+}  // namespace vispco::optimize

@@ -1,0 +1,66 @@
+// budget: for each template, the largest parameter whose LLM FLOPs ratio at the calibration prompts is ≤ b
+// (bisection against the FLOPs model, budget.h); each such plan is evaluated on calibration and the most
+// accurate wins (ties: the cheaper, then the earlier template). FitPrune (Ye et al., AAAI 2025) searches its
+// pruning recipe against a computation budget the same way, before any accuracy is measured.
+#include <cstdio>
+
+#include "core/errors.h"
+#include "optimize/budget.h"
+#include "optimize/searches.h"
+
+namespace vispco::optimize {
+
+SearchOutcome search_budget(const OptimizeOptions& o, PlanEvaluator& ev, const OptimizeLog& log) {
+  const LlavaConfig& cfg = ev.config();
+  SearchOutcome out;
+  emit(log, "budget: unpruned reference on calibration");
+  out.points.push_back(ev.evaluate(PruningPlan{}, Split::kCalib));
+  nlohmann::json candidates = nlohmann::json::array();
+  for (const std::string& text : o.templates) {
+    const PlanTemplate t = PlanTemplate::parse(text, cfg);
+    const BudgetPlan bp = budget_plan(t, cfg, ev.text_lengths(Split::kCalib), o.flops_budget);
+    nlohmann::json c = bp.to_json();
+    if (!bp.plan) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "template %s: no plan within the budget %.4f (its smallest FLOPs ratio is %.4f)",
+                    text.c_str(), o.flops_budget, bp.smallest_ratio);
+      out.notes.push_back(buf);
+      candidates.push_back(c);
+      continue;
+    }
+    emit(log, "budget " + text + ": largest parameter within FLOPs ratio " + std::to_string(o.flops_budget) +
+                  " is " + bp.param_text + " (" + bp.plan->to_string() + ")");
+    out.points.push_back(ev.evaluate(*bp.plan, Split::kCalib, text, *bp.param));
+    c["point"] = out.points.size() - 1;
+    candidates.push_back(c);
+    const EvalPoint& p = out.points.back();
+    if (p.flops.llm > o.flops_budget)  // the calibration prompts are the ones bisected on: cannot happen
+      throw InvalidArgument("budget search: internal error, " + p.plan + " exceeds the budget");
+    if (!out.chosen) {
+      out.chosen = out.points.size() - 1;
+      continue;
+    }
+    const EvalPoint& best = out.points[*out.chosen];
+    if (p.accuracy > best.accuracy || (p.accuracy == best.accuracy && p.flops.llm < best.flops.llm))
+      out.chosen = out.points.size() - 1;
+  }
+  out.details = {{"budget", o.flops_budget},
+                 {"ratio", "LLM prefill FLOPs (decoder + LM head at the last position) with the plan ÷ unpruned, "
+                           "summed over the calibration prompts at their own text lengths"},
+                 {"candidates", candidates}};
+  char buf[256];
+  if (out.chosen) {
+    const EvalPoint& c = out.points[*out.chosen];
+    std::snprintf(buf, sizeof buf,
+                  "most accurate of %zu candidate(s) within FLOPs ratio %.4f: calibration accuracy %.4f at FLOPs "
+                  "ratio %.4f",
+                  out.points.size() - 1, o.flops_budget, c.accuracy, c.flops.llm);
+  } else {
+    std::snprintf(buf, sizeof buf, "no template has a plan with FLOPs ratio ≤ %.4f", o.flops_budget);
+  }
+  out.chosen_reason = buf;
+  set_frontier(out);
+  return out;
+}
+
+}  // namespace vispco::optimize

@@ -1,0 +1,103 @@
+// grid: every (template, K) plan evaluated on calibration, the empirical Pareto frontier of accuracy vs LLM
+// FLOPs ratio (pareto.h), and as the chosen plan the cheapest frontier plan whose accuracy is within ε of the
+// unpruned model. Also ranks the pre-LLM templates (for "min-k on the best pre-LLM scorer").
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "core/errors.h"
+#include "optimize/searches.h"
+
+namespace vispco::optimize {
+namespace {
+
+// Among pre-LLM templates that take every K in [1, N_v] (so min-k can search them), the one with the highest
+// mean calibration accuracy over the K values all of them were evaluated at. Empty when there is none.
+nlohmann::json rank_pre_llm(const SearchOutcome& out, const std::vector<PlanTemplate>& templates, int64_t n_v) {
+  std::vector<const PlanTemplate*> cands;
+  for (const auto& t : templates) {
+    if (!t.pre_llm()) continue;
+    bool every_k = true;
+    for (int64_t k = 1; k <= n_v && every_k; ++k) every_k = t.valid_at(k);
+    if (every_k) cands.push_back(&t);
+  }
+  nlohmann::json j = {{"rule", "pre-LLM templates that take every K in [1, N_v], ranked by mean calibration "
+                               "accuracy over the K values all of them were evaluated at (ties: given order)"},
+                      {"best", nullptr},
+                      {"ranking", nlohmann::json::array()}};
+  if (cands.empty()) return j;
+  std::map<std::string, std::map<int64_t, double>> acc;  // template → K → accuracy
+  for (const auto& p : out.points) acc[p.template_text][p.param] = p.accuracy;
+  std::set<int64_t> shared;
+  for (const auto& [k, a] : acc[cands[0]->text()]) shared.insert(k);
+  for (const auto* t : cands) {
+    std::set<int64_t> next;
+    for (const auto k : shared)
+      if (acc[t->text()].count(k)) next.insert(k);
+    shared = next;
+  }
+  if (shared.empty()) return j;
+  std::vector<std::pair<double, const PlanTemplate*>> scored;
+  for (const auto* t : cands) {
+    double sum = 0;
+    for (const auto k : shared) sum += acc[t->text()][k];
+    scored.emplace_back(sum / static_cast<double>(shared.size()), t);
+  }
+  std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& [m, t] : scored) j["ranking"].push_back({{"template", t->text()}, {"mean_accuracy", m}});
+  j["shared_keeps"] = shared;
+  j["best"] = scored[0].second->text();
+  return j;
+}
+
+}  // namespace
+
+SearchOutcome search_grid(const OptimizeOptions& o, PlanEvaluator& ev, const OptimizeLog& log) {
+  const LlavaConfig& cfg = ev.config();
+  std::vector<PlanTemplate> templates;
+  for (const auto& text : o.templates) templates.push_back(PlanTemplate::parse(text, cfg));
+  // The plan list first, so the log can count.
+  std::vector<std::pair<const PlanTemplate*, int64_t>> plans;
+  nlohmann::json skipped = nlohmann::json::array();
+  for (const auto& t : templates)
+    for (const int64_t k : o.keeps) {
+      std::string why;
+      if (t.valid_at(k, &why))
+        plans.emplace_back(&t, k);
+      else
+        skipped.push_back({{"template", t.text()}, {"keep", k}, {"reason", why}});
+    }
+  SearchOutcome out;
+  emit(log, "grid: unpruned reference on calibration, then " + std::to_string(plans.size()) + " plans");
+  out.points.push_back(ev.evaluate(PruningPlan{}, Split::kCalib));
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const auto& [t, k] = plans[i];
+    emit(log, "grid " + std::to_string(i + 1) + "/" + std::to_string(plans.size()) + ": " + t->at(k).to_string());
+    out.points.push_back(ev.evaluate(t->at(k), Split::kCalib, t->text(), k));
+  }
+  set_frontier(out);
+  const double threshold = accuracy_threshold(o, out.points[0].accuracy);
+  for (const size_t i : out.frontier)  // cost ascending: the first within ε is the cheapest
+    if (out.points[i].accuracy >= threshold - 1e-12) {
+      out.chosen = i;
+      break;
+    }
+  char buf[256];
+  const EvalPoint& c = out.points[*out.chosen];  // the unpruned point is always within ε
+  std::snprintf(buf, sizeof buf,
+                "cheapest frontier plan within ε: accuracy %.4f ≥ threshold %.4f (unpruned %.4f) at FLOPs ratio %.4f",
+                c.accuracy, threshold, out.points[0].accuracy, c.flops.llm);
+  out.chosen_reason = buf;
+  if (c.plan == "none") out.chosen_reason += "; no pruned plan of the grid is within ε";
+  for (const auto& s : skipped)
+    out.notes.push_back("skipped " + s["template"].get<std::string>() + " at K=" + std::to_string(s["keep"].get<int64_t>()) +
+                        ": " + s["reason"].get<std::string>());
+  out.details = {{"threshold", threshold},
+                 {"n_plans", plans.size()},
+                 {"skipped", skipped},
+                 {"pre_llm", rank_pre_llm(out, templates, cfg.n_visual_tokens())}};
+  return out;
+}
+
+}  // namespace vispco::optimize

@@ -1,0 +1,77 @@
+// min-k: the smallest K within ε on the calibration split, by binary search (min_k.h) over one K template.
+// Plans of the same template already complete in the result store (e.g. from a grid) join as known points:
+// free evidence for the monotonicity check, never steering the search.
+#include <cstdio>
+#include <map>
+
+#include "core/errors.h"
+#include "optimize/searches.h"
+
+namespace vispco::optimize {
+
+SearchOutcome search_min_k(const OptimizeOptions& o, PlanEvaluator& ev, const OptimizeLog& log) {
+  const LlavaConfig& cfg = ev.config();
+  const int64_t n_v = cfg.n_visual_tokens();
+  const PlanTemplate t = PlanTemplate::parse(o.templates.at(0), cfg);
+  if (t.param() != TemplateParam::kKeep)
+    throw InvalidArgument("optimize --method min-k: template '" + t.text() + "' has no K to search");
+  const MinKOptions mk = o.min_k_options(n_v);
+  SearchOutcome out;
+  emit(log, "min-k " + t.text() + ": unpruned reference on calibration");
+  out.points.push_back(ev.evaluate(PruningPlan{}, Split::kCalib));
+  const double reference = out.points[0].accuracy;
+
+  std::map<int64_t, size_t> at_k;  // K → index into out.points
+  const auto measure = [&](int64_t k) {
+    if (auto it = at_k.find(k); it != at_k.end()) return out.points[it->second].accuracy;
+    out.points.push_back(ev.evaluate(t.at(k), Split::kCalib, t.text(), k));
+    at_k[k] = out.points.size() - 1;
+    return out.points.back().accuracy;
+  };
+
+  // Known points: plans of this template whose calibration results are all in the store already.
+  std::map<std::string, int64_t> k_of_plan;
+  for (int64_t k = 1; k <= n_v; ++k)
+    if (t.valid_at(k)) k_of_plan.emplace(t.at(k).to_string(), k);
+  std::map<int64_t, double> known;
+  for (const std::string& plan : ev.complete_plans(Split::kCalib))
+    if (auto it = k_of_plan.find(plan); it != k_of_plan.end()) known[it->second] = 0.0;
+  if (!known.empty()) emit(log, "min-k: " + std::to_string(known.size()) + " known points of this template in the store");
+  for (auto& [k, a] : known) a = measure(k);
+
+  const auto probe = [&](int64_t k) {
+    emit(log, "min-k " + t.text() + ": probe K=" + std::to_string(k));
+    return measure(k);
+  };
+  const MinKResult r = min_k_search(probe, reference, mk, known);
+  out.details = r.to_json();
+  out.details["template"] = t.text();
+  out.details["options"] = to_json(mk);
+  out.details["n_candidates"] = mk.candidates().size();
+
+  char buf[256];
+  if (r.chosen) {
+    out.chosen = at_k.at(*r.chosen);
+    std::snprintf(buf, sizeof buf,
+                  "K=%lld is the search's answer: calibration accuracy %.4f ≥ threshold %.4f (unpruned %.4f, "
+                  "ε=%g %s)",
+                  static_cast<long long>(*r.chosen), out.points[*out.chosen].accuracy, r.threshold, reference,
+                  o.epsilon, o.epsilon_absolute ? "absolute" : "relative");
+  } else {
+    std::snprintf(buf, sizeof buf,
+                  "no K ≤ %lld is within ε: accuracy at K=%lld is %.4f < threshold %.4f (unpruned %.4f)",
+                  static_cast<long long>(mk.k_max), static_cast<long long>(mk.k_max), r.probes.at(0).accuracy,
+                  r.threshold, reference);
+  }
+  out.chosen_reason = buf;
+  for (const auto& v : r.violations) out.notes.push_back("non-monotone: " + v.describe());
+  if (r.chosen && r.smallest_within_seen && *r.smallest_within_seen < *r.chosen)
+    out.notes.push_back("K=" + std::to_string(*r.smallest_within_seen) + " (a " +
+                        (at_k.count(*r.smallest_within_seen) ? "probed" : "known") +
+                        " point) is also within ε, below the chosen K=" + std::to_string(*r.chosen) +
+                        ": being within ε is not monotone in K here; the chosen K follows the search rule");
+  set_frontier(out);
+  return out;
+}
+
+}  // namespace vispco::optimize

@@ -1,0 +1,187 @@
+// `vispco optimize` as a process: a grid search killed with SIGKILL mid-way resumes from its result store to
+// the same report as an uninterrupted run, a third run generates nothing; bad input gives one-line errors.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "eval/eval_fixture.h"
+
+namespace vispco::optimize {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_cli;
+using testing::TempDir;
+
+int64_t stored_rows(const std::string& path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    sqlite3_close(db);
+    return -1;
+  }
+  sqlite3_busy_timeout(db, 1000);
+  sqlite3_stmt* st = nullptr;
+  int64_t v = -1;
+  if (sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM results", -1, &st, nullptr) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
+    v = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return v;
+}
+
+fs::path write_dataset(const fs::path& dir, int n) {
+  const auto images = testing::write_noise_images(dir, n);
+  std::ofstream out(dir / "data.jsonl");
+  for (int i = 0; i < n; ++i)
+    out << nlohmann::json{{"id", "s" + std::to_string(i)},
+                          {"image", images[i]},
+                          {"question", testing::test_question(i)},
+                          {"answer", i % 3 == 0 ? "red" : "2"},
+                          {"family", i % 2 ? "odd" : "even"}}
+               .dump()
+        << "\n";
+  return dir;
+}
+
+// 1 reference + 2 templates × 4 K = 9 calibration evaluations of 30 samples, then 2 on the 8-sample test set.
+std::string grid_args(const fs::path& calib, const fs::path& out) {
+  return "optimize --method grid --model " + testing::tiny_model_dir() + " --calib " + calib.string() + " --test " +
+         testing::known_dataset().dir.string() +
+         " --template 'fastv:layer=2;random:layer=0' --keep 16,8,4,2 --epsilon 0.5 --batch 1 --threads 1 --no-plots "
+         "--progress off --out " +
+         out.string();
+}
+
+// The report without what legitimately differs between runs (timings, store provenance, paths).
+nlohmann::json stable(nlohmann::json j) {
+  j.erase("wall_s");
+  j.erase("counts");
+  j.erase("inputs");
+  for (auto& p : j["calibration"]["points"])
+    for (const char* k : {"mean_prefill_ms", "mean_vision_ms", "n_evaluated", "n_from_store", "wall_s", "per_family"})
+      p.erase(k);
+  for (const char* side : {"reference", "chosen"})
+    for (const char* k : {"mean_prefill_ms", "mean_vision_ms", "n_evaluated", "n_from_store", "wall_s", "per_family"})
+      j["test"][side].erase(k);
+  j["test"].erase("prefill_speedup");
+  j["test"].erase("per_family");
+  return j;
+}
+
+TEST(OptimizeCli, SigkilledGridResumesToTheSameReportAndARerunIsInstant) {
+  TempDir tmp;
+  const fs::path calib = write_dataset(tmp.path() / "calib", 30);
+  const auto ref = run_cli(grid_args(calib, tmp.path() / "ref") + " --json");
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  const auto ref_j = nlohmann::json::parse(ref.out);
+  const int64_t total = ref_j["counts"]["n_evaluated"].get<int64_t>() + ref_j["counts"]["n_from_store"].get<int64_t>();
+  EXPECT_EQ(ref_j["calibration"]["points"].size(), 9u);
+
+  const fs::path out = tmp.path() / "killed";
+  const std::string store = (out / "results.sqlite").string();
+  const std::string cmd = std::string("exec ") + VISPCO_CLI_PATH + " " + grid_args(calib, out);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  int64_t at_kill = -1;
+  while (std::chrono::steady_clock::now() < deadline) {
+    at_kill = stored_rows(store);
+    if (at_kill >= 75) break;  // past the reference and into the third plan
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "the search finished before it was killed";
+  const int64_t after_kill = stored_rows(store);
+  std::printf("killed with %ld rows seen, %ld committed\n", (long)at_kill, (long)after_kill);
+  ASSERT_GE(after_kill, 75);
+  ASSERT_FALSE(fs::exists(out / "optimize.json")) << "killed before the report";
+
+  const auto res = run_cli(grid_args(calib, out) + " --json");
+  ASSERT_EQ(res.exit_code, 0) << res.err;
+  const auto res_j = nlohmann::json::parse(res.out);
+  EXPECT_EQ(res_j["counts"]["n_from_store"].get<int64_t>(), after_kill);
+  EXPECT_EQ(res_j["counts"]["n_evaluated"].get<int64_t>() + res_j["counts"]["n_from_store"].get<int64_t>(), total);
+  EXPECT_EQ(stable(res_j), stable(ref_j));
+  EXPECT_TRUE(fs::exists(out / "optimize.json"));
+  EXPECT_TRUE(fs::exists(out / "optimize.md"));
+
+  const auto again = run_cli(grid_args(calib, out) + " --json");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const auto again_j = nlohmann::json::parse(again.out);
+  EXPECT_EQ(again_j["counts"]["n_evaluated"], 0) << "a rerun reads everything from the store";
+  EXPECT_EQ(stable(again_j), stable(ref_j));
+}
+
+TEST(OptimizeCli, MinKPrintsTheChosenPlanWithTestFigures) {
+  TempDir tmp;
+  const auto r = run_cli("optimize --method min-k --scorer fastv --epsilon 0.5 --model " + testing::tiny_model_dir() +
+                         " --calib " + testing::known_dataset().dir.string() + " --test " +
+                         testing::known_dataset().dir.string() + " --limit-test 4 --no-plots --threads 1 --out " +
+                         tmp.str("o"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("optimize min-k (fastv:layer=2)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("chosen fastv:layer=2,keep="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("test (4 samples)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("measured prefill speedup"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("min-k fastv:layer=2: probe K=16"), std::string::npos) << r.err;
+  const auto j = nlohmann::json::parse(testing::read_file(tmp.path() / "o/optimize.json"));
+  EXPECT_EQ(j["options"]["templates"][0], "fastv:layer=2");
+  EXPECT_EQ(j["test"]["chosen"]["n"], 4);
+}
+
+void expect_one_line_error(const testing::CommandResult& r, const std::string& needle) {
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << "wanted '" << needle << "' in: " << r.err;
+}
+
+TEST(OptimizeCli, BadInputGivesOneLineErrorsBeforeAnythingIsWritten) {
+  TempDir tmp;
+  const std::string data = testing::known_dataset().dir.string();
+  const std::string base = "optimize --model " + testing::tiny_model_dir() + " --calib " + data + " --test " + data +
+                           " --out " + tmp.str("o");
+  expect_one_line_error(run_cli(base + " --method anneal --scorer fastv"),
+                        "unknown method 'anneal' (valid: min-k, budget, grid)");
+  expect_one_line_error(run_cli(base + " --method min-k --scorer fastv --epsilon 1.5"), "epsilon must be in [0, 1)");
+  expect_one_line_error(run_cli(base + " --method min-k --scorer fastv --epsilon-abs 2"), "epsilon must be in [0, 1]");
+  expect_one_line_error(run_cli(base + " --method min-k --scorer fastv --epsilon 0.1 --epsilon-abs 0.1"), "not both");
+  expect_one_line_error(run_cli(base + " --method min-k"), "name the scorer");
+  expect_one_line_error(run_cli(base + " --method min-k --scorer nosuch"), "unknown scorer 'nosuch'");
+  expect_one_line_error(run_cli(base + " --method min-k --scorer pool"), "rejects K=2");
+  expect_one_line_error(run_cli(base + " --method min-k --scorer fastv --layer 0"), "layer must be ≥ 1");
+  expect_one_line_error(run_cli(base + " --method budget --scorer fastv"), "--flops-ratio must be in (0, 1]");
+  expect_one_line_error(run_cli(base + " --method grid --scorers fastv"), "needs K values");
+  expect_one_line_error(run_cli(base + " --method grid --scorers fastv --keep 16,x"), "--keep must be");
+  expect_one_line_error(run_cli(base + " --method grid --scorers fastv --keep 16,99"), "K 99 is outside");
+  expect_one_line_error(run_cli("optimize --method min-k --scorer fastv --model " + testing::tiny_model_dir() +
+                                " --calib " + tmp.str("nocalib") + " --test " + data + " --out " + tmp.str("o")),
+                        "--calib '" + tmp.str("nocalib") + "' does not exist");
+  expect_one_line_error(run_cli("optimize --method min-k --scorer fastv --model " + tmp.str("nomodel") + " --calib " +
+                                data + " --test " + data + " --out " + tmp.str("o")),
+                        "nomodel");
+  expect_one_line_error(run_cli(base + " --method min-k --scorer fastv --gnuplot " + tmp.str("nognuplot")),
+                        "gnuplot not found");
+  EXPECT_FALSE(fs::exists(tmp.path() / "o")) << "bad input must fail before writing anything";
+}
+
+}  // namespace
+}  // namespace vispco::optimize
