@@ -116,8 +116,8 @@ void run_search(const PcoArgs& a) {
   eo.validate();
   const bool evaluate = !a.skip_eval && dd.rank == 0;
   if (evaluate && a.data.empty()) throw InvalidArgument("--data is required unless --skip-eval");
-  std::vector<std::pair<double, double>> frontier;
-  if (!a.grid_frontier.empty()) frontier = pco::read_frontier_csv(a.grid_frontier);
+  pco::GridFrontier grid;
+  if (!a.grid_frontier.empty()) grid = pco::read_grid_frontier(a.grid_frontier);  // before the slow steps
   if (!a.predictor.empty() && a.world_size > 1)
     throw InvalidArgument("--predictor loads a trained predictor; it takes no --world-size > 1");
 
@@ -137,6 +137,7 @@ void run_search(const PcoArgs& a) {
   rep.data = a.data;
   rep.world_size = a.world_size;
   rep.label = a.label;
+  rep.grid = grid;
 
   pco::Predictor predictor{nullptr};
   if (!a.predictor.empty()) {
@@ -183,7 +184,7 @@ void run_search(const PcoArgs& a) {
                                        [](const std::string& line) { std::fprintf(stderr, "  %s\n", line.c_str()); });
     rep.eval_seconds = sw.ms() / 1000.0;
   }
-  const auto png = pco::write_search_outputs(rep, a.out, frontier, a.no_plot ? "" : "gnuplot");
+  const auto png = pco::write_search_outputs(rep, a.out, a.no_plot ? "" : "gnuplot");
   std::cout << rep.to_markdown();
   std::cout << "\nwrote " << a.out << "/{curve.json, curve.csv, summary.md" << (rep.points.empty() ? "" : ", curve.gp")
             << (png.empty() ? "" : ", curve.png") << "}\n";
@@ -258,7 +259,9 @@ void register_vispco(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--eval-batch", a->eval_batch, "Samples per generate() call in evaluation")->capture_default_str();
   cmd->add_option("--store", a->store, "SQLite result store (default: <out>/results.sqlite)");
-  cmd->add_option("--grid-frontier", a->grid_frontier, "CSV 'flops_ratio,accuracy' of the grid frontier to overlay");
+  cmd->add_option("--grid-frontier", a->grid_frontier,
+                  "Grid frontier to overlay and compare wall time with: the optimize.json of `vispco optimize "
+                  "--method grid`, or a CSV 'flops_ratio,accuracy'");
   cmd->add_option("--label", a->label, "Text shown in the summary and plot title (e.g. 'random weights')");
   cmd->add_option("--dtype", a->dtype, "Compute dtype of the VLM: fp32 | bf16 (g_φ is always fp32)")
       ->capture_default_str();

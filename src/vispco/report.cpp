@@ -2,6 +2,8 @@
 #include "vispco/report.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -40,7 +42,13 @@ nlohmann::json SearchReport::to_json() const {
           {"options", pco::to_json(options)},
           {"training", training.to_json()},
           {"eval_seconds", eval_seconds},
-          {"points", pts}};
+          {"points", pts},
+          {"grid", grid.empty() ? nlohmann::json(nullptr)
+                                : nlohmann::json{{"source", grid.source},
+                                                 {"split", grid.split},
+                                                 {"wall_s", std::isnan(grid.wall_s) ? nlohmann::json(nullptr)
+                                                                                    : nlohmann::json(grid.wall_s)},
+                                                 {"points", grid.points}}}};
 }
 
 std::string curve_csv(const SearchReport& r) {
@@ -70,7 +78,16 @@ std::string SearchReport::to_markdown() const {
     md << "- last epoch: train KL " << fmt(e.train_kl, 5) << ", validation mean|c| " << fmt(e.val_abs_c, 5) << ", μ "
        << e.mu << "\n";
   }
-  md << "- evaluation: " << fmt(eval_seconds, 1) << " s for " << points.size() << " budgets\n\n";
+  md << "- evaluation: " << fmt(eval_seconds, 1) << " s for " << points.size() << " budgets\n";
+  if (!grid.empty()) {
+    md << "- grid frontier: `" << grid.source << "`, " << grid.points.size() << " points"
+       << (grid.split.empty() ? "" : " on the " + grid.split + " split") << "\n";
+    const double pco_s = training.teacher_seconds + training.train_seconds + eval_seconds;
+    if (!std::isnan(grid.wall_s))
+      md << "- search wall time: VisPCO " << fmt(pco_s, 1) << " s (teacher + training + evaluation of every budget), "
+         << "grid " << fmt(grid.wall_s, 1) << " s: the grid took " << fmt(grid.wall_s / pco_s, 2) << "× VisPCO's\n";
+  }
+  md << "\n";
   if (points.empty()) return md.str();
   md << "| budget | FLOPs ratio (LLM) | achieved budget | FLOPs vs target | accuracy | n | plans | most frequent plan |\n"
      << "|---:|---:|---:|---:|---:|---:|---:|---|\n";
@@ -100,9 +117,8 @@ std::string SearchReport::to_markdown() const {
   return md.str();
 }
 
-std::vector<std::pair<double, double>> read_frontier_csv(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw IoError("cannot read grid frontier '" + path + "'");
+namespace {
+std::vector<std::pair<double, double>> read_frontier_csv(std::istream& in, const std::string& path) {
   std::vector<std::pair<double, double>> out;
   std::string line;
   size_t no = 0;
@@ -127,8 +143,56 @@ std::vector<std::pair<double, double>> read_frontier_csv(const std::string& path
   return out;
 }
 
-std::string curve_gnuplot(const SearchReport& r, const std::vector<std::pair<double, double>>& frontier,
-                          const std::string& png_name) {
+// The frontier of an optimize.json (OptimizeReport::to_json): calibration.points at calibration.frontier, wall_s.
+GridFrontier read_frontier_optimize_json(std::istream& in, const std::string& path) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw FormatError(path + ": not valid JSON (" + e.what() + ")");
+  }
+  auto bad = [&](const std::string& what) {
+    return FormatError(path + ": " + what + " (expected the optimize.json of `vispco optimize --method grid`)");
+  };
+  if (!j.is_object() || !j.contains("calibration") || !j["calibration"].is_object()) throw bad("no 'calibration'");
+  const auto& cal = j["calibration"];
+  if (!cal.contains("points") || !cal["points"].is_array()) throw bad("no 'calibration.points' array");
+  if (!cal.contains("frontier") || !cal["frontier"].is_array()) throw bad("no 'calibration.frontier' array");
+  GridFrontier g;
+  g.source = path;
+  g.split = "calibration";
+  if (j.contains("wall_s") && j["wall_s"].is_number()) g.wall_s = j["wall_s"].get<double>();
+  for (const auto& idx : cal["frontier"]) {
+    if (!idx.is_number_unsigned() || idx.get<size_t>() >= cal["points"].size())
+      throw bad("calibration.frontier holds " + idx.dump() + ", not an index into calibration.points");
+    const auto& p = cal["points"][idx.get<size_t>()];
+    if (!p.contains("flops_ratio") || !p["flops_ratio"].is_number() || !p.contains("accuracy") ||
+        !p["accuracy"].is_number())
+      throw bad("calibration.points[" + idx.dump() + "] lacks a numeric flops_ratio or accuracy");
+    g.points.emplace_back(p["flops_ratio"].get<double>(), p["accuracy"].get<double>());
+  }
+  if (g.points.empty()) throw FormatError(path + ": no frontier points");
+  return g;
+}
+}  // namespace
+
+GridFrontier read_grid_frontier(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw IoError("cannot read grid frontier '" + path + "'");
+  char first = 0;
+  while (in.get(first) && std::isspace(static_cast<unsigned char>(first))) {
+  }
+  in.clear();
+  in.seekg(0);
+  if (first == '{') return read_frontier_optimize_json(in, path);
+  GridFrontier g;
+  g.source = path;
+  g.points = read_frontier_csv(in, path);
+  return g;
+}
+
+std::string curve_gnuplot(const SearchReport& r, const std::string& png_name) {
+  const auto& frontier = r.grid.points;
   std::ostringstream gp;
   gp << "# VisPCO curve (accuracy vs LLM prefill FLOPs ratio); data inline. Re-draw: gnuplot curve.gp\n"
      << "set terminal pngcairo size 900,600\nset output '" << png_name << "'\n"
@@ -154,8 +218,7 @@ std::string curve_gnuplot(const SearchReport& r, const std::vector<std::pair<dou
   return gp.str();
 }
 
-std::string write_search_outputs(const SearchReport& r, const std::string& dir,
-                                 const std::vector<std::pair<double, double>>& frontier, const std::string& gnuplot) {
+std::string write_search_outputs(const SearchReport& r, const std::string& dir, const std::string& gnuplot) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw IoError("cannot create folder '" + dir + "': " + ec.message());
@@ -164,7 +227,7 @@ std::string write_search_outputs(const SearchReport& r, const std::string& dir,
   write_text(d / "curve.csv", curve_csv(r));
   write_text(d / "summary.md", r.to_markdown());
   if (r.points.empty()) return "";
-  write_text(d / "curve.gp", curve_gnuplot(r, frontier, "curve.png"));
+  write_text(d / "curve.gp", curve_gnuplot(r, "curve.png"));
   if (gnuplot.empty()) return "";
   const std::string cmd = "cd '" + d.string() + "' && " + gnuplot + " curve.gp > gnuplot.log 2>&1";
   if (std::system(cmd.c_str()) != 0)

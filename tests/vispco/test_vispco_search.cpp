@@ -178,7 +178,8 @@ TEST(VisPcoSearch, BadInputIsOneLineAndNonZero) {
            {"--budgets 0.1,x", "--budgets must be comma-separated numbers"},
            {"--budgets 0,0.5", "budgets must be in (0, 1]"},
            {"--floor none", "unknown budget floor 'none'"},
-           {"--stages 9 --kernel multistep", "n_stages must be in [1, 8]"}}) {
+           {"--stages 9 --kernel multistep", "n_stages must be in [1, 8]"},
+           {"--grid-frontier /nonexistent/f.csv", "cannot read grid frontier '/nonexistent/f.csv'"}}) {
     auto r = run_cli(base + args);
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.err;
     EXPECT_NE(r.err.find(needle), std::string::npos) << args << ": " << r.err;
