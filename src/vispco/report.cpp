@@ -83,7 +83,7 @@ std::string SearchReport::to_markdown() const {
     md << "- grid frontier: `" << grid.source << "`, " << grid.points.size() << " points"
        << (grid.split.empty() ? "" : " on the " + grid.split + " split") << "\n";
     const double pco_s = training.teacher_seconds + training.train_seconds + eval_seconds;
-    if (!std::isnan(grid.wall_s))
+    if (!std::isnan(grid.wall_s) && !training.epochs.empty())  // not with a loaded predictor (no training)
       md << "- search wall time: VisPCO " << fmt(pco_s, 1) << " s (teacher + training + evaluation of every budget), "
          << "grid " << fmt(grid.wall_s, 1) << " s: the grid took " << fmt(grid.wall_s / pco_s, 2) << "× VisPCO's\n";
   }
@@ -213,7 +213,9 @@ std::string curve_gnuplot(const SearchReport& r, const std::string& png_name) {
   }
   gp << "plot $vispco using 1:2 with linespoints lw 2 pt 7 title 'VisPCO', "
      << "$vispco using 1:2:(sprintf('b=%.2f', $3)) with labels offset 0,1 notitle";
-  if (!frontier.empty()) gp << ", $grid using 1:2 with steps lw 2 dt 2 title 'grid frontier'";
+  if (!frontier.empty())  // points too: a one-point frontier draws no step
+    gp << ", $grid using 1:2 with steps lw 2 dt 2 lc rgb 'black' title 'grid frontier'"
+       << ", $grid using 1:2 with points pt 6 ps 1.5 lc rgb 'black' notitle";
   gp << "\n";
   return gp.str();
 }

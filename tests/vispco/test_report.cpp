@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 #include "core/errors.h"
 #include "optimize/optimize.h"
 #include "optimize/searches.h"
@@ -34,6 +36,7 @@ TEST(VisPcoReport, GridFrontierFromOptimizeJsonAndCsv) {
   rep.search.points = {point("none", 1.0, 0.8), point("fastv:layer=2,keep=8", 0.55, 0.7),
                        point("fastv:layer=1,keep=8", 0.5, 0.6), point("fastv:layer=1,keep=4", 0.4, 0.65)};
   optimize::set_frontier(rep.search);  // (1.0, 0.8), (0.55, 0.7), (0.4, 0.65); (0.5, 0.6) is dominated
+  rep.search.details = {{"n_plans", 3}, {"skipped", nlohmann::json::array()}, {"pre_llm", {{"best", nullptr}}}};
   rep.wall_s = 123.5;
   optimize::write_report(rep, tmp.str("grid"));
   auto g = read_grid_frontier(tmp.str("grid") + "/optimize.json");
@@ -49,6 +52,7 @@ TEST(VisPcoReport, GridFrontierFromOptimizeJsonAndCsv) {
 
   // Overlay and wall-time line.
   SearchReport r;
+  r.training.epochs.resize(1);
   r.training.teacher_seconds = 2.0;
   r.training.train_seconds = 10.0;
   r.eval_seconds = 0.5;
