@@ -19,6 +19,17 @@ const std::vector<ScorerEntry>& scorer_registry() {
        make_visionzip_scorer},
       {"divprune", "DivPrune (Alvar et al., CVPR 2025 §3): greedy max–min diversity on cosine distance",
        make_divprune_scorer},
+      {"sparsevlm",
+       "SparseVLM (Zhang et al., ICML 2025 §3): relevant text raters' attention at layer ℓ−1, pruned tokens "
+       "recycled into merged ones",
+       make_sparsevlm_scorer},
+      {"dart",
+       "DART (Wen et al., EMNLP 2025 §4): keep tokens least similar to key-norm pivots, no attention map",
+       make_dart_scorer},
+      {"cdpruner",
+       "CDPruner (Zhang et al., NeurIPS 2025 §3): greedy DPP MAP on instruction-relevance-weighted "
+       "similarity",
+       make_cdpruner_scorer},
       {"random", "random subset (seeded), a baseline", make_random_scorer},
       {"uniform", "uniform subsample of the patch grid in raster order, a baseline", make_uniform_scorer},
       {"pool", "average pooling of the patch grid to √K × √K tokens (ℓ = 0), a baseline", make_pool_scorer},
