@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   vispco::cli::register_init_random(app);
   vispco::cli::register_optimize(app);
   vispco::cli::register_train(app);
+  vispco::cli::register_train_gate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

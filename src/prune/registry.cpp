@@ -32,6 +32,8 @@ const std::vector<ScorerEntry>& scorer_registry() {
        make_cdpruner_scorer},
       {"grad", "gradient saliency |∂ log p(first answer token) / ∂ token|, one backward pre-pass",
        make_gradient_scorer},
+      {"gate", "learned sigmoid gate after the projector (vispco train-gate), top-K by gate logit",
+       make_gate_scorer},
       {"random", "random subset (seeded), a baseline", make_random_scorer},
       {"uniform", "uniform subsample of the patch grid in raster order, a baseline", make_uniform_scorer},
       {"pool", "average pooling of the patch grid to √K × √K tokens (ℓ = 0), a baseline", make_pool_scorer},
