@@ -54,7 +54,7 @@ void ScorerTableOptions::validate() const {
     throw InvalidArgument("scorer table: the in-LLM layer must be ≥ 1 (got " + std::to_string(llm_layer) +
                           ")");
   for (const auto& s : scorers)
-    if (s != "pdrop" && s != "none") make_scorer(s);  // throws listing the valid names
+    if (s != "pdrop") make_scorer(s);  // throws listing the valid names
   eval.validate();
 }
 
