@@ -82,9 +82,9 @@ struct LlamaForCausalLMImpl : torch::nn::Module {
   /// tokens: they are removed from the hidden states, positions and masks, so later layers compute and cache
   /// survivors only.
   /// @param key_bias optional [B, T] additive attention-logit bias per key (fp32, e.g. the log of a soft
-  /// token
-  ///        gate: a key with bias −∞ is invisible to every query, as if removed), added in every layer.
-  ///        Prefill only (empty cache) and without a hook; it is differentiable (learned gate, prune/gate.h).
+  ///        token gate: a key with bias −∞ is invisible to every query, as if removed), added in every
+  ///        layer. Prefill only (empty cache) and without a hook; it is differentiable (learned gate,
+  ///        prune/gate.h).
   /// @return final hidden states after the last layer and norm, [B, T', D]; `state` is updated to the
   ///         surviving tokens (T' ≤ T).
   at::Tensor forward(TokenState& state, KvCache& cache, PrefillHook* hook = nullptr,
