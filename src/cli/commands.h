@@ -12,6 +12,8 @@ void register_eval(CLI::App& app);
 void register_generate(CLI::App& app);
 void register_init_random(CLI::App& app);
 void register_optimize(CLI::App& app);
+void register_scorer_table(CLI::App& app);
 void register_train(CLI::App& app);
+void register_train_gate(CLI::App& app);
 
 }  // namespace vispco::cli
