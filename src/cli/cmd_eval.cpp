@@ -50,8 +50,8 @@ void run_eval(const EvalArgs& a) {
   o.generation.max_new_tokens = a.max_new_tokens;
   const LlavaConfig cfg = load_llava_config(a.model);  // cheap: checks the plan before the slow steps
   const PruningPlan plan = parse_plan(eval::canonical_plan(a.plan), cfg.n_visual_tokens());
-  plan.validate(cfg);
-  o.plan = plan.to_string();  // canonical text: the result-store key
+  PlanHook hook(plan, cfg, /*seed=*/0, ScorerEnv{a.model});  // validates; loads a learned gate
+  o.plan = hook.store_key();  // canonical text (+ the gate file's hash): the result-store key
   o.out_dir = a.out;
   o.store_path = a.store.empty() ? (std::filesystem::path(a.out) / "results.sqlite").string() : a.store;
   o.on_missing_image = a.skip_missing ? eval::MissingImagePolicy::kSkip : eval::MissingImagePolicy::kStop;
@@ -72,7 +72,6 @@ void run_eval(const EvalArgs& a) {
   const std::string model_hash = eval::model_folder_hash(a.model);
   auto model = VisionLanguageModel::load(a.model, ctx);
 
-  PlanHook hook(plan, model.config());
   const eval::EvalReport rep = eval::evaluate(model, model_hash, ds, o, plan.empty() ? nullptr : &hook);
   if (a.json) {
     nlohmann::json j = rep.to_json();

@@ -1,4 +1,5 @@
 // `vispco generate`: one image + one prompt → the answer and one timing line (or JSON).
+#include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -48,9 +49,10 @@ void register_generate(CLI::App& app) {
     ctx.n_threads = o->threads;
     ctx.seed = o->gen.seed;
     apply_threads(ctx);
+    const LlavaConfig cfg = load_llava_config(o->model);  // cheap: checks the plan before the slow steps
+    PlanHook hook(parse_plan(o->plan, cfg.n_visual_tokens()), cfg, o->gen.seed, ScorerEnv{o->model});
     auto rgb = io::load_image_rgb(o->image);
     auto model = VisionLanguageModel::load(o->model, ctx);
-    PlanHook hook(parse_plan(o->plan, model.config().n_visual_tokens()), model.config(), o->gen.seed);
     if (!o->heatmap.empty() && hook.plan().empty()) throw InvalidArgument("--heatmap needs a pruning --plan");
     VlmRequest req{model.preprocess(rgb), model.prompt_ids(o->prompt)};
     auto res = generate(model, {req}, o->gen, hook.plan().empty() ? nullptr : &hook);
@@ -71,11 +73,14 @@ void register_generate(CLI::App& app) {
       return;
     }
     std::cout << res.texts[0] << "\n";
+    char prepass[64] = "";
+    if (s.prepass_ms > 0)
+      std::snprintf(prepass, sizeof prepass, " | gradient pre-pass %.1f ms", s.prepass_ms);
     std::fprintf(stdout,
-                 "[vision %.1f ms | prefill %.1f ms | TTFT %.1f ms | decode %.1f tok/s | N_v %ld kept %ld | N_t %ld | "
-                 "peak RSS %.0f MB]\n",
-                 s.vision_ms, s.prefill_ms, s.ttft_ms, s.decode_tokens_per_s, (long)s.n_visual, (long)s.n_visual_kept,
-                 (long)s.n_text_max, rss_mb);
+                 "[vision %.1f ms%s | prefill %.1f ms | TTFT %.1f ms | decode %.1f tok/s | N_v %ld kept %ld | "
+                 "N_t %ld | peak RSS %.0f MB]\n",
+                 s.vision_ms, prepass, s.prefill_ms, s.ttft_ms, s.decode_tokens_per_s, (long)s.n_visual,
+                 (long)s.n_visual_kept, (long)s.n_text_max, rss_mb);
   });
 }
 

@@ -70,6 +70,7 @@ std::vector<SampleResult> run_batch(VisionLanguageModel& model, const std::vecto
     r.total_ms = total_ms / B;
     r.extra = {{"ttft_ms", st.ttft_ms},
                {"vision_ms", st.vision_ms / B},
+               {"prepass_ms", st.prepass_ms / B},
                {"batch", st.batch},
                {"n_visual", st.n_visual},
                {"n_visual_kept", st.n_visual_kept},

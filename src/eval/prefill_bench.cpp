@@ -14,6 +14,7 @@
 #include "io/tokenizer.h"
 #include "model/generate.h"
 #include "model/presets.h"
+#include "model/saliency.h"
 
 namespace vispco::eval {
 
@@ -140,6 +141,12 @@ at::Tensor PrefillBenchSetup::run_prefill(const at::Tensor& visual, PrefillHook*
     stats->kv_cache_bytes = cache.bytes();
   }
   return logits;
+}
+
+at::Tensor PrefillBenchSetup::run_saliency(const at::Tensor& visual) {
+  auto s = visual_token_saliency(*model_, {VlmRequest{pixels_[0], prompt_ids_}}, visual).saliency;
+  sync_device(model_->context().device);
+  return s;
 }
 
 int64_t PrefillBenchSetup::matmul_flops() const { return 2 * mm_a_.size(0) * mm_a_.size(1) * mm_b_.size(1); }

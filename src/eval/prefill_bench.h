@@ -101,6 +101,10 @@ class PrefillBenchSetup {
   at::Tensor run_prefill(const at::Tensor& visual, PrefillHook* hook = nullptr,
                          PrefillRunStats* stats = nullptr);
 
+  /// The gradient pre-pass a `grad` plan needs (model/saliency.h) on the setup's prompt.
+  /// @param visual [1, N_v, D] @return saliency [1, N_v] fp32.
+  at::Tensor run_saliency(const at::Tensor& visual);
+
   /// FLOPs of one run_matmul(): 2·n·D·m.
   int64_t matmul_flops() const;
   /// Shape of the matmul probe, "[n, D] x [D, m]".

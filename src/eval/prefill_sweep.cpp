@@ -207,7 +207,9 @@ PrefillSweepResult run_prefill_sweep(const PrefillBenchConfig& cfg, const Prefil
 
   bool any_cls = false;
   for (const auto& t : spec.plan_templates)
-    any_cls = any_cls || PlanHook(sweep_plan(t, spec.keeps.front(), n_v), model_cfg).wants_vision_attention();
+    any_cls =
+        any_cls || PlanHook(sweep_plan(t, spec.keeps.front(), n_v), model_cfg, 0, ScorerEnv{cfg.model_dir})
+                       .wants_vision_attention();
   say("vision encode ...");
   at::Tensor visual;
   res.vision_ms_runs = time_runs(cfg.repeats, [&] { visual = setup.run_vision(); });
@@ -226,6 +228,9 @@ PrefillSweepResult run_prefill_sweep(const PrefillBenchConfig& cfg, const Prefil
     row.prefill_ms_runs = time_runs(cfg.repeats, [&] {
       if (hook != nullptr)
         hook->begin(wants_cls ? cls.cls_attention : at::Tensor(), wants_cls ? cls.keys : at::Tensor());
+      // A gradient scorer's pre-pass is pruning work: timed with the prefill.
+      if (hook != nullptr && hook->wants_visual_saliency())
+        hook->set_visual_saliency(setup.run_saliency(wants_cls ? cls.embeds : visual));
       setup.run_prefill(wants_cls ? cls.embeds : visual, hook, &stats);
     });
     row.prefill_ms = median(row.prefill_ms_runs);
@@ -249,7 +254,7 @@ PrefillSweepResult run_prefill_sweep(const PrefillBenchConfig& cfg, const Prefil
       PrefillSweepRow row;
       row.plan_template = t;
       row.keep = k;
-      PlanHook hook(sweep_plan(t, k, n_v), model_cfg, cfg.seed);
+      PlanHook hook(sweep_plan(t, k, n_v), model_cfg, cfg.seed, ScorerEnv{cfg.model_dir});
       row.plan = hook.plan().to_string();
       say("prefill, " + row.plan + " ...");
       measure(row, &hook);

@@ -100,7 +100,11 @@ std::string model_folder_hash(const std::string& dir) {
   }
   std::vector<fs::path> shards;
   for (const auto& e : fs::directory_iterator(dir))
-    if (e.is_regular_file() && e.path().extension() == ".safetensors") shards.push_back(e.path());
+    // gate.safetensors is the learned gate's file (prune/gate.h), not the model's: it keys its own scorer's
+    // results (PlanHook::store_key), and training one must not invalidate every stored result of the model.
+    if (e.is_regular_file() && e.path().extension() == ".safetensors" &&
+        e.path().filename() != "gate.safetensors")
+      shards.push_back(e.path());
   std::sort(shards.begin(), shards.end());
   if (shards.empty()) throw IoError("model hash: no .safetensors file in '" + dir + "'");
   for (const auto& p : shards) hash_safetensors(h, p);

@@ -13,10 +13,11 @@ namespace vispco::eval {
 /// "sha256:<hex>" fingerprint of a Hugging Face model folder, cheap even for a 7B checkpoint (reads well
 /// under 1 MB): SHA-256 over, in this order, each of config.json, preprocessor_config.json, tokenizer.model
 /// and model.safetensors.index.json that exists (name, size, bytes); then for every *.safetensors file in
-/// name order: its name, size, raw header bytes (dtypes, shapes, offsets) and, per tensor in header order,
-/// the first and last 256 bytes of its data (all of it when smaller). Not hashed: the middle of each tensor's
-/// data, so an edit that leaves the first and last 256 bytes of every tensor untouched goes unnoticed (any
-/// training step or re-initialisation changes them).
+/// name order except gate.safetensors (the learned gate's file, keyed with its plan instead): its name, size,
+/// raw header bytes (dtypes, shapes, offsets) and, per tensor in header order, the first and last 256 bytes
+/// of its data (all of it when smaller). Not hashed: the middle of each tensor's data, so an edit that leaves
+/// the first and last 256 bytes of every tensor untouched goes unnoticed (any training step or
+/// re-initialisation changes them).
 /// @throws IoError when the folder or a file cannot be read, FormatError for a truncated safetensors header.
 std::string model_folder_hash(const std::string& dir);
 

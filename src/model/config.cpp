@@ -201,6 +201,7 @@ json llava_config_to_json(const LlavaConfig& c) {
 }
 
 LlavaConfig load_llava_config(const std::string& dir) {
+  if (!std::filesystem::is_directory(dir)) throw IoError("model folder '" + dir + "' does not exist");
   const auto path = std::filesystem::path(dir) / "config.json";
   std::ifstream in(path);
   if (!in) throw IoError("cannot read " + path.string() + " (is '" + dir + "' a model folder?)");

@@ -9,6 +9,7 @@
 
 #include "core/errors.h"
 #include "cost/timer.h"
+#include "model/saliency.h"
 
 namespace vispco {
 
@@ -49,6 +50,7 @@ nlohmann::json GenerationStats::to_json() const {
           {"n_text_max", n_text_max},
           {"tokens_per_layer", tokens_per_layer},
           {"vision_ms", vision_ms},
+          {"prepass_ms", prepass_ms},
           {"prefill_ms", prefill_ms},
           {"ttft_ms", ttft_ms},
           {"decode_ms", decode_ms},
@@ -134,6 +136,12 @@ GenerationOutput generate(VisionLanguageModel& m, const std::vector<VlmRequest>&
   st.vision_ms = total.ms();
   st.n_visual = vis.embeds.size(1);
   for (const auto& r : reqs) st.n_text_max = std::max<int64_t>(st.n_text_max, r.prompt_ids.size() - 1);
+  if (hook != nullptr && hook->wants_visual_saliency()) {
+    Stopwatch prepass;
+    hook->set_visual_saliency(visual_token_saliency(m, reqs, vis.embeds).saliency);
+    sync_device(dev);
+    st.prepass_ms = prepass.ms();
+  }
 
   Stopwatch prefill;
   auto& lm = m.net()->language_model;

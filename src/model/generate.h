@@ -47,8 +47,9 @@ struct GenerationStats {
   int64_t n_text_max = 0;           ///< longest N_t in the batch (prompt text tokens, incl. BOS)
   std::vector<int64_t> tokens_per_layer;  ///< sequence length entering each decoder layer in prefill
   double vision_ms = 0;             ///< vision tower + projector
+  double prepass_ms = 0;            ///< gradient pre-pass of a plan that needs it (model/saliency.h), else 0
   double prefill_ms = 0;            ///< decoder prefill + first logits
-  double ttft_ms = 0;               ///< time to first token: vision + prefill + first sampling
+  double ttft_ms = 0;               ///< time to first token: vision + pre-pass + prefill + first sampling
   double decode_ms = 0;             ///< all decode steps after the first token
   int64_t n_generated = 0;          ///< tokens generated over the batch (incl. the first)
   double decode_tokens_per_s = 0;   ///< tokens generated after the first, per second of decode, whole batch

@@ -73,26 +73,36 @@ LlamaForCausalLMImpl::LlamaForCausalLMImpl(const TextConfig& c) : cfg(c) {
 
 at::Tensor LlamaForCausalLMImpl::embed(const at::Tensor& ids) { return model->embed_tokens(ids); }
 
-at::Tensor LlamaForCausalLMImpl::forward(TokenState& state, KvCache& cache, PrefillHook* hook, DecoderStats* stats) {
+at::Tensor LlamaForCausalLMImpl::forward(TokenState& state, KvCache& cache, PrefillHook* hook,
+                                         DecoderStats* stats, const at::Tensor& key_bias) {
   const int64_t n_layers = cfg.num_hidden_layers;
   TORCH_CHECK(static_cast<int64_t>(cache.layers.size()) == n_layers, "KV cache has ", cache.layers.size(),
               " layers, decoder has ", n_layers);
+  if (key_bias.defined())
+    TORCH_CHECK(hook == nullptr && cache.layers[0].length() == 0 && key_bias.dim() == 2 &&
+                    key_bias.size(0) == state.hidden.size(0) && key_bias.size(1) == state.hidden.size(1),
+                "key_bias must be [B, T] = [", state.hidden.size(0), ", ", state.hidden.size(1),
+                "] in a prefill without a hook, got ", key_bias.sizes());
   auto rot = rotary_tables(state.positions, cfg.d_head(), cfg.rope_theta, state.hidden.scalar_type());
   at::Tensor mask;
   int64_t mask_past = -1;  // cache length the mask was built for
-  at::Tensor attn_rows, probs;
+  at::Tensor attn_rows;
+  LayerSignals signals;
   auto h = state.hidden;
   for (int64_t l = 0; l < n_layers; ++l) {
     if (hook != nullptr && hook->acts_before(l)) {
       state.hidden = h;
-      if (hook->apply(l, state, probs)) {
+      if (hook->apply(l, state, signals)) {
         h = state.hidden;
         rot = rotary_tables(state.positions, cfg.d_head(), cfg.rope_theta, h.scalar_type());
         mask_past = -1;
       }
     }
-    probs = at::Tensor();
-    attn_rows = hook != nullptr ? hook->attention_rows(l, state) : at::Tensor();
+    signals = LayerSignals();
+    if (hook != nullptr) {
+      state.hidden = h;
+      attn_rows = hook->attention_rows(l, state);
+    }
     auto& layer = *model->layers[l]->as<LlamaDecoderLayerImpl>();
     auto& lc = cache.layers[l];
     const int64_t T = h.size(1);
@@ -100,11 +110,13 @@ at::Tensor LlamaForCausalLMImpl::forward(TokenState& state, KvCache& cache, Pref
       // Keys visible to this layer: its cached ones plus the T new ones.
       auto key_valid = lc.length() > 0 ? at::cat({lc.valid(), state.valid}, 1) : state.valid;
       mask = causal_mask(key_valid, T, lc.length());
+      if (key_bias.defined()) mask = mask + key_bias.to(at::kFloat).unsqueeze(1).unsqueeze(1);
       mask_past = lc.length();
     }
     if (stats != nullptr) stats->tokens_per_layer.push_back(T);
     auto a = layer.self_attn->forward(layer.input_layernorm(h), rot, lc, state.valid, mask, attn_rows,
-                                      attn_rows.defined() ? &probs : nullptr);
+                                      attn_rows.defined() ? &signals.attn_rows : nullptr);
+    if (hook != nullptr && hook->wants_keys(l)) signals.keys = lc.keys();
     h = h + a;
     h = h + layer.mlp->forward(layer.post_attention_layernorm(h));
   }

@@ -80,13 +80,18 @@ struct LlamaForCausalLMImpl : torch::nn::Module {
   /// Token embeddings. @param ids [B, T] int64 in [0, V) @return [B, T, D] compute dtype.
   at::Tensor embed(const at::Tensor& ids);
 
-  /// Runs the decoder over `state` (prefill when the cache is empty, decode otherwise), appending each layer's
-  /// keys/values to `cache`. When `hook` is given, before each layer it acts on, the hook may drop tokens:
-  /// they are removed from the hidden states, positions and masks, so later layers compute and cache
+  /// Runs the decoder over `state` (prefill when the cache is empty, decode otherwise), appending each
+  /// layer's keys/values to `cache`. When `hook` is given, before each layer it acts on, the hook may drop
+  /// tokens: they are removed from the hidden states, positions and masks, so later layers compute and cache
   /// survivors only.
+  /// @param key_bias optional [B, T] additive attention-logit bias per key (fp32, e.g. the log of a soft
+  ///        token gate: a key with bias −∞ is invisible to every query, as if removed), added in every
+  ///        layer. Prefill only (empty cache) and without a hook; it is differentiable (learned gate,
+  ///        prune/gate.h).
   /// @return final hidden states after the last layer and norm, [B, T', D]; `state` is updated to the
   ///         surviving tokens (T' ≤ T).
-  at::Tensor forward(TokenState& state, KvCache& cache, PrefillHook* hook = nullptr, DecoderStats* stats = nullptr);
+  at::Tensor forward(TokenState& state, KvCache& cache, PrefillHook* hook = nullptr,
+                     DecoderStats* stats = nullptr, const at::Tensor& key_bias = {});
 
   /// Training-mode prefill with soft pruning (VisPCO §3.2): no token is removed; before each layer `hook`
   /// may set a key gate [B, T] that multiplies every token's weight as an attention key from that layer on

@@ -15,6 +15,16 @@ struct TokenState {
                          ///< token carries its representative's index); −1 for text and padding
 };
 
+/// What the decoder hands a hook before layer ℓ ≥ 1, measured in layer ℓ−1 (each field only when asked).
+struct LayerSignals {
+  /// [B, H, R, T] fp32 attention probabilities of the R query rows asked by attention_rows(ℓ−1) over the T
+  /// keys of layer ℓ−1 (in prefill exactly the current tokens); undefined when none were asked.
+  at::Tensor attn_rows;
+  /// [B, H_kv, T, D_h] layer ℓ−1's keys of the current tokens, after RoPE, compute dtype (a view of the KV
+  /// cache); undefined unless wants_keys(ℓ−1).
+  at::Tensor keys;
+};
+
 /// What a pruning plan does inside the decoder's prefill. Stage layer ℓ acts just before decoder layer ℓ
 /// (ℓ = 0: right after the projector; ℓ ≥ 1: on the output of layer ℓ−1).
 class PrefillHook {
@@ -26,16 +36,24 @@ class PrefillHook {
   /// Called once per prefill, before the decoder runs. @param cls_attention [B, N_v] fp32 head-averaged [CLS]
   /// attention at the feature layer, or undefined @param vision_keys [B, N_v, D_v] feature-layer keys, or undefined.
   virtual void begin(const at::Tensor& cls_attention, const at::Tensor& vision_keys) {}
+  /// True when the hook needs a gradient saliency of the visual tokens (model/saliency.h); generate() then
+  /// runs that forward + backward pre-pass before the prefill and hands the result to set_visual_saliency().
+  virtual bool wants_visual_saliency() const { return false; }
+  /// @param saliency [B, N_v] fp32, indexed by patch (grid index), one row per request.
+  virtual void set_visual_saliency(const at::Tensor& saliency) {}
   /// True when the hook may prune before decoder layer `layer` (0 ≤ layer < L).
   virtual bool acts_before(int64_t layer) const = 0;
-  /// Query rows [B, R] (int64 indices into T) whose attention probabilities the hook needs from decoder layer
-  /// `layer`; undefined when none. Only these rows are materialised.
-  virtual at::Tensor attention_rows(int64_t layer, const TokenState& state) const { return {}; }
-  /// Called before decoder layer `layer` with the current state and, if requested from layer−1, its
-  /// attention rows [B, H, R, S] (S = T: in prefill layer−1 saw exactly these tokens). The hook may replace
-  /// `state` by a shorter one (survivors via gather_tokens, optionally merged tokens); it returns true when
-  /// it did. Text tokens and padding must survive unchanged and in order; all rows keep the same T'.
-  virtual bool apply(int64_t layer, TokenState& state, const at::Tensor& attn_rows) = 0;
+  /// Called before every decoder layer with the tokens entering it (before layer 0: the LLM's input, after
+  /// any ℓ = 0 pruning). Returns query rows [B, R] (int64 indices into T) whose attention probabilities the
+  /// hook needs from decoder layer `layer`; undefined when none. Only these rows are materialised.
+  virtual at::Tensor attention_rows(int64_t layer, const TokenState& state) { return {}; }
+  /// True when the hook needs decoder layer `layer`'s keys (LayerSignals::keys) before layer `layer` + 1.
+  virtual bool wants_keys(int64_t layer) const { return false; }
+  /// Called before decoder layer `layer` with the current state and, for layer ≥ 1, what layer−1 measured
+  /// as asked (in prefill layer−1 saw exactly these tokens). The hook may replace `state` by a shorter one
+  /// (survivors via gather_tokens, optionally merged tokens); it returns true when it did. Text tokens and
+  /// padding must survive unchanged and in order; all rows keep the same T'.
+  virtual bool apply(int64_t layer, TokenState& state, const LayerSignals& signals) = 0;
 };
 
 /// Training-mode soft pruning (VisPCO, Ji et al. ACL 2026 §3.2): instead of removing tokens, the hook gives

@@ -9,10 +9,13 @@
 
 namespace vispco {
 
-PlanHook::PlanHook(PruningPlan plan, const LlavaConfig& cfg, uint64_t seed)
+PlanHook::PlanHook(PruningPlan plan, const LlavaConfig& cfg, uint64_t seed, const ScorerEnv& env)
     : plan_(std::move(plan)), grid_(cfg.vision.grid()), n_visual_(cfg.n_visual_tokens()), seed_(seed) {
   plan_.validate(cfg);
-  for (const auto& st : plan_.stages) scorers_.push_back(make_scorer(st.scorer));
+  for (const auto& st : plan_.stages) {
+    scorers_.push_back(make_scorer(st.scorer));
+    scorers_.back()->bind(st, cfg, env);
+  }
 }
 
 bool PlanHook::wants_vision_attention() const {
@@ -24,8 +27,19 @@ bool PlanHook::wants_vision_attention() const {
 void PlanHook::begin(const at::Tensor& cls_attention, const at::Tensor& vision_keys) {
   cls_attention_ = cls_attention;
   vision_keys_ = vision_keys;
+  saliency_ = at::Tensor();
+  input_ = TokenState();
+  query_weights_ = at::Tensor();
   traces_.clear();
 }
+
+bool PlanHook::wants_visual_saliency() const {
+  for (const auto& s : scorers_)
+    if (s->needs_saliency()) return true;
+  return false;
+}
+
+void PlanHook::set_visual_saliency(const at::Tensor& saliency) { saliency_ = saliency; }
 
 bool PlanHook::acts_before(int64_t layer) const {
   for (const auto& st : plan_.stages)
@@ -33,17 +47,40 @@ bool PlanHook::acts_before(int64_t layer) const {
   return false;
 }
 
-at::Tensor PlanHook::attention_rows(int64_t layer, const TokenState& state) const {
+std::string PlanHook::store_key() const {
+  std::string key = plan_.to_string();
+  for (const auto& s : scorers_)
+    if (auto r = s->resource_key(); !r.empty()) key += " @" + r;
+  return key;
+}
+
+at::Tensor PlanHook::attention_rows(int64_t layer, const TokenState& state) {
+  if (layer == 0) input_ = state;  // the LLM's input (rater selection of text-guided scorers)
   for (size_t i = 0; i < plan_.stages.size(); ++i)
     if (plan_.stages[i].layer == layer + 1 && scorers_[i]->needs_attention()) {
-      // The last prompt token: with left padding it is the last column of every row.
-      const int64_t B = state.hidden.size(0), T = state.hidden.size(1);
-      return at::full({B, 1}, T - 1, state.positions.options());
+      const int64_t B = state.hidden.size(0);
+      ScoreInput in;
+      in.state = &state;
+      in.visual_pos = at::nonzero(state.visual).select(1, 1).view({B, -1});
+      in.input_state = input_.hidden.defined() ? &input_ : nullptr;
+      in.grid = grid_;
+      in.layer = layer + 1;
+      in.seed = seed_;
+      in.stage = &plan_.stages[i];
+      auto q = scorers_[i]->attention_queries(in);
+      query_weights_ = q.weights;
+      return q.rows;
     }
   return {};
 }
 
-bool PlanHook::apply(int64_t layer, TokenState& state, const at::Tensor& attn_rows) {
+bool PlanHook::wants_keys(int64_t layer) const {
+  for (size_t i = 0; i < plan_.stages.size(); ++i)
+    if (plan_.stages[i].layer == layer + 1 && scorers_[i]->needs_keys()) return true;
+  return false;
+}
+
+bool PlanHook::apply(int64_t layer, TokenState& state, const LayerSignals& signals) {
   size_t i = 0;
   while (i < plan_.stages.size() && plan_.stages[i].layer != layer) ++i;
   if (i == plan_.stages.size()) return false;
@@ -65,7 +102,11 @@ bool PlanHook::apply(int64_t layer, TokenState& state, const at::Tensor& attn_ro
   ScoreInput in;
   in.state = &state;
   in.visual_pos = nz.select(1, 1).view({B, N});
-  in.attn_rows = attn_rows;
+  in.attn_rows = signals.attn_rows;
+  in.attn_weights = query_weights_;
+  in.keys = signals.keys;
+  in.input_state = layer > 0 && input_.hidden.defined() ? &input_ : nullptr;
+  in.saliency = saliency_;
   in.cls_attention = cls_attention_;
   in.vision_keys = vision_keys_;
   in.grid = grid_;
@@ -73,8 +114,14 @@ bool PlanHook::apply(int64_t layer, TokenState& state, const at::Tensor& attn_ro
   in.seed = seed_;
   in.stage = &stage;
   const auto& scorer = *scorers_[i];
-  if (scorer.needs_attention() && !attn_rows.defined())
+  if (scorer.needs_attention() && !signals.attn_rows.defined())
     throw InvalidArgument("scorer " + stage.scorer + " needs decoder attention but none was recorded");
+  if (scorer.needs_keys() && !signals.keys.defined())
+    throw InvalidArgument("scorer " + stage.scorer + " needs layer " + std::to_string(layer - 1) +
+                          "'s keys but none were recorded");
+  if (scorer.needs_saliency() && !saliency_.defined())
+    throw InvalidArgument("scorer " + stage.scorer +
+                          " needs the gradient pre-pass (run it through generate(), which computes it)");
   Selection sel = scorer.select(in);
 
   auto grid_of_alive = state.grid_index.gather(1, in.visual_pos);  // [B, N]

@@ -24,16 +24,25 @@ struct StageTrace {
 /// Batches share the plan: every row keeps the same number of tokens, so no padding is introduced.
 class PlanHook : public PrefillHook {
  public:
-  /// @throws InvalidArgument when the plan does not fit the model (PruningPlan::validate).
-  PlanHook(PruningPlan plan, const LlavaConfig& cfg, uint64_t seed = 0);
+  /// @param env where scorers find their resources (the learned gate's file beside the model).
+  /// @throws InvalidArgument when the plan does not fit the model (PruningPlan::validate); what a scorer's
+  ///         bind() throws (a missing or mismatched gate file).
+  PlanHook(PruningPlan plan, const LlavaConfig& cfg, uint64_t seed = 0, const ScorerEnv& env = {});
 
   bool wants_vision_attention() const override;
   void begin(const at::Tensor& cls_attention, const at::Tensor& vision_keys) override;
+  bool wants_visual_saliency() const override;
+  void set_visual_saliency(const at::Tensor& saliency) override;
   bool acts_before(int64_t layer) const override;
-  at::Tensor attention_rows(int64_t layer, const TokenState& state) const override;
-  bool apply(int64_t layer, TokenState& state, const at::Tensor& attn_rows) override;
+  at::Tensor attention_rows(int64_t layer, const TokenState& state) override;
+  bool wants_keys(int64_t layer) const override;
+  bool apply(int64_t layer, TokenState& state, const LayerSignals& signals) override;
 
   const PruningPlan& plan() const { return plan_; }
+  /// The result-store key of the plan: its canonical text, then " @" and each stage's resource key when a
+  /// scorer loaded one (e.g. "gate:layer=0,keep=64 @gate=sha256:…"), so retraining a gate never reuses the
+  /// results of the old one. "none" for the empty plan.
+  std::string store_key() const;
   /// One entry per stage that ran, in order.
   const std::vector<StageTrace>& traces() const { return traces_; }
 
@@ -42,7 +51,9 @@ class PlanHook : public PrefillHook {
   std::vector<std::unique_ptr<Scorer>> scorers_;  // one per stage
   int64_t grid_ = 0, n_visual_ = 0;
   uint64_t seed_ = 0;
-  at::Tensor cls_attention_, vision_keys_;
+  at::Tensor cls_attention_, vision_keys_, saliency_;
+  TokenState input_;          // the tokens entering decoder layer 0 (this prefill)
+  at::Tensor query_weights_;  // [B, R] of the attention rows asked for the next stage, or undefined
   std::vector<StageTrace> traces_;
 };
 

@@ -11,12 +11,29 @@ namespace vispco {
 
 const std::vector<ScorerEntry>& scorer_registry() {
   static const std::vector<ScorerEntry> table = {
-      {"fastv", "FastV (Chen et al., ECCV 2024 §4): last prompt token's attention at layer ℓ−1, head mean, top-K",
+      {"fastv",
+       "FastV (Chen et al., ECCV 2024 §4): last prompt token's attention at layer ℓ−1, head mean, top-K",
        make_fastv_scorer},
-      {"visionzip", "VisionZip (Yang et al., CVPR 2025 §3): [CLS]-attention dominant tokens + merged contextual ones",
+      {"visionzip",
+       "VisionZip (Yang et al., CVPR 2025 §3): [CLS]-attention dominant tokens + merged contextual ones",
        make_visionzip_scorer},
       {"divprune", "DivPrune (Alvar et al., CVPR 2025 §3): greedy max–min diversity on cosine distance",
        make_divprune_scorer},
+      {"sparsevlm",
+       "SparseVLM (Zhang et al., ICML 2025 §3): relevant text raters' attention at layer ℓ−1, pruned tokens "
+       "recycled into merged ones",
+       make_sparsevlm_scorer},
+      {"dart",
+       "DART (Wen et al., EMNLP 2025 §4): keep tokens least similar to key-norm pivots, no attention map",
+       make_dart_scorer},
+      {"cdpruner",
+       "CDPruner (Zhang et al., NeurIPS 2025 §3): greedy DPP MAP on instruction-relevance-weighted "
+       "similarity",
+       make_cdpruner_scorer},
+      {"grad", "gradient saliency |∂ log p(first answer token) / ∂ token|, one backward pre-pass",
+       make_gradient_scorer},
+      {"gate", "learned sigmoid gate after the projector (vispco train-gate), top-K by gate logit",
+       make_gate_scorer},
       {"random", "random subset (seeded), a baseline", make_random_scorer},
       {"uniform", "uniform subsample of the patch grid in raster order, a baseline", make_uniform_scorer},
       {"pool", "average pooling of the patch grid to √K × √K tokens (ℓ = 0), a baseline", make_pool_scorer},
@@ -38,7 +55,8 @@ void Scorer::check(const PruneStage& stage, const LlavaConfig& cfg) const {
   if (hook_point() == HookPoint::kPreLlm && stage.layer != 0)
     throw InvalidArgument(where + ": " + stage.scorer + " acts before the LLM only (layer=0)");
   if (hook_point() == HookPoint::kInLlm && stage.layer == 0)
-    throw InvalidArgument(where + ": " + stage.scorer + " needs decoder attention, so layer must be ≥ 1");
+    throw InvalidArgument(where + ": " + stage.scorer +
+                          " acts inside the LLM (on layer ℓ−1's output), so layer must be ≥ 1");
   const auto valid = option_names();
   for (const auto& [k, v] : stage.options)
     if (std::find(valid.begin(), valid.end(), k) == valid.end()) {
@@ -47,6 +65,12 @@ void Scorer::check(const PruneStage& stage, const LlavaConfig& cfg) const {
       throw InvalidArgument(where + ": unknown option '" + k + "' (valid: " + (list.empty() ? "none" : list) + ")");
     }
   check_extra(stage, cfg);
+}
+
+AttentionQueries Scorer::attention_queries(const ScoreInput& in) const {
+  // The last prompt token: with left padding it is the last column of every row.
+  const int64_t B = in.state->hidden.size(0), T = in.state->hidden.size(1);
+  return {at::full({B, 1}, T - 1, in.state->positions.options()), at::Tensor()};
 }
 
 at::Tensor top_k_indices(const at::Tensor& scores, int64_t k) {

@@ -20,14 +20,32 @@ namespace vispco {
 struct ScoreInput {
   const TokenState* state = nullptr;  ///< current tokens, [B, T, …]
   at::Tensor visual_pos;              ///< [B, N] int64: indices into T of the alive visual tokens, ascending
-  at::Tensor attn_rows;               ///< [B, H, 1, T] fp32: the last prompt token's attention at layer ℓ−1
-                                      ///< (in-LLM scorers that need it); undefined otherwise
+  at::Tensor attn_rows;               ///< [B, H, R, T] fp32: attention of the query rows the scorer asked for
+                                      ///< (attention_queries(); by default R = 1, the last prompt token) at
+                                      ///< layer ℓ−1 (in-LLM scorers that need it); undefined otherwise
+  at::Tensor attn_weights;            ///< [B, R] fp32 weight of each row in a rater average (rows sum to 1;
+                                      ///< 0 for padding rows), or undefined (then the rows weigh equally)
+  at::Tensor keys;  ///< [B, H_kv, T, D_h] layer ℓ−1's keys after RoPE (needs_keys()), or undefined
+  const TokenState* input_state = nullptr;  ///< the tokens that entered decoder layer 0 (the LLM's input
+                                            ///< embeddings), for in-LLM scorers; nullptr at ℓ = 0 stages
+  at::Tensor saliency;  ///< [B, N_v] fp32 gradient saliency by patch (needs_saliency()), or undefined
   at::Tensor cls_attention;           ///< [B, N_v] fp32 head-averaged [CLS] attention (ℓ = 0, when asked)
   at::Tensor vision_keys;             ///< [B, N_v, D_v] feature-layer keys (ℓ = 0, when asked)
   int64_t grid = 0;                   ///< patches per image side (N_v = grid²)
   int64_t layer = 0;                  ///< the stage's layer ℓ
   uint64_t seed = 0;                  ///< for stochastic scorers
   const PruneStage* stage = nullptr;  ///< the stage (keep, options)
+};
+
+/// Query rows whose attention a scorer needs from layer ℓ−1 (see Scorer::attention_queries).
+struct AttentionQueries {
+  at::Tensor rows;     ///< [B, R] int64 indices into T of the tokens entering layer ℓ−1
+  at::Tensor weights;  ///< [B, R] fp32 weights (ScoreInput::attn_weights), or undefined for equal weights
+};
+
+/// What a scorer may need besides the model's tensors, bound once per stage (Scorer::bind).
+struct ScorerEnv {
+  std::string model_dir;  ///< the model folder ("" when unknown): the learned gate's default file lives there
 };
 
 /// A scorer's decision for K = stage.keep tokens: keep.size(1) + merged.size(1) == K.
@@ -45,7 +63,8 @@ enum class HookPoint {
   kAny,
 };
 
-/// A token-pruning method. Stateless: one instance serves every stage and batch.
+/// A token-pruning method. Stateless apart from what bind() loads: one instance serves a stage for every
+/// batch.
 class Scorer {
  public:
   virtual ~Scorer() = default;
@@ -54,6 +73,20 @@ class Scorer {
   virtual bool needs_attention() const { return false; }
   /// Needs the vision tower's [CLS] attention and keys (VisionZip).
   virtual bool needs_vision_attention() const { return false; }
+  /// Needs layer ℓ−1's keys (ScoreInput::keys; DART's pivots).
+  virtual bool needs_keys() const { return false; }
+  /// Needs the gradient saliency of the visual tokens (ScoreInput::saliency), computed by generate()'s
+  /// forward + backward pre-pass (model/saliency.h).
+  virtual bool needs_saliency() const { return false; }
+  /// The query rows whose attention at layer ℓ−1 a needs_attention() scorer reads. Called before layer ℓ−1
+  /// with `in.state` = the tokens entering it, `in.visual_pos`, `in.input_state`, `in.stage`, `in.layer` set.
+  /// Default: the last prompt token (with left padding the last column of every row), weight 1.
+  virtual AttentionQueries attention_queries(const ScoreInput& in) const;
+  /// Loads what the stage needs besides the model (the learned gate's weights). Called once per stage by
+  /// PlanHook before any select(). @throws IoError/FormatError/InvalidArgument naming the file and a hint.
+  virtual void bind(const PruneStage& stage, const LlavaConfig& cfg, const ScorerEnv& env) {}
+  /// Identifies what bind() loaded, for result-store keys ("" when nothing), e.g. "gate=sha256:<hex>".
+  virtual std::string resource_key() const { return ""; }
   /// Option names this scorer accepts in a stage.
   virtual std::vector<std::string> option_names() const { return {}; }
   /// Stage checks beyond the plan's own (hook point, options, method-specific K limits).

@@ -79,7 +79,7 @@ struct FixedRemoval : PrefillHook {
   int64_t from;
   at::Tensor keep;  // [1, T'] indices
   bool acts_before(int64_t layer) const override { return layer == from; }
-  bool apply(int64_t, TokenState& s, const at::Tensor&) override {
+  bool apply(int64_t, TokenState& s, const LayerSignals&) override {
     s = gather_tokens(s, keep);
     return true;
   }

@@ -35,7 +35,7 @@ PlanHook hook_for(const VisionLanguageModel& m, const std::string& plan, uint64_
 // Passes every token through gather_tokens before layer 2: the removal machinery with nothing removed.
 struct GatherAllHook : PrefillHook {
   bool acts_before(int64_t layer) const override { return layer == 2; }
-  bool apply(int64_t, TokenState& s, const at::Tensor&) override {
+  bool apply(int64_t, TokenState& s, const LayerSignals&) override {
     const int64_t B = s.hidden.size(0), T = s.hidden.size(1);
     s = gather_tokens(s, at::arange(T, at::kLong).unsqueeze(0).expand({B, T}).contiguous());
     return true;
@@ -48,7 +48,7 @@ struct CaptureHook : PrefillHook {
   TokenState seen;
   explicit CaptureHook(int64_t l) : at_layer(l) {}
   bool acts_before(int64_t layer) const override { return layer == at_layer; }
-  bool apply(int64_t, TokenState& s, const at::Tensor&) override {
+  bool apply(int64_t, TokenState& s, const LayerSignals&) override {
     seen = s;
     return false;
   }

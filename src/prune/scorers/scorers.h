@@ -1,6 +1,9 @@
 // Factories of the built-in scorers, one file each under prune/scorers/; listed in prune/registry.cpp.
 #pragma once
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "prune/scorer.h"
 
@@ -12,6 +15,66 @@ std::unique_ptr<Scorer> make_divprune_scorer();
 std::unique_ptr<Scorer> make_random_scorer();
 std::unique_ptr<Scorer> make_uniform_scorer();
 std::unique_ptr<Scorer> make_pool_scorer();
+std::unique_ptr<Scorer> make_sparsevlm_scorer();
+std::unique_ptr<Scorer> make_dart_scorer();
+std::unique_ptr<Scorer> make_cdpruner_scorer();
+std::unique_ptr<Scorer> make_gradient_scorer();
+std::unique_ptr<Scorer> make_gate_scorer();
+
+// ---- Helpers shared by the scorers (prune/scorers/common.cpp) ----
+
+/// The instruction tokens of each row: valid text tokens after the image span (the question and the template
+/// tail "ASSISTANT:"). @param s a TokenState [B, T, …] holding at least one visual token per row
+/// @return [B, T] bool.
+at::Tensor instruction_mask(const TokenState& s);
+
+/// Rows of `x` [B, T, D] at `pos` [B, N] (int64 indices into T), as fp32 [B, N, D].
+at::Tensor gather_rows(const at::Tensor& x, const at::Tensor& pos);
+
+/// Reads option `name` of a stage as a number; `fallback` when absent.
+/// @throws InvalidArgument "plan stage <scorer>: option <name> must be a number (got '…')".
+double stage_option(const PruneStage& st, const std::string& name, double fallback);
+
+/// stage_option() that must be an integer in [lo, hi]. @throws InvalidArgument naming the range.
+int64_t stage_int_option(const PruneStage& st, const std::string& name, int64_t fallback, int64_t lo,
+                         int64_t hi);
+
+// ---- Exposed for tests: the core of each method on plain tensors ----
+
+/// DART's selection in one row (Wen et al., EMNLP 2025, §4): pivots are the `n_image_pivots` visual tokens
+/// and `n_text_pivots` instruction tokens of largest key L1 norm; the image pivots are kept; then for each
+/// pivot in turn (image pivots by decreasing norm, then text pivots by decreasing norm) the not-yet-kept
+/// visual tokens least cosine-similar to it in `*_hidden` are kept, the k − (kept image pivots) slots split
+/// evenly over the pivots (the first ones take the remainder). With k ≤ n_image_pivots only the top-k image
+/// pivots are kept.
+/// @param visual_norms [N] fp32 key norms of the visual tokens @param text_norms [M] fp32 of the instruction
+/// tokens @param visual_hidden [N, D] @param text_hidden [M, D] @return the k kept indices into N, pivots
+/// first.
+std::vector<int64_t> dart_select(const at::Tensor& visual_norms, const at::Tensor& text_norms,
+                                 const at::Tensor& visual_hidden, const at::Tensor& text_hidden, int64_t k,
+                                 int64_t n_image_pivots, int64_t n_text_pivots);
+
+/// Greedy MAP inference of a DPP with kernel `kernel` [N, N] (symmetric PSD) by the incremental Cholesky
+/// update of Chen, Zhang & Zhou, "Fast Greedy MAP Inference for Determinantal Point Process to Improve
+/// Recommendation Diversity", NeurIPS 2018, Alg. 1: each step adds the item of largest marginal gain
+/// d_i² = det(L_{S∪i}) / det(L_S), in O(N·k) per step. Once every remaining gain is ≤ 1e−10 (rank exhausted)
+/// the rest are taken in order of their remaining gain (ties: lowest index), so exactly k items come back.
+/// @return k indices in selection order.
+std::vector<int64_t> dpp_greedy_map(const at::Tensor& kernel, int64_t k);
+
+/// SparseVLM's rater choice in one row (Zhang et al., ICML 2025, §3.2 "relevant text selection"): with the
+/// visual embeddings V [N, D] and instruction embeddings Q [M, D] at the LLM input, R = softmax over the M
+/// text tokens of V·Qᵀ (as the release: no 1/√D), r = R averaged over the N visual tokens; raters are the
+/// text tokens with r_j > mean(r) (all of them when none is). @return ascending indices into M.
+std::vector<int64_t> sparsevlm_raters(const at::Tensor& visual, const at::Tensor& text);
+
+/// SparseVLM's recycling clusters (the release's density-peak clustering, DPC-kNN, Du et al. 2016): local
+/// density ρ_i = exp(−mean of the squared distances to the min(5, n−1) nearest neighbours), δ_i = distance to
+/// the nearest token of higher density (the largest distance for the densest), centres = the m tokens of
+/// largest ρ·δ, every token joins its nearest centre; a recycled token is its cluster's mean. Distances are
+/// Euclidean / √D. Ties break by lower index (the release adds random noise instead).
+/// @param x [n, D] @return {merged [m, D] in x's dtype, centre indices [m] into n}.
+std::pair<at::Tensor, std::vector<int64_t>> dpc_knn_merge(const at::Tensor& x, int64_t m);
 
 /// DivPrune's greedy max–min selection (exposed for tests). @param dist [N, N] pairwise distances
 /// @return the k chosen indices in selection order.

@@ -1,0 +1,129 @@
+// `vispco scorer-table`: evaluates every pruning scorer at several K on one model and dataset and writes the
+// Markdown table (docs/scorers.md) and its JSON; resumable through the result store (eval/scorer_table.h).
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "core/context.h"
+#include "core/errors.h"
+#include "eval/scorer_table.h"
+#include "model/llava.h"
+
+namespace vispco::cli {
+namespace {
+
+struct ScorerTableArgs {
+  std::string model, data, out = "docs/scorers.md", json, store, keeps = "192,128,64,32", scorers, banner,
+                           dtype = "fp32", device = "cpu", progress = "auto";
+  int64_t limit = 0, batch = 4, layer = 2;
+  int threads = 0;
+  std::vector<std::string> argv;  // for the provenance line
+};
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  const auto parent = std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  std::ofstream f(path + ".tmp");
+  f << text;
+  f.close();
+  if (!f) throw IoError("cannot write '" + path + "'");
+  std::filesystem::rename(path + ".tmp", path);
+}
+
+void run_scorer_table(const ScorerTableArgs& a) {
+  eval::ScorerTableOptions o;
+  o.keeps.clear();
+  for (const auto& k : split_list(a.keeps)) {
+    try {
+      size_t used = 0;
+      o.keeps.push_back(std::stoll(k, &used));
+      if (used != k.size()) throw std::invalid_argument(k);
+    } catch (const std::exception&) {
+      throw InvalidArgument("scorer-table: --keeps must be integers separated by commas (got '" + a.keeps +
+                            "')");
+    }
+  }
+  o.scorers = split_list(a.scorers);
+  o.llm_layer = a.layer;
+  if (a.limit < 0) throw InvalidArgument("scorer-table: --limit must be ≥ 0 (0 = all)");
+  if (a.batch < 1) throw InvalidArgument("scorer-table: --batch must be ≥ 1");
+  o.eval.limit = static_cast<size_t>(a.limit);
+  o.eval.batch_size = static_cast<size_t>(a.batch);
+  o.eval.store_path = a.store.empty() ? "out/scorer-table/results.sqlite" : a.store;
+  o.eval.progress = eval::parse_progress_mode(a.progress);
+  o.validate();
+  RunContext ctx;
+  ctx.dtype = parse_dtype(a.dtype);
+  ctx.device = parse_device(a.device);
+  ctx.n_threads = a.threads;
+  apply_threads(ctx);
+  const eval::Dataset ds = eval::load_dataset(a.data);
+  auto model = VisionLanguageModel::load(a.model, ctx);
+  auto table = eval::run_scorer_table(model, a.model, ds, o, [](const eval::ScorerTableCell& c) {
+    std::fprintf(stderr, "[scorer-table] %-10s K=%-4ld accuracy %5.1f %%  FLOPs %4.0f %%  (%s)\n",
+                 c.scorer.c_str(), (long)c.keep, 100.0 * c.metrics.overall.accuracy(), 100.0 * c.flops_ratio,
+                 c.plan.c_str());
+  });
+  std::string command = "vispco";
+  for (const auto& s : a.argv) command += " " + s;
+  write_text(a.out, table.to_markdown(command, a.banner));
+  const std::string json_path =
+      a.json.empty() ? std::filesystem::path(a.out).replace_extension(".json").string() : a.json;
+  write_text(json_path, table.to_json().dump(2) + "\n");
+  std::cout << "wrote " << a.out << " and " << json_path << " (" << table.cells.size() << " cells, "
+            << table.n_samples << " samples each; store " << o.eval.store_path << ")\n";
+}
+
+}  // namespace
+
+void register_scorer_table(CLI::App& app) {
+  auto a = std::make_shared<ScorerTableArgs>();
+  auto* cmd = app.add_subcommand(
+      "scorer-table",
+      "Accuracy of every pruning scorer at several K, per family → Markdown + JSON (resumable)");
+  cmd->add_option("--model", a->model, "Model folder (HF LLaVA layout)")->required();
+  cmd->add_option("--data", a->data, "data.jsonl or its folder (e.g. the SynthVQA test split)")->required();
+  cmd->add_option("--out", a->out, "Markdown file to write")->capture_default_str();
+  cmd->add_option("--json", a->json, "JSON file to write (default: --out with .json)");
+  cmd->add_option("--keeps", a->keeps, "Kept visual tokens K, comma-separated")->capture_default_str();
+  cmd->add_option("--scorers", a->scorers,
+                  "Scorers, comma-separated (default: every registered one and pdrop; gate when trained)");
+  cmd->add_option("--layer", a->layer, "Layer ℓ of the in-LLM scorers (fastv, sparsevlm, dart)")
+      ->capture_default_str();
+  cmd->add_option("--limit", a->limit, "Only the first N samples (0 = all)")->capture_default_str();
+  cmd->add_option("--batch", a->batch, "Samples per generate() call")->capture_default_str();
+  cmd->add_option("--store", a->store, "SQLite result store (default out/scorer-table/results.sqlite)");
+  cmd->add_option("--banner", a->banner,
+                  "A line printed in bold at the top (e.g. 'random weights: chance level')");
+  cmd->add_option("--dtype", a->dtype, "Compute dtype: fp32 | bf16")->capture_default_str();
+  cmd->add_option("--device", a->device, "cpu | cuda[:N]")->capture_default_str();
+  cmd->add_option("--threads", a->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("--progress", a->progress, "Progress on stderr: auto | bar | lines | off")
+      ->capture_default_str();
+  cmd->callback([a, cmd] {
+    a->argv = {"scorer-table"};
+    for (const auto* opt : cmd->get_options())
+      if (opt->count() > 0 && opt->get_name() != "--help") {
+        a->argv.push_back(opt->get_name());
+        for (const auto& r : opt->results())
+          a->argv.push_back(r.find(' ') == std::string::npos ? r : "'" + r + "'");
+      }
+    run_scorer_table(*a);
+  });
+}
+
+}  // namespace vispco::cli
