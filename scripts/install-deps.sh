@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libtorch-dev            # tensors, autograd, c10d (LibTorch 1.13)
+  libgloo-dev             # headers of c10d's Gloo process group (VisPCO data-parallel training)
   libopenblas0-pthread    # without it LibTorch's fp32 matmul is ~30x slower here
   libopencv-dev           # image decode (JPEG/PNG/WebP/BMP), resize, drawing
   libsentencepiece-dev    # tokenizer.model

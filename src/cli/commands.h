@@ -15,5 +15,6 @@ void register_optimize(CLI::App& app);
 void register_scorer_table(CLI::App& app);
 void register_train(CLI::App& app);
 void register_train_gate(CLI::App& app);
+void register_vispco(CLI::App& app);  // `vispco vispco-search`
 
 }  // namespace vispco::cli

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   vispco::cli::register_scorer_table(app);
   vispco::cli::register_train(app);
   vispco::cli::register_train_gate(app);
+  vispco::cli::register_vispco(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -24,15 +24,18 @@ LlamaAttentionImpl::LlamaAttentionImpl(const TextConfig& cfg)
 
 at::Tensor LlamaAttentionImpl::forward(const at::Tensor& x, const Rotary& rot, LayerKvCache& cache,
                                        const at::Tensor& valid, const at::Tensor& mask, const at::Tensor& probs_rows,
-                                       at::Tensor* probs_out) {
+                                       at::Tensor* probs_out, const at::Tensor& key_gate) {
   const int64_t B = x.size(0), T = x.size(1);
   auto q = q_proj(x).view({B, T, n_heads, d_head}).transpose(1, 2);
   auto k = k_proj(x).view({B, T, n_kv_heads, d_head}).transpose(1, 2);
   auto v = v_proj(x).view({B, T, n_kv_heads, d_head}).transpose(1, 2);
   q = apply_rotary(q, rot);
   k = apply_rotary(k, rot);
+  const int64_t past = cache.length();
   cache.append(k, v, valid);
-  auto out = attention(q, cache.keys(), cache.values(), mask, probs_rows, probs_out);
+  auto out = key_gate.defined()
+                 ? attention_gated(q, cache.keys(), cache.values(), mask, key_gate, past, probs_rows, probs_out)
+                 : attention(q, cache.keys(), cache.values(), mask, probs_rows, probs_out);
   return o_proj(out);
 }
 
@@ -114,6 +117,29 @@ at::Tensor LlamaForCausalLMImpl::forward(TokenState& state, KvCache& cache, Pref
     auto a = layer.self_attn->forward(layer.input_layernorm(h), rot, lc, state.valid, mask, attn_rows,
                                       attn_rows.defined() ? &signals.attn_rows : nullptr);
     if (hook != nullptr && hook->wants_keys(l)) signals.keys = lc.keys();
+    h = h + a;
+    h = h + layer.mlp->forward(layer.post_attention_layernorm(h));
+  }
+  state.hidden = h;
+  return model->norm(h);
+}
+
+at::Tensor LlamaForCausalLMImpl::forward_gated(TokenState& state, KeyGateHook& hook) {
+  const int64_t n_layers = cfg.num_hidden_layers;
+  KvCache cache(n_layers);
+  auto rot = rotary_tables(state.positions, cfg.d_head(), cfg.rope_theta, state.hidden.scalar_type());
+  auto mask = causal_mask(state.valid, state.hidden.size(1), 0);
+  at::Tensor gate, probs;
+  auto h = state.hidden;
+  for (int64_t l = 0; l < n_layers; ++l) {
+    state.hidden = h;
+    auto g = hook.gate(l, state, probs);
+    if (g.defined()) gate = g;
+    probs = at::Tensor();
+    auto rows = hook.attention_rows(l, state);
+    auto& layer = *model->layers[l]->as<LlamaDecoderLayerImpl>();
+    auto a = layer.self_attn->forward(layer.input_layernorm(h), rot, cache.layers[l], state.valid, mask, rows,
+                                      rows.defined() ? &probs : nullptr, gate);
     h = h + a;
     h = h + layer.mlp->forward(layer.post_attention_layernorm(h));
   }

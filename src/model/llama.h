@@ -20,9 +20,12 @@ struct LlamaAttentionImpl : torch::nn::Module {
   explicit LlamaAttentionImpl(const TextConfig& cfg);
   /// @param x [B, T, D] normed hidden @param rot RoPE tables for the T positions @param cache this layer's
   /// cache, extended by the T new keys/values @param valid [B, T] key validity of the new tokens
-  /// @param mask [B, 1, T, S] additive @param probs_rows/probs_out see attention(). @return [B, T, D].
+  /// @param mask [B, 1, T, S] additive @param probs_rows/probs_out see attention().
+  /// @param key_gate [B, S] multiplicative key gate (attention_gated()), or undefined for plain attention().
+  /// @return [B, T, D].
   at::Tensor forward(const at::Tensor& x, const Rotary& rot, LayerKvCache& cache, const at::Tensor& valid,
-                     const at::Tensor& mask, const at::Tensor& probs_rows = {}, at::Tensor* probs_out = nullptr);
+                     const at::Tensor& mask, const at::Tensor& probs_rows = {}, at::Tensor* probs_out = nullptr,
+                     const at::Tensor& key_gate = {});
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   int64_t n_heads, n_kv_heads, d_head;
 };
@@ -89,6 +92,13 @@ struct LlamaForCausalLMImpl : torch::nn::Module {
   ///         surviving tokens (T' ≤ T).
   at::Tensor forward(TokenState& state, KvCache& cache, PrefillHook* hook = nullptr,
                      DecoderStats* stats = nullptr, const at::Tensor& key_bias = {});
+
+  /// Training-mode prefill with soft pruning (VisPCO §3.2): no token is removed; before each layer `hook`
+  /// may set a key gate [B, T] that multiplies every token's weight as an attention key from that layer on
+  /// (attention_gated()). Differentiable in the gates. Runs on a fresh cache (prefill only).
+  /// @param state prefill tokens [B, T, …]; state.hidden is left at the last layer's output.
+  /// @return final hidden states after the norm, [B, T, D].
+  at::Tensor forward_gated(TokenState& state, KeyGateHook& hook);
 
   /// Logits of hidden states. @param h [B, T, D] @return [B, T, V] fp32.
   at::Tensor logits(const at::Tensor& h);

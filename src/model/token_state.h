@@ -56,6 +56,24 @@ class PrefillHook {
   virtual bool apply(int64_t layer, TokenState& state, const LayerSignals& signals) = 0;
 };
 
+/// Training-mode soft pruning (VisPCO, Ji et al. ACL 2026 §3.2): instead of removing tokens, the hook gives
+/// every token a gate in [0, 1] that multiplies its weight as an attention *key* (attention_gated()), so the
+/// decision can carry a gradient (straight-through estimators). Tokens keep flowing as queries; with a hard
+/// 0/1 gate the kept tokens compute exactly what physical removal computes. Used by
+/// LlamaForCausalLM::forward_gated(); the inference path (PrefillHook) is separate and removes tokens.
+class KeyGateHook {
+ public:
+  virtual ~KeyGateHook() = default;
+  /// Query rows [B, R] (int64 indices into T) whose (gated) attention probabilities the hook needs from
+  /// decoder layer `layer`; undefined when none.
+  virtual at::Tensor attention_rows(int64_t layer, const TokenState& state) const { return {}; }
+  /// Called before decoder layer `layer` with the current state (hidden = input of that layer) and, if asked
+  /// for at layer−1, its attention rows [B, H, R, T] fp32. @return the key gate [B, T] (floating, in [0, 1],
+  /// may require grad) applying from this layer on, or undefined to keep the previous gate (none at first).
+  /// The hook composes gates across layers itself (a token gated off stays off).
+  virtual at::Tensor gate(int64_t layer, const TokenState& state, const at::Tensor& attn_rows) = 0;
+};
+
 /// Keeps tokens `keep` [B, T'] (int64 indices into T) of every [B, T, …] field of `state`.
 TokenState gather_tokens(const TokenState& state, const at::Tensor& keep);
 

@@ -1,0 +1,275 @@
+// `vispco vispco-search`: VisPCO (Ji et al., ACL 2026, arXiv 2604.15188) — learn a budget-conditioned predictor of
+// per-layer pruning plans on the frozen model (optionally data-parallel over c10d Gloo processes), save it,
+// evaluate it at each budget on a test split through the normal pruning path, and write the curve (JSON, CSV,
+// Markdown, gnuplot). Every flag's help states its default and, where the paper fixes one, the paper's value.
+#include <torch/utils.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "cli/commands.h"
+#include "core/context.h"
+#include "core/errors.h"
+#include "cost/timer.h"
+#include "eval/dataset.h"
+#include "eval/run_key.h"
+#include "model/llava.h"
+#include "vispco/ddp.h"
+#include "vispco/evaluate.h"
+#include "vispco/options.h"
+#include "vispco/report.h"
+#include "vispco/trainer.h"
+
+namespace vispco::cli {
+namespace {
+
+struct PcoArgs {
+  std::string model, data, out = "vispco_out", scorer = "fastv", kernel = "multistep", floor = "scorer";
+  std::string budgets = "0.1,0.2,0.3,0.4,0.5", train_budgets, predictor, store, grid_frontier, label;
+  std::string dtype = "fp32", device = "cpu", master_addr = "127.0.0.1";
+  int64_t stages = 3, n_train = 512, n_val = 64, batch = 4, epochs = 20, min_epochs = 5, patience = 3;
+  int64_t world_size = 1, rank = 0, master_port = 29500, eval_limit = 0, eval_batch = 8;
+  uint64_t train_seed = 20250511, val_seed = 20250512, seed = 0;
+  double gamma = 10, lr = 1e-3, min_lr = 1e-5, warmup = 0.02, weight_decay = 1e-4, kl_weight = 1000, clip = 0, dropout = 0.1;
+  double width = 5, temperature = 0.1, lambda0 = 0, mu0 = 10, growth = 2, beta = 0.5, epsilon = 0.005, mu_max = 1e3;
+  double ddp_timeout = 300;
+  int threads = 0;
+  bool skip_eval = false, no_plot = false;
+};
+
+std::vector<double> parse_list(const std::string& text, const std::string& flag) {
+  std::vector<double> out;
+  std::stringstream ss(text);
+  std::string cell;
+  while (std::getline(ss, cell, ',')) {
+    char* end = nullptr;
+    const double v = std::strtod(cell.c_str(), &end);
+    if (cell.empty() || end == cell.c_str() || *end != '\0')
+      throw InvalidArgument(flag + " must be comma-separated numbers, got '" + text + "'");
+    out.push_back(v);
+  }
+  if (out.empty()) throw InvalidArgument(flag + " must not be empty");
+  return out;
+}
+
+pco::SearchOptions search_options(const PcoArgs& a) {
+  pco::SearchOptions o;
+  o.scorer = a.scorer;
+  o.kernel.kind = pco::kernel_kind(a.kernel);
+  o.kernel.n_stages = a.stages;
+  o.kernel.gamma = a.gamma;
+  o.threshold.width = a.width;
+  o.threshold.temperature = a.temperature;
+  o.al.lambda0 = a.lambda0;
+  o.al.mu0 = a.mu0;
+  o.al.growth = a.growth;
+  o.al.beta = a.beta;
+  o.al.epsilon = a.epsilon;
+  o.al.patience = a.patience;
+  o.al.mu_max = a.mu_max;
+  o.floor = pco::parse_budget_floor(a.floor);
+  if (!a.train_budgets.empty()) o.train_budgets = parse_list(a.train_budgets, "--train-budgets");
+  o.train_seed = a.train_seed;
+  o.n_train = a.n_train;
+  o.val_seed = a.val_seed;
+  o.n_val = a.n_val;
+  o.batch = a.batch;
+  o.max_epochs = a.epochs;
+  o.min_epochs = std::min(a.min_epochs, a.epochs);
+  o.lr = a.lr;
+  o.weight_decay = a.weight_decay;
+  o.min_lr = std::min(a.min_lr, a.lr);
+  o.warmup = a.warmup;
+  o.kl_weight = a.kl_weight;
+  o.clip = a.clip;
+  o.dropout = a.dropout;
+  o.seed = a.seed;
+  o.validate();
+  return o;
+}
+
+void run_search(const PcoArgs& a) {
+  namespace fs = std::filesystem;
+  pco::DdpOptions dd;
+  dd.world_size = a.world_size;
+  dd.rank = a.rank;
+  dd.master_addr = a.master_addr;
+  dd.master_port = a.master_port;
+  dd.timeout_s = a.ddp_timeout;
+  dd.validate();
+  auto opts = search_options(a);
+  pco::BudgetEvalOptions eo;
+  eo.budgets = parse_list(a.budgets, "--budgets");
+  if (a.eval_limit < 0) throw InvalidArgument("--eval-limit must be ≥ 0, got " + std::to_string(a.eval_limit));
+  if (a.eval_batch < 1) throw InvalidArgument("--eval-batch must be ≥ 1, got " + std::to_string(a.eval_batch));
+  eo.limit = static_cast<size_t>(a.eval_limit);
+  eo.batch = static_cast<size_t>(a.eval_batch);
+  eo.store_path = a.store.empty() ? (fs::path(a.out) / "results.sqlite").string() : a.store;
+  eo.validate();
+  const bool evaluate = !a.skip_eval && dd.rank == 0;
+  if (evaluate && a.data.empty()) throw InvalidArgument("--data is required unless --skip-eval");
+  pco::GridFrontier grid;
+  if (!a.grid_frontier.empty()) grid = pco::read_grid_frontier(a.grid_frontier);  // before the slow steps
+  if (!a.predictor.empty() && a.world_size > 1)
+    throw InvalidArgument("--predictor loads a trained predictor; it takes no --world-size > 1");
+
+  RunContext ctx;
+  ctx.dtype = parse_dtype(a.dtype);
+  ctx.device = parse_device(a.device);
+  ctx.n_threads = a.threads;
+  ctx.seed = a.seed;
+  apply_threads(ctx);
+  torch::manual_seed(a.seed + static_cast<uint64_t>(a.rank));  // dropout draws of g_φ (LibTorch's default generator)
+
+  eval::Dataset ds;
+  if (evaluate) ds = eval::load_dataset(a.data);  // before the slow steps: a bad path fails at once
+  auto model = VisionLanguageModel::load(a.model, ctx);
+  pco::SearchReport rep;
+  rep.model = a.model;
+  rep.data = a.data;
+  rep.world_size = a.world_size;
+  rep.label = a.label;
+  rep.grid = grid;
+
+  pco::Predictor predictor{nullptr};
+  if (!a.predictor.empty()) {
+    nlohmann::json meta;
+    predictor = pco::load_predictor(a.predictor, &meta);
+    if (meta.contains("search")) opts = pco::search_options_from_json(meta["search"]);
+    predictor->to(ctx.device);
+  } else {
+    pco::DataParallel ddp(dd);
+    pco::SearchTrainer trainer(model, opts, ddp);
+    std::unique_ptr<std::ofstream> log;
+    if (ddp.is_main()) {
+      fs::create_directories(a.out);
+      log = std::make_unique<std::ofstream>(fs::path(a.out) / "train_log.jsonl");
+    }
+    std::fprintf(stderr, "vispco-search: rank %ld/%ld, caching the teacher on %ld samples…\n", (long)a.rank,
+                 (long)a.world_size, (long)opts.n_train);
+    rep.training = trainer.run([&](const pco::EpochReport& e) {
+      std::fprintf(stderr,
+                   "epoch %3ld  steps %4ld  KL %.5f  |c| train %.4f  val %.4f (mean %+.4f)  mu %.3g%s  λ [%.3g, %.3g]"
+                   "  %.1f s%s\n",
+                   (long)e.epoch, (long)e.steps, e.train_kl, e.train_abs_c, e.val_abs_c, e.val_mean_c, e.mu,
+                   e.mu_grew ? "↑" : "", e.lambda_min, e.lambda_max, e.seconds, e.converged ? "  converged" : "");
+      if (log) *log << e.to_json().dump() << "\n" << std::flush;
+    });
+    predictor = trainer.predictor();
+    if (ddp.is_main()) {
+      nlohmann::json meta = {{"search", pco::to_json(opts)},
+                             {"training", rep.training.to_json()},
+                             {"lagrangian", trainer.lagrangian().state_json()},
+                             {"model", a.model},
+                             {"ddp", pco::to_json(dd)}};
+      pco::save_predictor(a.out, predictor, meta);
+      std::fprintf(stderr, "vispco-search: predictor saved to %s/predictor.{pt,json} (teacher %.1f s, training %.1f s)\n",
+                   a.out.c_str(), rep.training.teacher_seconds, rep.training.train_seconds);
+    }
+    ddp.barrier();
+  }
+  rep.options = opts;
+  if (dd.rank != 0) return;
+  if (evaluate) {
+    Stopwatch sw;
+    rep.points = pco::evaluate_budgets(model, eval::model_folder_hash(a.model), predictor, opts, ds, eo,
+                                       [](const std::string& line) { std::fprintf(stderr, "  %s\n", line.c_str()); });
+    rep.eval_seconds = sw.ms() / 1000.0;
+  }
+  const auto png = pco::write_search_outputs(rep, a.out, a.no_plot ? "" : "gnuplot");
+  std::cout << rep.to_markdown();
+  std::cout << "\nwrote " << a.out << "/{curve.json, curve.csv, summary.md" << (rep.points.empty() ? "" : ", curve.gp")
+            << (png.empty() ? "" : ", curve.png") << "}\n";
+}
+
+}  // namespace
+
+void register_vispco(CLI::App& app) {
+  auto a = std::make_shared<PcoArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "vispco-search",
+      "VisPCO (Ji et al., ACL 2026): learn per-layer pruning plans for FLOPs budgets, evaluate the curve");
+  cmd->add_option("--model", a->model, "Model folder (HF LLaVA layout)")->required();
+  cmd->add_option("--data", a->data, "Test split (data.jsonl or folder) evaluated at each budget");
+  cmd->add_option("--out", a->out, "Output folder: predictor.{pt,json}, train_log.jsonl, curve.{json,csv,gp,png}, "
+                                   "summary.md, results.sqlite")->capture_default_str();
+  cmd->add_option("--scorer", a->scorer, "Token scorer (paper: fastv; the only one VisPCO trains with here)")
+      ->capture_default_str();
+  cmd->add_option("--kernel", a->kernel, "Keep-fraction kernel: step | ramp | multistep (release: step; paper "
+                                         "reports multistep better)")->capture_default_str();
+  cmd->add_option("--stages", a->stages, "Steps S of the multistep kernel, 1–8")->capture_default_str();
+  cmd->add_option("--gamma", a->gamma, "Sigmoid sharpness γ of the step kernels, per layer (release: 10)")
+      ->capture_default_str();
+  cmd->add_option("--budgets", a->budgets, "Budgets b ∈ (0, 1] evaluated on --data; T(b) = F_min + b·(F_max − F_min)")
+      ->capture_default_str();
+  cmd->add_option("--train-budgets", a->train_budgets,
+                  "Budgets drawn in training (default = release: 0.01,0.05,0.10,…,0.95)");
+  cmd->add_option("--floor", a->floor, "Budget zero F_min: scorer (cheapest plan the scorer reaches) | text "
+                                       "(paper: text tokens only)")->capture_default_str();
+  cmd->add_option("--train-seed", a->train_seed, "SynthVQA seed of the training set (≠ calib/test)")
+      ->capture_default_str();
+  cmd->add_option("--n-train", a->n_train, "Training samples (release: 10k LLaVA-Instruct)")->capture_default_str();
+  cmd->add_option("--val-seed", a->val_seed, "SynthVQA seed of the validation split")->capture_default_str();
+  cmd->add_option("--n-val", a->n_val, "Validation samples for the multiplier updates")->capture_default_str();
+  cmd->add_option("--batch", a->batch, "Samples per step and process (release: 2 per GPU × 8)")->capture_default_str();
+  cmd->add_option("--epochs", a->epochs, "Most epochs (release: 1000)")->capture_default_str();
+  cmd->add_option("--min-epochs", a->min_epochs, "Epochs before the stopping rule may fire (release: 5)")
+      ->capture_default_str();
+  cmd->add_option("--lr", a->lr, "AdamW learning rate of g_φ (release: 1e-4)")->capture_default_str();
+  cmd->add_option("--min-lr", a->min_lr, "Cosine schedule's final learning rate (release: 1e-6)")
+      ->capture_default_str();
+  cmd->add_option("--warmup", a->warmup, "Warm-up fraction of all steps (release: 0.001)")->capture_default_str();
+  cmd->add_option("--weight-decay", a->weight_decay, "AdamW weight decay (release: 1e-4)")->capture_default_str();
+  cmd->add_option("--kl-weight", a->kl_weight, "Weight of the KL distillation term (release: 1000)")
+      ->capture_default_str();
+  cmd->add_option("--clip", a->clip, "Gradient-norm clip, 0 = off (release: off)")->capture_default_str();
+  cmd->add_option("--dropout", a->dropout, "Dropout of g_φ (release: 0.1)")->capture_default_str();
+  cmd->add_option("--seed", a->seed, "Seed of g_φ's weights, data order and dropout")->capture_default_str();
+  cmd->add_option("--threshold-width", a->width, "Rank window of the soft threshold (release: 5)")
+      ->capture_default_str();
+  cmd->add_option("--temperature", a->temperature, "Temperature τ of the sigmoid mask (release: 0.1)")
+      ->capture_default_str();
+  cmd->add_option("--al-lambda0", a->lambda0, "Initial multipliers λ₀ (release: w = 1, TFLOPs units, ×0.1)")
+      ->capture_default_str();
+  cmd->add_option("--al-mu0", a->mu0, "Initial penalty μ₀ on the normalised constraint (release: σ = 100, TFLOPs)")
+      ->capture_default_str();
+  cmd->add_option("--al-growth", a->growth, "Penalty growth α (release: 5 in its run script, 2 in main.py)")
+      ->capture_default_str();
+  cmd->add_option("--al-mu-max", a->mu_max, "Ceiling of μ (release: none)")->capture_default_str();
+  cmd->add_option("--al-beta", a->beta, "Sufficient-decrease ratio β (release: 0.5)")->capture_default_str();
+  cmd->add_option("--al-epsilon", a->epsilon, "Stop when validation mean|c| < ε (normalised; release: 0.01 TFLOPs)")
+      ->capture_default_str();
+  cmd->add_option("--al-patience", a->patience, "Epochs in a row under ε to stop (release: 3)")->capture_default_str();
+  cmd->add_option("--world-size", a->world_size, "Data-parallel processes (c10d Gloo)")->capture_default_str();
+  cmd->add_option("--rank", a->rank, "This process's rank; rank 0 hosts the TCPStore and writes the outputs")
+      ->capture_default_str();
+  cmd->add_option("--master-addr", a->master_addr, "Address of rank 0's TCPStore")->capture_default_str();
+  cmd->add_option("--master-port", a->master_port, "Port of rank 0's TCPStore")->capture_default_str();
+  cmd->add_option("--ddp-timeout", a->ddp_timeout, "Rendezvous/collective timeout, seconds")->capture_default_str();
+  cmd->add_option("--predictor", a->predictor, "Skip training: load predictor.{pt,json} from this folder");
+  cmd->add_option("--eval-limit", a->eval_limit, "Evaluate only the first N test samples (0 = all)")
+      ->capture_default_str();
+  cmd->add_option("--eval-batch", a->eval_batch, "Samples per generate() call in evaluation")->capture_default_str();
+  cmd->add_option("--store", a->store, "SQLite result store (default: <out>/results.sqlite)");
+  cmd->add_option("--grid-frontier", a->grid_frontier,
+                  "Grid frontier to overlay and compare wall time with: the optimize.json of `vispco optimize "
+                  "--method grid`, or a CSV 'flops_ratio,accuracy'");
+  cmd->add_option("--label", a->label, "Text shown in the summary and plot title (e.g. 'random weights')");
+  cmd->add_option("--dtype", a->dtype, "Compute dtype of the VLM: fp32 | bf16 (g_φ is always fp32)")
+      ->capture_default_str();
+  cmd->add_option("--device", a->device, "cpu | cuda[:N]")->capture_default_str();
+  cmd->add_option("--threads", a->threads, "Intra-op threads per process (0 = all cores)")->capture_default_str();
+  cmd->add_flag("--skip-eval", a->skip_eval, "Train and save the predictor only");
+  cmd->add_flag("--no-plot", a->no_plot, "Do not run gnuplot (the script is still written)");
+  cmd->callback([a] { run_search(*a); });
+}
+
+}  // namespace vispco::cli
