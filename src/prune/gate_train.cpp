@@ -11,6 +11,7 @@
 #include "core/errors.h"
 #include "cost/timer.h"
 #include "io/tokenizer.h"
+#include "model/answer_targets.h"
 #include "model/generate.h"
 
 namespace vispco {
@@ -64,16 +65,7 @@ GateLoss gate_loss(VisionLanguageModel& m, TokenGate& gate, const std::vector<Ga
   }
   auto state = build_prefill_state(m, reqs, visual);
   const int64_t T = state.hidden.size(1);
-  auto target = at::full({B, T}, -100, at::kLong);
-  for (int64_t b = 0; b < B; ++b) {
-    const auto& ids = reqs[b].prompt_ids;
-    const int64_t p = std::find(ids.begin(), ids.end(), cfg.image_token_index) - ids.begin();
-    const int64_t len = static_cast<int64_t>(ids.size()) - 1 + n_v, pad = T - len;
-    for (auto i : answer_pos[b]) {
-      const int64_t e = pad + (i < p ? i : i + n_v - 1);  // expanded index of ids[i]
-      target[b][e - 1] = ids[i];                          // predicted from the position before it
-    }
-  }
+  auto target = answer_targets(reqs, answer_pos, cfg.image_token_index, n_v, T);
   auto question = gate->cfg.use_question ? pooled_question(state) : at::Tensor();
   auto log_g = gate->log_gate(visual.to(at::kFloat), question);  // [B, N_v]
   auto vis_pos = at::nonzero(state.visual).select(1, 1).view({B, n_v});

@@ -15,6 +15,7 @@
 #include "eval/synthvqa/generator.h"
 #include "eval/synthvqa/rng.h"
 #include "io/image.h"
+#include "model/answer_targets.h"
 #include "model/generate.h"
 #include "model/presets.h"
 #include "train/patch_labels.h"
@@ -254,16 +255,7 @@ at::Tensor conversation_loss(VisionLanguageModel& m, const at::Tensor& images,
   }
   auto state = build_prefill_state(m, reqs, visual);
   const int64_t T = state.hidden.size(1);
-  auto target = at::full({B, T}, -100, at::kLong);
-  for (int64_t b = 0; b < B; ++b) {
-    const auto& ids = reqs[b].prompt_ids;
-    const int64_t p = std::find(ids.begin(), ids.end(), cfg.image_token_index) - ids.begin();
-    const int64_t len = static_cast<int64_t>(ids.size()) - 1 + n_v, pad = T - len;
-    for (auto i : answer_pos[b]) {
-      const int64_t e = pad + (i < p ? i : i + n_v - 1);  // expanded index of ids[i]
-      target[b][e - 1] = ids[i];                          // predicted from the position before it
-    }
-  }
+  auto target = answer_targets(reqs, answer_pos, cfg.image_token_index, n_v, T);
   KvCache cache(cfg.text.num_hidden_layers);
   auto& lm = net->language_model;
   auto logits = lm->logits(lm->forward(state, cache));  // [B, T, V] fp32
