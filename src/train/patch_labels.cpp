@@ -3,11 +3,37 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstring>
+#include <string>
+
+#include "core/errors.h"
 
 namespace vispco::train {
 
 using namespace eval::synthvqa;
+
+namespace {
+
+// Index of the top-most object covering patch (r, c) — its centre within 0.75 of the circumradius, later
+// objects drawn on top — or −1.
+int covering_object(const Scene& scene, int64_t r, int64_t c, double cell) {
+  const double px = (c + 0.5) * cell, py = (r + 0.5) * cell;
+  int top = -1;
+  for (size_t i = 0; i < scene.objects.size(); ++i) {
+    const auto& o = scene.objects[i];
+    const double dx = px - o.x, dy = py - o.y, rr = 0.75 * o.radius;
+    if (dx * dx + dy * dy <= rr * rr) top = static_cast<int>(i);
+  }
+  return top;
+}
+
+int64_t centre_patch(const SceneObject& o, int64_t grid, double cell) {
+  const int64_t r = std::min<int64_t>(grid - 1, int64_t(o.y / cell)), c = std::min<int64_t>(grid - 1, int64_t(o.x / cell));
+  return r * grid + c;
+}
+
+}  // namespace
 
 at::Tensor patch_labels(const Scene& scene, int64_t grid) {
   const double cell = double(kImageSize) / grid;
@@ -17,13 +43,11 @@ at::Tensor patch_labels(const Scene& scene, int64_t grid) {
     for (int64_t c = 0; c < grid; ++c) {
       const double px = (c + 0.5) * cell, py = (r + 0.5) * cell;
       const int64_t p = r * grid + c;
-      for (const auto& o : scene.objects) {  // draw order: later objects on top
-        const double dx = px - o.x, dy = py - o.y, rr = 0.75 * o.radius;
-        if (dx * dx + dy * dy <= rr * rr) {
-          a[p][0] = static_cast<int64_t>(o.colour) + 1;
-          a[p][1] = static_cast<int64_t>(o.shape) + 1;
-          a[p][2] = static_cast<int64_t>(o.size) + 1;
-        }
+      if (const int top = covering_object(scene, r, c, cell); top >= 0) {
+        const auto& o = scene.objects[static_cast<size_t>(top)];
+        a[p][0] = static_cast<int64_t>(o.colour) + 1;
+        a[p][1] = static_cast<int64_t>(o.shape) + 1;
+        a[p][2] = static_cast<int64_t>(o.size) + 1;
       }
       for (const auto& t : scene.texts) {
         if (px < t.x || px >= t.x + t.w || py < t.y || py >= t.y + t.h || t.text.empty()) continue;
@@ -34,10 +58,20 @@ at::Tensor patch_labels(const Scene& scene, int64_t grid) {
           if (t.color == ink_table()[k].name) a[p][5] = static_cast<int64_t>(k) + 1;
       }
     }
-  for (const auto& o : scene.objects) {
-    const int64_t r = std::min<int64_t>(grid - 1, int64_t(o.y / cell)), c = std::min<int64_t>(grid - 1, int64_t(o.x / cell));
-    a[r * grid + c][3] = 1;
-  }
+  for (const auto& o : scene.objects) a[centre_patch(o, grid, cell)][3] = 1;
+  return out;
+}
+
+std::vector<int64_t> object_patches(const Scene& scene, size_t object, int64_t grid) {
+  if (object >= scene.objects.size())
+    throw InvalidArgument("object_patches: object " + std::to_string(object) + " of a scene with " +
+                          std::to_string(scene.objects.size()) + " objects");
+  const double cell = double(kImageSize) / grid;
+  std::vector<int64_t> out;
+  const int64_t centre = centre_patch(scene.objects[object], grid, cell);
+  for (int64_t r = 0; r < grid; ++r)
+    for (int64_t c = 0; c < grid; ++c)
+      if (r * grid + c == centre || covering_object(scene, r, c, cell) == static_cast<int>(object)) out.push_back(r * grid + c);
   return out;
 }
 

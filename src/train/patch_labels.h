@@ -5,6 +5,8 @@
 #pragma once
 #include <ATen/core/Tensor.h>
 
+#include <vector>
+
 #include "eval/synthvqa/scene.h"
 
 namespace vispco::train {
@@ -25,5 +27,11 @@ struct PatchLabelSizes {
 /// the patch centre lies within 0.75 of its circumradius (the later-drawn object wins); a string's box is
 /// split evenly among its characters.
 at::Tensor patch_labels(const eval::synthvqa::Scene& scene, int64_t grid);
+
+/// Patches (row-major indices into the grid²) that show object `object` of `scene` under patch_labels()'s
+/// rule — its footprint where no later-drawn object covers it — plus the patch holding its centre, sorted.
+/// The visual tokens a question about that object should look at (grounding targets in training).
+/// @throws InvalidArgument when `object` is out of range.
+std::vector<int64_t> object_patches(const eval::synthvqa::Scene& scene, size_t object, int64_t grid);
 
 }  // namespace vispco::train

@@ -14,6 +14,8 @@ nlohmann::json stage_json(const StageSettings& s) {
                       {"weight_decay", s.weight_decay}, {"clip", s.clip}};
   if (s.pool != 1) j["pool"] = s.pool;
   if (s.foreground_keep != 0) j["foreground_keep"] = s.foreground_keep;
+  if (s.text_loss) j["text_loss"] = true;
+  if (s.grounding != 0) j["grounding"] = s.grounding;
   return j;
 }
 
@@ -28,6 +30,8 @@ StageSettings stage_from(const nlohmann::json& j, const std::string& where) {
     else if (k == "clip") s.clip = v.get<double>();
     else if (k == "pool") s.pool = v.get<int64_t>();
     else if (k == "foreground_keep") s.foreground_keep = v.get<int64_t>();
+    else if (k == "text_loss") s.text_loss = v.get<bool>();
+    else if (k == "grounding") s.grounding = v.get<double>();
     else throw InvalidArgument("recipe: unknown key '" + where + "." + k + "'");
   }
   return s;
@@ -41,6 +45,7 @@ void check_stage(const StageSettings& s, const std::string& w) {
   if (!(s.weight_decay >= 0)) throw InvalidArgument("recipe: " + w + ".weight_decay must be ≥ 0");
   if (!(s.clip > 0)) throw InvalidArgument("recipe: " + w + ".clip must be > 0");
   if (s.pool < 1) throw InvalidArgument("recipe: " + w + ".pool must be ≥ 1");
+  if (!(s.grounding >= 0)) throw InvalidArgument("recipe: " + w + ".grounding must be ≥ 0");
 }
 
 }  // namespace
@@ -50,6 +55,8 @@ void TrainRecipe::validate() const {
   check_stage(vision, "vision");
   check_stage(decoder, "decoder");
   if (vision.pool != 1 || decoder.pool != 1) throw InvalidArgument("recipe: vision.pool and decoder.pool must be 1");
+  if (vision.text_loss || vision.grounding != 0)
+    throw InvalidArgument("recipe: text_loss and grounding are for decoder stages only");
   if (vision.foreground_keep != 0 || decoder.foreground_keep != 0)
     throw InvalidArgument("recipe: foreground_keep is for lowres stages only");
   for (size_t i = 0; i < lowres.size(); ++i) {
@@ -79,7 +86,7 @@ nlohmann::json to_json(const TrainRecipe& r) {
           {"tokenizer_images", r.tokenizer_images}, {"seed", r.seed},
           {"data_seed", r.data_seed}, {"vision", stage_json(r.vision)}, {"lowres", lowres_json},
           {"decoder", stage_json(r.decoder)},
-          {"turns", r.turns}, {"checkpoint_seconds", r.checkpoint_seconds}};
+          {"turns", r.turns}, {"checkpoint_seconds", r.checkpoint_seconds}, {"mimetic_init", r.mimetic_init}};
 }
 
 TrainRecipe recipe_from_json(const nlohmann::json& j) {
@@ -99,6 +106,7 @@ TrainRecipe recipe_from_json(const nlohmann::json& j) {
       else if (k == "decoder") r.decoder = stage_from(v, "decoder");
       else if (k == "turns") r.turns = v.get<int64_t>();
       else if (k == "checkpoint_seconds") r.checkpoint_seconds = v.get<int64_t>();
+      else if (k == "mimetic_init") r.mimetic_init = v.get<bool>();
       else if (k == "comment") continue;
       else throw InvalidArgument("recipe: unknown key '" + k + "'");
     }

@@ -28,6 +28,11 @@ struct StageSettings {
   /// rate most likely to show an object or text (1 − P(nothing) of the colour and ink heads), in their original
   /// order — a curriculum that removes the background the decoder must otherwise learn to ignore. Needs pool 1.
   int64_t foreground_keep = 0;
+  /// Decoder stages only: predict every text token after the image, not only the answers
+  /// (ConversationOptions::text_loss; a stated deviation from LLaVA's answer-only loss).
+  bool text_loss = false;
+  /// Decoder stages only, ≥ 0: weight of the word-level grounding loss (train/grounding.h); 0 = off.
+  double grounding = 0;
   bool operator==(const StageSettings&) const = default;
 };
 
@@ -46,6 +51,8 @@ struct TrainRecipe {
   StageSettings decoder;        ///< stage 2b: projector + decoder at full N_v, tower frozen
   int64_t turns = 8;            ///< question/answer turns per image in stage 2, ≥ 1
   int64_t checkpoint_seconds = 120;  ///< write a checkpoint at least this often (wall clock), ≥ 1
+  /// Mimetic initialisation of the decoder's attention (train/mimetic_init.h) before the first decoder step.
+  bool mimetic_init = false;
 
   /// @throws InvalidArgument naming the bad field.
   void validate() const;

@@ -26,19 +26,33 @@ std::vector<QaPair> all_questions(const Scene& scene) {
     ++n_colour[o.colour];
     ++n_kind[{o.shape, o.colour}];
   }
-  for (const auto& o : scene.objects) {
+  const auto objects_where = [&](auto&& pred) {
+    std::vector<int> idx;
+    for (size_t i = 0; i < scene.objects.size(); ++i)
+      if (pred(scene.objects[i])) idx.push_back(static_cast<int>(i));
+    return idx;
+  };
+  for (size_t i = 0; i < scene.objects.size(); ++i) {
+    const auto& o = scene.objects[i];
+    const std::vector<int> self = {static_cast<int>(i)};
     if (n_shape[o.shape] == 1)
-      out.push_back({"color", std::string("What color is the ") + info(o.shape).name + "?", info(o.colour).name});
+      out.push_back({"color", std::string("What color is the ") + info(o.shape).name + "?", info(o.colour).name, self});
     if (n_colour[o.colour] == 1)
-      out.push_back({"shape", std::string("What shape is the ") + info(o.colour).name + " object?", info(o.shape).name});
+      out.push_back(
+          {"shape", std::string("What shape is the ") + info(o.colour).name + " object?", info(o.shape).name, self});
   }
   for (const auto& [s, n] : n_shape)
-    out.push_back({"count_shape", std::string("How many ") + info(s).plural + " are there?", std::to_string(n)});
+    out.push_back({"count_shape", std::string("How many ") + info(s).plural + " are there?", std::to_string(n),
+                   objects_where([s = s](const SceneObject& o) { return o.shape == s; })});
   for (const auto& [c, n] : n_colour)
-    out.push_back({"count_color", std::string("How many ") + info(c).name + " objects are there?", std::to_string(n)});
+    out.push_back({"count_color", std::string("How many ") + info(c).name + " objects are there?", std::to_string(n),
+                   objects_where([c = c](const SceneObject& o) { return o.colour == c; })});
   for (const auto& [kind, n] : n_kind)
-    out.push_back({"exist", "Is there a " + std::string(info(kind.second).name) + " " + info(kind.first).name +
-                                " in the image?", "yes"});
+    out.push_back({"exist",
+                   "Is there a " + std::string(info(kind.second).name) + " " + info(kind.first).name + " in the image?",
+                   "yes", objects_where([k = kind](const SceneObject& o) {
+                     return o.shape == k.first && o.colour == k.second;
+                   })});
   for (const auto& s : shape_table())
     for (const auto& c : colour_table()) {
       if (n_kind.count({s.shape, c.colour})) continue;
@@ -52,12 +66,13 @@ std::vector<QaPair> all_questions(const Scene& scene) {
       const auto &a = scene.objects[i], &b = scene.objects[j];
       if (i == j || n_kind[{a.shape, a.colour}] != 1 || n_kind[{b.shape, b.colour}] != 1) continue;
       const auto rel = spatial_relation(a, b);
+      const std::vector<int> pair = {static_cast<int>(i), static_cast<int>(j)};
       if (!rel.empty())
         out.push_back({"spatial", "Where is the " + name(a) + " relative to the " + name(b) +
-                                      ": left, right, above, or below?", rel});
+                                      ": left, right, above, or below?", rel, pair});
       if (a.size != b.size)
         out.push_back({"size", "Is the " + name(a) + " bigger or smaller than the " + name(b) + "?",
-                       a.size == SizeClass::kLarge ? "bigger" : "smaller"});
+                       a.size == SizeClass::kLarge ? "bigger" : "smaller", pair});
     }
   for (const auto& t : scene.texts)
     out.push_back({"text", scene.texts.size() == 1 ? "What does the text say?" : "What does the " + t.color + " text say?",

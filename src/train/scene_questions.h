@@ -10,9 +10,13 @@
 
 namespace vispco::train {
 
-/// One question about a scene, with its answer and family name.
+/// One question about a scene, with its answer, family name and the objects it is about.
 struct QaPair {
   std::string family, question, answer;
+  /// Indices into scene.objects of the objects the answer depends on: the named object (color, shape), every
+  /// object of the counted kind (count_*), the objects of the asked kind (exist "yes"; none for "no"), both
+  /// objects of a pair (spatial, size); empty for text. Grounding targets for training.
+  std::vector<int> objects;
 };
 
 /// All answerable questions of `scene`, by family: color/shape (objects unique by shape/colour), count_shape

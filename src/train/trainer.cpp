@@ -18,6 +18,8 @@
 #include "model/answer_targets.h"
 #include "model/generate.h"
 #include "model/presets.h"
+#include "train/grounding.h"
+#include "train/mimetic_init.h"
 #include "train/patch_labels.h"
 #include "train/projector_init.h"
 #include "train/scene_questions.h"
@@ -215,9 +217,38 @@ bool Trainer::done() const { return s_->stage >= s_->done_stage(); }
 at::Tensor conversation_loss(VisionLanguageModel& m, const at::Tensor& images,
                              const std::vector<std::vector<std::pair<std::string, std::string>>>& turns,
                              int64_t pool, const at::Tensor& visual_keep) {
+  ConversationOptions opts;
+  opts.pool = pool;
+  opts.visual_keep = visual_keep;
+  return conversation_loss(m, images, turns, opts).total;
+}
+
+namespace {
+
+// Position among the n_v visual tokens fed to the decoder of each grid patch, or −1 (not fed).
+std::vector<int64_t> patch_to_visual(int64_t grid, int64_t pool, const at::Tensor& keep_row) {
+  std::vector<int64_t> pos(static_cast<size_t>(grid * grid), -1);
+  if (keep_row.defined()) {
+    auto k = std::get<0>(keep_row.cpu().sort());
+    auto a = k.accessor<int64_t, 1>();
+    for (int64_t j = 0; j < k.size(0); ++j) pos[static_cast<size_t>(a[j])] = j;
+  } else {
+    const int64_t side = grid / pool;
+    for (int64_t r = 0; r < grid; ++r)
+      for (int64_t c = 0; c < grid; ++c) pos[static_cast<size_t>(r * grid + c)] = (r / pool) * side + c / pool;
+  }
+  return pos;
+}
+
+}  // namespace
+
+ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& images,
+                                   const std::vector<std::vector<std::pair<std::string, std::string>>>& turns,
+                                   const ConversationOptions& opts) {
   const auto& cfg = m.config();
   const auto& tok = m.tokenizer();
   auto net = m.net();
+  const int64_t pool = opts.pool;
   at::Tensor feats;
   {
     at::NoGradGuard no_grad;  // the tower is frozen in this stage
@@ -225,8 +256,8 @@ at::Tensor conversation_loss(VisionLanguageModel& m, const at::Tensor& images,
                 .features;
   }
   auto visual = net->multi_modal_projector->forward(feats);  // [B, N_v, D]
-  if (visual_keep.defined()) {
-    auto idx = std::get<0>(visual_keep.sort(1)).to(visual.device());  // original order
+  if (opts.visual_keep.defined()) {
+    auto idx = std::get<0>(opts.visual_keep.sort(1)).to(visual.device());  // original order
     visual = visual.gather(1, idx.unsqueeze(-1).expand({-1, -1, visual.size(2)}));
   }
   if (pool > 1) {
@@ -236,14 +267,23 @@ at::Tensor conversation_loss(VisionLanguageModel& m, const at::Tensor& images,
     visual = at::avg_pool2d(grid, {pool, pool}).flatten(2).transpose(1, 2).contiguous();  // [B, N_v/pool², D]
   }
   const int64_t n_v = visual.size(1), B = images.size(0);
+  const bool ground = opts.grounding > 0;
+  if (ground && opts.turn_patches.size() != turns.size())
+    throw InvalidArgument("conversation_loss: grounding needs turn_patches for every conversation");
   std::vector<VlmRequest> reqs(B);
-  std::vector<std::vector<int64_t>> answer_pos(B);  // indices into ids of answer tokens (and EOS)
+  std::vector<std::vector<int64_t>> answer_pos(B);  // indices into ids of the tokens to predict
+  std::vector<std::vector<std::pair<int64_t, size_t>>> words(B);  // (index into ids of an object word, turn)
   for (int64_t b = 0; b < B; ++b) {
     auto& ids = reqs[b].prompt_ids;
+    if (ground && opts.turn_patches[b].size() != turns[b].size())
+      throw InvalidArgument("conversation_loss: turn_patches must have one entry per turn");
     for (size_t t = 0; t < turns[b].size(); ++t) {
       const auto& [q, a] = turns[b][t];
       auto prompt = t == 0 ? io::encode_llava_prompt(tok, q, cfg.image_token_index)
                            : tok.encode("USER: " + q + " ASSISTANT:", false);
+      if (ground)
+        for (auto i : object_word_ends(tok, prompt, 0, prompt.size()))
+          words[b].push_back({static_cast<int64_t>(ids.size()) + i, t});
       ids.insert(ids.end(), prompt.begin(), prompt.end());
       auto ans = tok.encode(a, false);
       ans.push_back(tok.eos_id());
@@ -252,16 +292,51 @@ at::Tensor conversation_loss(VisionLanguageModel& m, const at::Tensor& images,
         ids.push_back(id);
       }
     }
+    if (opts.text_loss) {  // every text token after the image placeholder
+      const auto p = std::find(ids.begin(), ids.end(), cfg.image_token_index) - ids.begin();
+      answer_pos[b].clear();
+      for (int64_t i = p + 1; i < static_cast<int64_t>(ids.size()); ++i) answer_pos[b].push_back(i);
+    }
   }
   auto state = build_prefill_state(m, reqs, visual);
   const int64_t T = state.hidden.size(1);
   auto target = answer_targets(reqs, answer_pos, cfg.image_token_index, n_v, T);
+  std::unique_ptr<AttentionRowRecorder> rec;
+  at::Tensor ground_target;
+  if (ground) {
+    int64_t R = 1;
+    for (const auto& w : words) R = std::max<int64_t>(R, static_cast<int64_t>(w.size()));
+    auto rows = at::zeros({B, R}, at::kLong);
+    ground_target = at::zeros({B, R, T}, at::kBool);
+    auto ra = rows.accessor<int64_t, 2>();
+    auto ta = ground_target.accessor<bool, 3>();
+    for (int64_t b = 0; b < B; ++b) {
+      const auto& ids = reqs[b].prompt_ids;
+      const int64_t p = std::find(ids.begin(), ids.end(), cfg.image_token_index) - ids.begin();
+      const int64_t pad = T - (static_cast<int64_t>(ids.size()) - 1 + n_v);
+      const auto to_visual = patch_to_visual(cfg.vision.grid(), pool,
+                                             opts.visual_keep.defined() ? opts.visual_keep[b] : at::Tensor());
+      for (size_t r = 0; r < words[b].size(); ++r) {
+        const auto [i, t] = words[b][r];
+        ra[b][static_cast<int64_t>(r)] = pad + (i < p ? i : i + n_v - 1);
+        for (auto patch : opts.turn_patches[b][t])
+          if (patch >= 0 && patch < static_cast<int64_t>(to_visual.size()) && to_visual[patch] >= 0)
+            ta[b][static_cast<int64_t>(r)][pad + p + to_visual[patch]] = true;
+      }
+    }
+    rec = std::make_unique<AttentionRowRecorder>(opts.grounding_layers, rows.to(state.hidden.device()));
+  }
   KvCache cache(cfg.text.num_hidden_layers);
   auto& lm = net->language_model;
-  auto logits = lm->logits(lm->forward(state, cache));  // [B, T, V] fp32
-  return torch::nn::functional::cross_entropy(
+  auto logits = lm->logits(lm->forward(state, cache, rec.get()));  // [B, T, V] fp32
+  ConversationLoss out;
+  out.token = torch::nn::functional::cross_entropy(
       logits.view({B * T, -1}), target.view({-1}).to(logits.device()),
       torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100));
+  out.grounding = ground ? grounding_loss(rec->recorded(), ground_target.to(logits.device()))
+                         : at::zeros({}, out.token.options());
+  out.total = ground ? out.token + opts.grounding * out.grounding : out.token;
+  return out;
 }
 
 StepReport Trainer::step() {
@@ -273,7 +348,14 @@ StepReport Trainer::step() {
   Stopwatch sw;
   // Before the first step of the first decoder stage (not at the stage switch, so a checkpoint taken between
   // the two cannot apply it twice): standardise the projector's input on a sample of training images.
-  if (s.step == 0 && s.first_decoder_stage()) s.init_projector();
+  // The decoder's mimetic attention initialisation happens at the same point, for the same reason.
+  if (s.step == 0 && s.first_decoder_stage()) {
+    s.init_projector();
+    if (s.recipe.mimetic_init) {
+      at::manual_seed(s.recipe.seed + 1);  // the same draw whether or not the run was resumed here
+      mimetic_attention_init(s.net()->language_model);
+    }
+  }
   const uint64_t data_seed = s.recipe.data_seed + static_cast<uint64_t>(s.stage) * kStageSeedStride;
   std::vector<eval::synthvqa::SynthSample> samples;
   std::vector<at::Tensor> px;
@@ -302,12 +384,33 @@ StepReport Trainer::step() {
     }
   } else {
     std::vector<std::vector<std::pair<std::string, std::string>>> turns;
+    ConversationOptions opts;
+    opts.pool = st.pool;
+    opts.text_loss = st.text_loss;
+    opts.grounding = st.grounding;
+    const int64_t grid = cfg.vision.grid();
+    // Patches of the objects a question is about (grounding targets).
+    auto patches_of = [&](const eval::synthvqa::Scene& scene, const std::vector<int>& objects) {
+      std::vector<int64_t> out;
+      for (int o : objects)
+        for (auto p : object_patches(scene, static_cast<size_t>(o), grid)) out.push_back(p);
+      return out;
+    };
     for (int64_t b = 0; b < st.batch; ++b) {
       Rng rng(sample_seed(s.recipe.seed, static_cast<uint64_t>(s.step * st.batch + b)));
+      const auto& scene = samples[b].scene;
       std::vector<std::pair<std::string, std::string>> conv = {{samples[b].question, samples[b].answer}};
-      for (const auto& q : sample_questions(samples[b].scene, rng, static_cast<size_t>(s.recipe.turns - 1)))
-        if (q.question != samples[b].question) conv.push_back({q.question, q.answer});
+      std::vector<std::vector<int64_t>> refs(1);
+      if (st.grounding > 0)
+        for (const auto& q : all_questions(scene))
+          if (q.question == samples[b].question) refs[0] = patches_of(scene, q.objects);
+      for (const auto& q : sample_questions(scene, rng, static_cast<size_t>(s.recipe.turns - 1)))
+        if (q.question != samples[b].question) {
+          conv.push_back({q.question, q.answer});
+          refs.push_back(st.grounding > 0 ? patches_of(scene, q.objects) : std::vector<int64_t>{});
+        }
       turns.push_back(conv);
+      opts.turn_patches.push_back(std::move(refs));
     }
     at::Tensor keep;
     if (st.foreground_keep > 0) {
@@ -319,7 +422,8 @@ StepReport Trainer::step() {
       auto fg_ink = 1 - logits.narrow(-1, ink_off, PatchLabelSizes::kInk).softmax(-1).select(-1, 0);
       keep = std::get<1>(at::maximum(fg_colour, fg_ink).topk(st.foreground_keep, 1));  // [B, K]
     }
-    loss = conversation_loss(*s.vlm, images, turns, st.pool, keep);
+    opts.visual_keep = keep;
+    loss = conversation_loss(*s.vlm, images, turns, opts).total;
   }
   loss.backward();
   torch::nn::utils::clip_grad_norm_(s.trainable(), st.clip);

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "core/context.h"
@@ -68,5 +69,35 @@ at::Tensor balanced_patch_loss(const at::Tensor& logits, const at::Tensor& label
 at::Tensor conversation_loss(VisionLanguageModel& m, const at::Tensor& images,
                              const std::vector<std::vector<std::pair<std::string, std::string>>>& turns,
                              int64_t pool = 1, const at::Tensor& visual_keep = {});
+
+/// What a stage-2 loss adds to the answer-token loss.
+struct ConversationOptions {
+  int64_t pool = 1;          ///< as conversation_loss()'s pool
+  at::Tensor visual_keep;    ///< as conversation_loss()'s visual_keep
+  /// Also predict every text token after the image (the questions too), as language-model pre-training does:
+  /// a deviation from LLaVA's answer-only loss that gives a from-scratch decoder far more gradient through
+  /// its attention to the visual tokens ("What color is the ___" needs the scene). Curriculum stages only.
+  bool text_loss = false;
+  /// Weight of the grounding loss (train/grounding.h) added to the token loss; 0 = off.
+  double grounding = 0;
+  /// Decoder layers whose head 0 is grounded (each < L − 1).
+  std::set<int64_t> grounding_layers = {0, 1};
+  /// [B][turn] patches (indices into the N_v grid, object_patches()) showing what each turn is about; needed
+  /// when grounding > 0 (a turn with none is not grounded).
+  std::vector<std::vector<std::vector<int64_t>>> turn_patches;
+};
+
+/// The parts of a stage-2 loss. total = token + grounding weight · grounding.
+struct ConversationLoss {
+  at::Tensor total, token, grounding;
+};
+
+/// Stage-2 loss with the options above: cross-entropy of the answer tokens (or, with text_loss, of every text
+/// token after the image) plus the weighted grounding loss at the object words of each question
+/// (object_word_ends()). @throws InvalidArgument as conversation_loss(), or when grounding > 0 and
+/// turn_patches does not have one entry per turn.
+ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& images,
+                                   const std::vector<std::vector<std::pair<std::string, std::string>>>& turns,
+                                   const ConversationOptions& opts);
 
 }  // namespace vispco::train

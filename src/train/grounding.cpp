@@ -1,0 +1,92 @@
+// Word-level grounding supervision (see grounding.h).
+#include "train/grounding.h"
+
+#include <ATen/ATen.h>
+
+#include <cctype>
+#include <string>
+
+#include "core/errors.h"
+#include "eval/synthvqa/scene.h"
+
+namespace vispco::train {
+
+namespace {
+
+const std::vector<std::string>& object_words() {
+  static const std::vector<std::string> words = [] {
+    std::vector<std::string> w;
+    for (const auto& c : eval::synthvqa::colour_table()) w.emplace_back(c.name);
+    for (const auto& s : eval::synthvqa::shape_table()) {
+      w.emplace_back(s.name);
+      w.emplace_back(s.plural);
+    }
+    return w;
+  }();
+  return words;
+}
+
+bool is_word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+
+}  // namespace
+
+std::vector<int64_t> object_word_ends(const io::Tokenizer& tok, const std::vector<int64_t>& ids, size_t begin,
+                                      size_t end) {
+  if (begin > end || end > ids.size())
+    throw InvalidArgument("object_word_ends: range [" + std::to_string(begin) + ", " + std::to_string(end) +
+                          ") outside " + std::to_string(ids.size()) + " ids");
+  std::vector<int64_t> text;  // text ids of [begin, end) and, for each, its index in ids
+  std::vector<size_t> where;
+  for (size_t i = begin; i < end; ++i)
+    if (ids[i] >= 0 && ids[i] < tok.vocab_size()) {
+      text.push_back(ids[i]);
+      where.push_back(i);
+    }
+  std::vector<int64_t> out;
+  const std::string full = tok.decode(text);
+  for (size_t j = 0; j < text.size(); ++j) {
+    const std::string prefix = tok.decode(std::vector<int64_t>(text.begin(), text.begin() + j + 1));
+    // The word must end here: the full text does not continue it with a letter or digit.
+    if (prefix.empty() || !full.starts_with(prefix)) continue;
+    if (prefix.size() < full.size() && is_word_char(full[prefix.size()])) continue;
+    for (const auto& w : object_words()) {
+      if (prefix.size() < w.size() || prefix.compare(prefix.size() - w.size(), w.size(), w) != 0) continue;
+      if (prefix.size() > w.size() && is_word_char(prefix[prefix.size() - w.size() - 1])) continue;
+      out.push_back(static_cast<int64_t>(where[j]));
+      break;
+    }
+  }
+  return out;
+}
+
+AttentionRowRecorder::AttentionRowRecorder(std::set<int64_t> layers, at::Tensor rows)
+    : layers_(std::move(layers)), rows_(std::move(rows)) {}
+
+bool AttentionRowRecorder::acts_before(int64_t layer) const { return layers_.count(layer - 1) > 0; }
+
+at::Tensor AttentionRowRecorder::attention_rows(int64_t layer, const TokenState&) {
+  return layers_.count(layer) > 0 ? rows_ : at::Tensor();
+}
+
+bool AttentionRowRecorder::apply(int64_t, TokenState&, const LayerSignals& signals) {
+  if (signals.attn_rows.defined()) recorded_.push_back(signals.attn_rows);
+  return false;
+}
+
+at::Tensor grounding_loss(const std::vector<at::Tensor>& probs, const at::Tensor& target) {
+  for (const auto& p : probs)
+    if (target.dim() != 3 || p.dim() != 4 || p.size(0) != target.size(0) || p.size(2) != target.size(1) ||
+        p.size(3) != target.size(2))
+      throw InvalidArgument("grounding_loss: attention rows [B, H, R, T] must match the target [B, R, T]");
+  const auto has = target.any(-1);  // [B, R]
+  const int64_t n = has.sum().item<int64_t>();
+  if (n == 0 || probs.empty()) return at::zeros({}, at::kFloat);
+  std::vector<at::Tensor> terms;
+  for (const auto& p : probs) {
+    auto mass = (p.select(1, 0) * target.to(p.scalar_type())).sum(-1);  // [B, R]
+    terms.push_back(-(mass.clamp_min(1e-6).log() * has.to(mass.scalar_type())).sum() / static_cast<double>(n));
+  }
+  return at::stack(terms).mean();
+}
+
+}  // namespace vispco::train

@@ -1,0 +1,225 @@
+// The decoder-training additions that break the binding plateau: object patches of a scene, object words of a
+// question, the grounding loss, the text-token loss and the mimetic attention initialisation.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <torch/optim/adamw.h>
+
+#include <cmath>
+
+#include "core/errors.h"
+#include "eval/synthvqa/generator.h"
+#include "model/generate.h"
+#include "model/kv_cache.h"
+#include "model/presets.h"
+#include "test_util.h"
+#include "train/grounding.h"
+#include "train/mimetic_init.h"
+#include "train/patch_labels.h"
+#include "train/recipe.h"
+#include "train/trainer.h"
+
+namespace vispco::train {
+namespace {
+
+using namespace eval::synthvqa;
+
+Scene two_objects() {
+  Scene s;
+  SceneObject a;
+  a.x = 42, a.y = 42, a.radius = 20;  // covers patch centres within 15 px: (35|49, 35|49)
+  SceneObject b;
+  b.x = 56, b.y = 35, b.radius = 10;  // within 7.5 px: (49, 35) and (63, 35); drawn on top of a
+  s.objects = {a, b};
+  return s;
+}
+
+TEST(ObjectPatches, FollowTheFootprintRuleWithLaterObjectsOnTop) {
+  // Grid 24, cell 14 px, patch centres at 7 + 14k. Hand-derived: a covers rows/cols 2–3 → {50, 51, 74, 75};
+  // b covers (row 2, col 3) = 51 and (row 2, col 4) = 52 and holds its own centre (row 2, col 4).
+  const auto s = two_objects();
+  EXPECT_EQ(object_patches(s, 0, 24), (std::vector<int64_t>{50, 74, 75}));  // 51 is under b
+  EXPECT_EQ(object_patches(s, 1, 24), (std::vector<int64_t>{51, 52}));
+  EXPECT_THROW(object_patches(s, 2, 24), InvalidArgument);
+  // Agrees with patch_labels' centre column: each object's centre patch is in its list.
+  auto lab = patch_labels(s, 24);
+  EXPECT_EQ(lab[75][3].item<int64_t>(), 1);
+  EXPECT_EQ(lab[52][3].item<int64_t>(), 1);
+}
+
+io::Tokenizer question_tokenizer(const testing::TempDir& tmp) {
+  std::vector<std::string> corpus;
+  for (uint64_t i = 0; i < 300; ++i) {
+    auto s = make_sample(5, i);
+    corpus.push_back(s.question + " " + s.answer);
+  }
+  io::train_sentencepiece(corpus, 400, tmp.str("tok.model"));
+  return io::Tokenizer::load(tmp.str("tok.model"));
+}
+
+TEST(ObjectWordEnds, FindWholeColourAndShapeWordsOnly) {
+  testing::TempDir tmp;
+  auto tok = question_tokenizer(tmp);
+  auto ids = tok.encode("How many stars are there? What color is the star? Is there a red circle?", false);
+  auto ends = object_word_ends(tok, ids, 0, ids.size());
+  const std::vector<std::string> expected = {"stars", "star", "red", "circle"};
+  ASSERT_EQ(ends.size(), expected.size());
+  for (size_t k = 0; k < ends.size(); ++k) {
+    const auto text = tok.decode(std::vector<int64_t>(ids.begin(), ids.begin() + ends[k] + 1));
+    EXPECT_TRUE(text.ends_with(expected[k])) << text;
+  }
+  auto other = tok.encode("Is the reddish thing starry or circled?", false);
+  EXPECT_TRUE(object_word_ends(tok, other, 0, other.size()).empty());
+  // A sub-range only sees its own words; the image placeholder id is skipped.
+  ids.insert(ids.begin(), 1000);
+  EXPECT_EQ(object_word_ends(tok, ids, 0, ids.size()).size(), 4u);
+  EXPECT_THROW(object_word_ends(tok, ids, 3, 2), InvalidArgument);
+}
+
+TEST(GroundingLoss, IsMinusLogMassOfHeadZeroOnTheTargetsAveragedOverRowsAndLayers) {
+  auto p1 = at::full({1, 2, 2, 4}, 0.25);
+  p1[0][0][0] = at::tensor({0.1, 0.6, 0.2, 0.1});
+  p1[0][1][0] = at::tensor({0.0, 0.0, 0.0, 1.0});  // head 1: ignored
+  auto p2 = at::full({1, 2, 2, 4}, 0.25);
+  auto target = at::zeros({1, 2, 4}, at::kBool);
+  target[0][0][1] = true;
+  target[0][0][2] = true;  // row 1 has no target: left out
+  const double expected = 0.5 * (-std::log(0.8) - std::log(0.5));
+  EXPECT_NEAR(grounding_loss({p1, p2}, target).item<double>(), expected, 1e-6);
+  EXPECT_EQ(grounding_loss({p1}, at::zeros({1, 2, 4}, at::kBool)).item<double>(), 0.0);
+  EXPECT_THROW(grounding_loss({p1}, at::zeros({1, 3, 4}, at::kBool)), InvalidArgument);
+}
+
+LlavaConfig micro_model() {
+  LlavaConfig c;
+  c.vision = {.hidden_size = 16, .intermediate_size = 32, .num_hidden_layers = 2, .num_attention_heads = 2,
+              .image_size = 336, .patch_size = 14};
+  c.text.vocab_size = 448;
+  c.text.hidden_size = 32;
+  c.text.intermediate_size = 64;
+  c.text.num_hidden_layers = 3;
+  c.text.num_attention_heads = 2;
+  c.text.num_key_value_heads = 1;
+  c.text.max_position_embeddings = 1024;
+  c.image_token_index = 400;
+  return c;
+}
+
+TEST(ConversationLoss, TextLossCoversEveryTextTokenAfterTheImage) {
+  testing::TempDir tmp;
+  auto tok = question_tokenizer(tmp);
+  const auto cfg = micro_model();
+  VisionLanguageModel m(cfg, random_llava_net(cfg, 3, at::kFloat), tok, RunContext{});
+  auto s = make_sample(11, 0);
+  auto images = m.preprocess(s.rgb).unsqueeze(0);
+  std::vector<std::vector<std::pair<std::string, std::string>>> turns = {{{s.question, s.answer}}};
+  at::NoGradGuard ng;
+  ConversationOptions opts;
+  opts.text_loss = true;
+  const double got = conversation_loss(m, images, turns, opts).total.item<double>();
+  // By hand: the sequence "USER: <image>\n{q} ASSISTANT:{a}</s>", the NLL of every id after the image.
+  VlmRequest req;
+  req.prompt_ids = io::encode_llava_prompt(tok, s.question, cfg.image_token_index);
+  auto ans = tok.encode(s.answer, false);
+  ans.push_back(tok.eos_id());
+  req.prompt_ids.insert(req.prompt_ids.end(), ans.begin(), ans.end());
+  auto feats = m.net()->vision_tower->forward(images, cfg.n_vision_layers_used(), true).features;
+  auto state = build_prefill_state(m, {req}, m.net()->multi_modal_projector->forward(feats));
+  KvCache cache(cfg.text.num_hidden_layers);
+  auto logp = m.net()->language_model->logits(m.net()->language_model->forward(state, cache)).log_softmax(-1);
+  const auto& ids = req.prompt_ids;
+  const int64_t p = std::find(ids.begin(), ids.end(), cfg.image_token_index) - ids.begin();
+  const int64_t n_after = static_cast<int64_t>(ids.size()) - p - 1, T = state.hidden.size(1);
+  double nll = 0;
+  for (int64_t j = 0; j < n_after; ++j) nll -= logp[0][T - n_after - 1 + j][ids[p + 1 + j]].item<double>();
+  EXPECT_NEAR(got, nll / n_after, 1e-4);
+  // The answer-only loss is a different number (fewer tokens).
+  EXPECT_GT(std::abs(conversation_loss(m, images, turns) .item<double>() - got), 1e-3);
+}
+
+TEST(ConversationLoss, GroundingLossFallsWhenFittingOneBatch) {
+  testing::TempDir tmp;
+  auto tok = question_tokenizer(tmp);
+  const auto cfg = micro_model();
+  VisionLanguageModel m(cfg, random_llava_net(cfg, 3, at::kFloat), tok, RunContext{});
+  auto s = make_sample(11, 0);  // its own question names objects (color family: "What color is the <shape>?")
+  ASSERT_EQ(s.family, "color");
+  std::vector<int64_t> patches;
+  for (size_t o = 0; o < s.scene.objects.size(); ++o)
+    if (s.question.find(info(s.scene.objects[o].shape).name) != std::string::npos)
+      for (auto p : object_patches(s.scene, o, cfg.vision.grid())) patches.push_back(p);
+  ASSERT_FALSE(patches.empty());
+  auto images = m.preprocess(s.rgb).unsqueeze(0);
+  std::vector<std::vector<std::pair<std::string, std::string>>> turns = {{{s.question, s.answer}}};
+  ConversationOptions opts;
+  opts.grounding = 2.0;
+  opts.turn_patches = {{patches}};
+  std::vector<at::Tensor> params;
+  for (auto& p : m.net()->language_model->parameters()) params.push_back(p.set_requires_grad(true));
+  for (auto& p : m.net()->multi_modal_projector->parameters()) params.push_back(p.set_requires_grad(true));
+  torch::optim::AdamW opt(params, torch::optim::AdamWOptions(1e-2));
+  auto first = conversation_loss(m, images, turns, opts);
+  EXPECT_NEAR(first.total.item<double>(), first.token.item<double>() + 2.0 * first.grounding.item<double>(), 1e-5);
+  // At initialisation attention is near uniform over the ~600 keys: the mass on a few patches is small.
+  const double n_keys = static_cast<double>(cfg.n_visual_tokens());
+  EXPECT_GT(first.grounding.item<double>(), std::log(n_keys / (2.0 * patches.size())));
+  double last = 0;
+  for (int i = 0; i < 15; ++i) {
+    auto l = conversation_loss(m, images, turns, opts);
+    opt.zero_grad();
+    l.total.backward();
+    opt.step();
+    last = l.grounding.item<double>();
+  }
+  EXPECT_LT(last, 0.5 * first.grounding.item<double>());
+  opts.turn_patches = {};
+  EXPECT_THROW(conversation_loss(m, images, turns, opts), InvalidArgument);
+}
+
+TEST(MimeticInit, TiesQueryToKeyAndOutputToValue) {
+  TextConfig c;
+  c.vocab_size = 64, c.hidden_size = 48, c.intermediate_size = 64, c.num_hidden_layers = 2;
+  c.num_attention_heads = 4, c.num_key_value_heads = 2;
+  LlamaForCausalLM lm(c);
+  at::manual_seed(0);
+  mimetic_attention_init(lm, 0.5);
+  const int64_t Dh = 12, G = 2;
+  for (int64_t l = 0; l < 2; ++l) {
+    auto& a = *lm->model->layers[l]->as<LlamaDecoderLayerImpl>()->self_attn;
+    for (int64_t j = 0; j < 2; ++j) {
+      auto lead = a.q_proj->weight.narrow(0, j * G * Dh, Dh).flatten();
+      auto key = a.k_proj->weight.narrow(0, j * Dh, Dh).flatten();
+      const double cos = (lead.dot(key) / (lead.norm() * key.norm())).item<double>();
+      EXPECT_GT(cos, 0.95);  // noise 0.2 of the signal's scale: cos ≈ 1/√(1 + 0.04)
+      for (int64_t g = 0; g < G; ++g)
+        EXPECT_TRUE(at::allclose(a.o_proj->weight.narrow(1, (j * G + g) * Dh, Dh),
+                                 a.v_proj->weight.narrow(0, j * Dh, Dh).t() * 0.25));
+    }
+    // A token attends to itself more than to an unrelated one: the lead head's logit q(x)·k(x) is on
+    // average well above the spread of q(x)·k(y) (with independent q and k both average 0).
+    auto x = at::randn({512, 48}), y = at::randn({512, 48});
+    auto q = x.matmul(a.q_proj->weight.narrow(0, 0, Dh).t());
+    auto self = (q * x.matmul(a.k_proj->weight.narrow(0, 0, Dh).t())).sum(-1);
+    auto cross = (q * y.matmul(a.k_proj->weight.narrow(0, 0, Dh).t())).sum(-1);
+    EXPECT_GT(self.mean().item<double>(), 2 * cross.std().item<double>());
+  }
+  EXPECT_THROW(mimetic_attention_init(lm, -1), InvalidArgument);
+}
+
+TEST(TrainRecipe, GroundingTextLossAndMimeticFieldsRoundTrip) {
+  TrainRecipe r;
+  r.model = micro_model();
+  r.tokenizer_vocab = 400;
+  r.lowres = {{.steps = 3, .batch = 2, .foreground_keep = 48, .text_loss = true, .grounding = 0.5}};
+  r.mimetic_init = true;
+  EXPECT_EQ(recipe_from_json(to_json(r)), r);
+  auto j = to_json(r);
+  j["lowres"][0]["grounding"] = -1;
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  j = to_json(r);
+  j["vision"]["text_loss"] = true;
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace vispco::train
