@@ -17,6 +17,7 @@
 #include "train/mimetic_init.h"
 #include "train/patch_labels.h"
 #include "train/recipe.h"
+#include "train/scene_questions.h"
 #include "train/trainer.h"
 
 namespace vispco::train {
@@ -204,6 +205,33 @@ TEST(MimeticInit, TiesQueryToKeyAndOutputToValue) {
     EXPECT_GT(self.mean().item<double>(), 2 * cross.std().item<double>());
   }
   EXPECT_THROW(mimetic_attention_init(lm, -1), InvalidArgument);
+}
+
+TEST(SceneQuestions, NameTheObjectsTheirAnswersDependOn) {
+  for (uint64_t i = 0; i < 60; ++i) {
+    const auto s = make_sample(21, i);
+    for (const auto& q : all_questions(s.scene)) {
+      std::vector<SceneObject> objs;
+      for (int o : q.objects) objs.push_back(s.scene.objects.at(static_cast<size_t>(o)));
+      if (q.family == "color") {
+        ASSERT_EQ(objs.size(), 1u) << q.question;
+        EXPECT_EQ(info(objs[0].colour).name, q.answer);
+      } else if (q.family == "shape") {
+        ASSERT_EQ(objs.size(), 1u) << q.question;
+        EXPECT_EQ(info(objs[0].shape).name, q.answer);
+      } else if (q.family == "count_shape" || q.family == "count_color") {
+        EXPECT_EQ(std::to_string(objs.size()), q.answer) << q.question;
+      } else if (q.family == "exist") {
+        EXPECT_EQ(objs.empty(), q.answer == "no") << q.question;
+        for (const auto& o : objs)
+          EXPECT_NE(q.question.find(std::string(info(o.colour).name) + " " + info(o.shape).name), std::string::npos);
+      } else if (q.family == "spatial" || q.family == "size") {
+        EXPECT_EQ(objs.size(), 2u) << q.question;
+      } else {
+        EXPECT_TRUE(objs.empty()) << q.question;
+      }
+    }
+  }
 }
 
 TEST(TrainRecipe, GroundingTextLossAndMimeticFieldsRoundTrip) {
