@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cctype>
 #include <string>
 
@@ -42,19 +43,28 @@ std::vector<int64_t> object_word_ends(const io::Tokenizer& tok, const std::vecto
       text.push_back(ids[i]);
       where.push_back(i);
     }
-  std::vector<int64_t> out;
+  // Characters of the decoded text covered by the first j + 1 tokens (a piece may hold a word and the
+  // punctuation after it, e.g. "▁star?").
   const std::string full = tok.decode(text);
-  for (size_t j = 0; j < text.size(); ++j) {
-    const std::string prefix = tok.decode(std::vector<int64_t>(text.begin(), text.begin() + j + 1));
-    // The word must end here: the full text does not continue it with a letter or digit.
-    if (prefix.empty() || !full.starts_with(prefix)) continue;
-    if (prefix.size() < full.size() && is_word_char(full[prefix.size()])) continue;
-    for (const auto& w : object_words()) {
-      if (prefix.size() < w.size() || prefix.compare(prefix.size() - w.size(), w.size(), w) != 0) continue;
-      if (prefix.size() > w.size() && is_word_char(prefix[prefix.size() - w.size() - 1])) continue;
-      out.push_back(static_cast<int64_t>(where[j]));
-      break;
+  std::vector<size_t> covered(text.size());
+  for (size_t j = 0; j < text.size(); ++j)
+    covered[j] = tok.decode(std::vector<int64_t>(text.begin(), text.begin() + j + 1)).size();
+  std::vector<int64_t> out;
+  for (size_t a = 0; a < full.size();) {
+    if (!is_word_char(full[a])) {
+      ++a;
+      continue;
     }
+    size_t b = a;
+    while (b < full.size() && is_word_char(full[b])) ++b;
+    const std::string word = full.substr(a, b - a);
+    if (std::find(object_words().begin(), object_words().end(), word) != object_words().end()) {
+      // The token in which the word's last character lies.
+      const auto j = static_cast<size_t>(std::lower_bound(covered.begin(), covered.end(), b) - covered.begin());
+      if (j < text.size() && (out.empty() || out.back() != static_cast<int64_t>(where[j])))
+        out.push_back(static_cast<int64_t>(where[j]));
+    }
+    a = b;
   }
   return out;
 }

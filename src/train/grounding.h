@@ -16,10 +16,10 @@
 
 namespace vispco::train {
 
-/// Indices i in [begin, end) of `ids` at which a SynthVQA object word ends: a colour name, shape name or
-/// shape plural (eval/synthvqa/scene.h tables), as a whole word of the text decoded from ids[begin, i]. Ids
-/// ≥ tok.vocab_size() (the image placeholder) are skipped. @throws InvalidArgument when begin > end or
-/// end > ids.size().
+/// Indices i in [begin, end) of `ids` of the tokens in which a SynthVQA object word ends: a colour name, shape
+/// name or shape plural (eval/synthvqa/scene.h tables) standing as a whole word in the text decoded from
+/// ids[begin, end) (a piece may carry the word and the punctuation after it, "▁star?"). Ids outside the
+/// vocabulary (the image placeholder) are skipped. @throws InvalidArgument when begin > end or end > ids.size().
 std::vector<int64_t> object_word_ends(const io::Tokenizer& tok, const std::vector<int64_t>& ids, size_t begin,
                                       size_t end);
 
