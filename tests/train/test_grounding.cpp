@@ -19,6 +19,7 @@
 #include "train/recipe.h"
 #include "train/scene_questions.h"
 #include "train/trainer.h"
+#include "train/micro_recipe.h"
 
 namespace vispco::train {
 namespace {
@@ -91,18 +92,10 @@ TEST(GroundingLoss, IsMinusLogMassOfHeadZeroOnTheTargetsAveragedOverRowsAndLayer
   EXPECT_THROW(grounding_loss({p1}, at::zeros({1, 3, 4}, at::kBool)), InvalidArgument);
 }
 
+// The training tests' micro model with a third decoder layer (grounding records layers 0 and 1, each < L − 1).
 LlavaConfig micro_model() {
-  LlavaConfig c;
-  c.vision = {.hidden_size = 16, .intermediate_size = 32, .num_hidden_layers = 2, .num_attention_heads = 2,
-              .image_size = 336, .patch_size = 14};
-  c.text.vocab_size = 448;
-  c.text.hidden_size = 32;
-  c.text.intermediate_size = 64;
+  auto c = testing_micro::micro_recipe().model;
   c.text.num_hidden_layers = 3;
-  c.text.num_attention_heads = 2;
-  c.text.num_key_value_heads = 1;
-  c.text.max_position_embeddings = 1024;
-  c.image_token_index = 400;
   return c;
 }
 
