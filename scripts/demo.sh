@@ -9,13 +9,15 @@
 # All evaluations share one SQLite result store (out/demo/results.sqlite): a second run, or a run after a
 # kill, re-uses every finished sample. Split sizes through the environment (defaults sized for ≤ 25 min on
 # the 2-core reference machine, see docs/optimize.md): N_CALIB (calibration samples, default 64),
-# N_TEST (test samples, default 200), K_STEP (min-K searches K on multiples of it, default 8).
+# N_TEST (test samples, default 200), K_STEP (min-K searches K on multiples of it, default 8), THREADS (intra-op
+# threads, default 0 = all cores; 1 on a machine busy with other work, where OpenMP threads spin).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N_CALIB=${N_CALIB:-64}
 N_TEST=${N_TEST:-200}
 K_STEP=${K_STEP:-8}
 KEEPS=${KEEPS:-288,144,64,36,16}
+THREADS=${THREADS:-0}
 bash scripts/install-deps.sh
 bash scripts/build.sh >/dev/null
 B=build/vispco
@@ -33,7 +35,7 @@ fi
 [ -f out/synthvqa-calib/manifest.json ] || $B data synth --split calib --out out/synthvqa-calib
 [ -f out/synthvqa-test/manifest.json ] || $B data synth --split test --out out/synthvqa-test
 common=(--model "$MODEL" --calib out/synthvqa-calib --test out/synthvqa-test --limit-calib "$N_CALIB"
-        --limit-test "$N_TEST" --batch 8 --store "$OUT/results.sqlite")
+        --limit-test "$N_TEST" --batch 8 --store "$OUT/results.sqlite" --threads "$THREADS")
 start=$(date +%s)
 
 echo "== grid: accuracy vs FLOPs frontier on $N_CALIB calibration samples, K in {$KEEPS} =="
@@ -51,8 +53,8 @@ for tmpl in "fastv:layer=2" "$best"; do
 done
 
 $B generate --model "$MODEL" --image data/samples/images/000000.png --prompt "What color is the cross?" \
-  --plan "fastv:layer=2,keep=64" --heatmap "$OUT/heatmap-fastv.png" >/dev/null
+  --plan "fastv:layer=2,keep=64" --threads "$THREADS" --heatmap "$OUT/heatmap-fastv.png" >/dev/null
 $B generate --model "$MODEL" --image data/samples/images/000000.png --prompt "What color is the cross?" \
-  --plan "visionzip:layer=0,keep=64" --heatmap "$OUT/heatmap-visionzip.png" >/dev/null
+  --plan "visionzip:layer=0,keep=64" --threads "$THREADS" --heatmap "$OUT/heatmap-visionzip.png" >/dev/null
 echo "reports: $OUT/{grid,min-k-*}/optimize.md, plots: $OUT/*/plots/*.png, heat-maps: $OUT/heatmap-*.png"
 echo "searches took $(( $(date +%s) - start )) s"
