@@ -24,14 +24,7 @@ B=build/vispco
 MODEL=models/synthvqa-small
 OUT=out/demo
 mkdir -p "$OUT"
-if [ ! -f "$MODEL/config.json" ]; then
-  # The bundled model is trained by `vispco train --recipe configs/synthvqa-small.json` (issue 4). Until it is
-  # in the repo, run the same job on random weights of its architecture: token counts, FLOPs and timings are
-  # real, accuracies are at chance (so every K is "within ε" of a chance-level reference).
-  MODEL=out/random-synthvqa-small
-  echo "note: models/synthvqa-small is not bundled yet; using random weights of its architecture ($MODEL)"
-  [ -f "$MODEL/config.json" ] || $B init-random --config configs/synthvqa-small.json --dtype fp32 --out "$MODEL"
-fi
+[ -f "$MODEL/config.json" ] || { echo "error: no bundled model in $MODEL (retrain: bash scripts/train-bundled.sh)" >&2; exit 1; }
 [ -f out/synthvqa-calib/manifest.json ] || $B data synth --split calib --out out/synthvqa-calib
 [ -f out/synthvqa-test/manifest.json ] || $B data synth --split test --out out/synthvqa-test
 common=(--model "$MODEL" --calib out/synthvqa-calib --test out/synthvqa-test --limit-calib "$N_CALIB"
