@@ -39,8 +39,10 @@ struct PcoArgs {
   int64_t world_size = 1, rank = 0, master_port = 29500, eval_limit = 0, eval_batch = 8;
   uint64_t train_seed = 20250511, val_seed = 20250512, seed = 0;
   double gamma = 10, lr = 1e-3, min_lr = 1e-5, warmup = 0.02, weight_decay = 1e-4, kl_weight = 1000, clip = 0, dropout = 0.1;
+  // Augmented-Lagrangian defaults come from AlOptions, where they are documented.
   double width = 5, temperature = 0.1, lambda0 = pco::AlOptions{}.lambda0, mu0 = pco::AlOptions{}.mu0,
-         growth = pco::AlOptions{}.growth, beta = pco::AlOptions{}.beta, epsilon = pco::AlOptions{}.epsilon, mu_max = pco::AlOptions{}.mu_max;
+         growth = pco::AlOptions{}.growth, beta = pco::AlOptions{}.beta, epsilon = pco::AlOptions{}.epsilon,
+         mu_max = pco::AlOptions{}.mu_max;
   double ddp_timeout = 300;
   int threads = 0;
   bool skip_eval = false, no_plot = false;
@@ -240,7 +242,7 @@ void register_vispco(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--al-lambda0", a->lambda0, "Initial multipliers λ₀ (release: w = 1, TFLOPs units, ×0.1)")
       ->capture_default_str();
-  cmd->add_option("--al-mu0", a->mu0, "Initial penalty μ₀ on the normalised constraint (release: σ = 100 on TFLOPs, ≈ 5000 here on LLaVA-7B)")
+  cmd->add_option("--al-mu0", a->mu0, "Initial penalty μ₀ on the normalised constraint (release: σ = 100 on TFLOPs, ≈ 5000 in these units for LLaVA-7B)")
       ->capture_default_str();
   cmd->add_option("--al-growth", a->growth, "Penalty growth α (release: 5 in its run script, 2 in main.py)")
       ->capture_default_str();

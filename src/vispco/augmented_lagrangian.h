@@ -25,7 +25,8 @@ struct AlOptions {
   /// Initial penalty μ₀ > 0. Release σ = 100 on the error in TFLOPs; on LLaVA-1.5-7B, F_max − F_min ≈ 7 TFLOPs, so
   /// that is ≈ 5000 on our normalised constraint. What matters is μ against the KL term (× kl_weight = 1000):
   /// with μ₀ = 10 the KL term won, the predictor drifted to keeping every token and ignored the budget (validation
-  /// mean|c| 0.23 after 6 epochs on the bundled model's trial); with 1000 mean|c| fell to 0.02 in 10 epochs.
+  /// mean|c| 0.23 after 6 epochs on a trial model); with 1000 mean|c| fell to 0.02 in 10 epochs there. On the
+  /// bundled model the same defaults did not converge (docs/vispco.md): see mu_max.
   double mu0 = 1000.0;
   /// Penalty growth α > 1 when the violation did not shrink enough. Release: 5 (run script; 2 in main.py).
   /// Our epochs are short and stochastic, so the gentler 2.
@@ -37,8 +38,9 @@ struct AlOptions {
   double epsilon = 0.005;
   /// Epochs in a row under ε before stopping, ≥ 1. Release 3.
   int64_t patience = 3;
-  /// Ceiling of μ, ≥ mu0: a μ far above the KL term only drowns it and makes the multipliers jump by μ·c̄ on
-  /// noisy epochs. No ceiling in the release.
+  /// Ceiling of μ, ≥ mu0. No ceiling in the release. Known weakness of 1e5: once μ sits at the ceiling every epoch
+  /// moves λ by μ·c̄, λ reaches 10⁴–10⁵ against a KL term of ~1–40, and a converged predictor is thrown off
+  /// (bundled model, docs/vispco.md); a lower ceiling or a bounded multiplier step is the open fix.
   double mu_max = 1e5;
 
   /// @throws InvalidArgument naming the bad field and value.

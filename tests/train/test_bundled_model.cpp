@@ -9,12 +9,12 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/context.h"
 #include "eval/dataset.h"
 #include "eval/evaluator.h"
 #include "eval/run_key.h"
 #include "eval/synthvqa/generator.h"
 #include "eval/synthvqa/splits.h"
-#include "core/context.h"
 #include "model/llava.h"
 #include "test_util.h"
 

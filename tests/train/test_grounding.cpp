@@ -14,12 +14,12 @@
 #include "model/presets.h"
 #include "test_util.h"
 #include "train/grounding.h"
+#include "train/micro_recipe.h"
 #include "train/mimetic_init.h"
 #include "train/patch_labels.h"
 #include "train/recipe.h"
 #include "train/scene_questions.h"
 #include "train/trainer.h"
-#include "train/micro_recipe.h"
 
 namespace vispco::train {
 namespace {

@@ -11,10 +11,10 @@
 #include "model/kv_cache.h"
 #include "model/presets.h"
 #include "test_util.h"
+#include "train/micro_recipe.h"
 #include "train/patch_labels.h"
 #include "train/scene_questions.h"
 #include "train/trainer.h"
-#include "train/micro_recipe.h"
 
 namespace vispco::train {
 namespace {
