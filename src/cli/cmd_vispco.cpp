@@ -45,7 +45,7 @@ struct PcoArgs {
          mu_max = pco::AlOptions{}.mu_max;
   double ddp_timeout = 300;
   int threads = 0;
-  bool skip_eval = false, no_plot = false;
+  bool skip_eval = false, no_plot = false, keep_last_epoch = false, no_projection = false;
 };
 
 std::vector<double> parse_list(const std::string& text, const std::string& flag) {
@@ -95,6 +95,7 @@ pco::SearchOptions search_options(const PcoArgs& a) {
   o.clip = a.clip;
   o.dropout = a.dropout;
   o.seed = a.seed;
+  o.restore_best = !a.keep_last_epoch;
   o.validate();
   return o;
 }
@@ -115,6 +116,7 @@ void run_search(const PcoArgs& a) {
   if (a.eval_batch < 1) throw InvalidArgument("--eval-batch must be ≥ 1, got " + std::to_string(a.eval_batch));
   eo.limit = static_cast<size_t>(a.eval_limit);
   eo.batch = static_cast<size_t>(a.eval_batch);
+  eo.project = !a.no_projection;
   eo.store_path = a.store.empty() ? (fs::path(a.out) / "results.sqlite").string() : a.store;
   eo.validate();
   const bool evaluate = !a.skip_eval && dd.rank == 0;
@@ -167,6 +169,9 @@ void run_search(const PcoArgs& a) {
       if (log) *log << e.to_json().dump() << "\n" << std::flush;
     });
     predictor = trainer.predictor();
+    std::fprintf(stderr, "vispco-search: predictor of epoch %ld kept (validation mean|c| %.4f%s)\n",
+                 (long)rep.training.selected_epoch, rep.training.selected_val_abs_c,
+                 opts.restore_best ? ", the lowest" : ", the last epoch");
     if (ddp.is_main()) {
       nlohmann::json meta = {{"search", pco::to_json(opts)},
                              {"training", rep.training.to_json()},
@@ -236,6 +241,8 @@ void register_vispco(CLI::App& app) {
   cmd->add_option("--clip", a->clip, "Gradient-norm clip, 0 = off (release: off)")->capture_default_str();
   cmd->add_option("--dropout", a->dropout, "Dropout of g_φ (release: 0.1)")->capture_default_str();
   cmd->add_option("--seed", a->seed, "Seed of g_φ's weights, data order and dropout")->capture_default_str();
+  cmd->add_flag("--keep-last-epoch", a->keep_last_epoch,
+                "Keep g_φ's last-epoch weights instead of the epoch with the lowest validation mean|c| (release: last)");
   cmd->add_option("--threshold-width", a->width, "Rank window of the soft threshold (release: 5)")
       ->capture_default_str();
   cmd->add_option("--temperature", a->temperature, "Temperature τ of the sigmoid mask (release: 0.1)")
@@ -271,6 +278,9 @@ void register_vispco(CLI::App& app) {
   cmd->add_option("--device", a->device, "cpu | cuda[:N]")->capture_default_str();
   cmd->add_option("--threads", a->threads, "Intra-op threads per process (0 = all cores)")->capture_default_str();
   cmd->add_flag("--skip-eval", a->skip_eval, "Train and save the predictor only");
+  cmd->add_flag("--no-budget-projection", a->no_projection,
+                "Evaluate the predicted keep fractions as they are instead of projecting them onto each budget "
+                "(R → R^α with A = T(b)); the paper's setting");
   cmd->add_flag("--no-plot", a->no_plot, "Do not run gnuplot (the script is still written)");
   cmd->callback([a] { run_search(*a); });
 }

@@ -94,13 +94,17 @@ AlUpdate AugmentedLagrangian::update(const at::Tensor& c, const at::Tensor& grou
   // the violation fell enough (or on the first update), else a penalty step μ ← α·μ with λ kept. The release
   // does both every epoch; with short, stochastic inner solves that lets λ accumulate the noise of unfinished
   // epochs (λ/μ is the offset the inner optimum settles at) and oscillate.
-  // At the ceiling of μ only multiplier steps are left.
-  const bool progress = history_.empty() || u.mean_abs < opts_.beta * history_.back() || mu_ >= opts_.mu_max;
+  // At the ceiling of μ the multiplier step needs only that the violation did not grow; when it grew, nothing
+  // changes (a hold). Stepping λ by μ·c̄ every epoch at the ceiling, as before, pushed λ to 10⁴–10⁵ and threw a
+  // converged predictor off (bundled model, docs/vispco.md).
+  const bool at_ceiling = mu_ >= opts_.mu_max;
+  const bool progress = history_.empty() || u.mean_abs < opts_.beta * history_.back() ||
+                        (at_ceiling && u.mean_abs <= history_.back());
   if (progress) {
     for (int64_t k = 0; k < G; ++k)
       if (count[k] > 0) lambda_[k] += mu_ * sum[k] / double(count[k]);
     u.lambda_updated = true;
-  } else {
+  } else if (!at_ceiling) {
     mu_ = std::min(opts_.mu_max, mu_ * opts_.growth);
     u.mu_grew = true;
   }

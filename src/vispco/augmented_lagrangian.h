@@ -3,8 +3,8 @@
 //   L(φ) = f(φ) + mean_i [ λ_{g(i)}·c_i + (μ/2)·c_i² ]
 // over φ for an epoch, then, on a validation split: when mean_i |c_i| fell below β × its previous value (or on
 // the first update), a multiplier step λ_g ← λ_g + μ·mean_{i∈g} c_i; otherwise a penalty step μ ← α·μ
-// (LANCELOT's rule, Nocedal & Wright Alg. 17.4; at the ceiling μ_max only multiplier steps; the release takes
-// both steps every epoch). Per sample: the quadratic term is summed over samples (a batch
+// (LANCELOT's rule, Nocedal & Wright Alg. 17.4; at the ceiling μ_max a multiplier step when the violation did
+// not grow, else a hold: nothing changes; the release takes both steps every epoch). Per sample: the quadratic term is summed over samples (a batch
 // whose errors have opposite signs is still penalised), and each constraint group (a budget value) has its own
 // multiplier, so over- and under-shooting budgets do not cancel in λ either. The release keeps one scalar λ
 // and penalises the batch sum of the errors. Stops when mean_i |c_i| < ε for `patience` epochs in a row.
@@ -38,9 +38,10 @@ struct AlOptions {
   double epsilon = 0.005;
   /// Epochs in a row under ε before stopping, ≥ 1. Release 3.
   int64_t patience = 3;
-  /// Ceiling of μ, ≥ mu0. No ceiling in the release. Known weakness of 1e5: once μ sits at the ceiling every epoch
-  /// moves λ by μ·c̄, λ reaches 10⁴–10⁵ against a KL term of ~1–40, and a converged predictor is thrown off
-  /// (bundled model, docs/vispco.md); a lower ceiling or a bounded multiplier step is the open fix.
+  /// Ceiling of μ, ≥ mu0. No ceiling in the release. At the ceiling λ steps only when the violation did not grow,
+  /// else λ and μ hold. (A multiplier step at the ceiling after every epoch, as vispco did before, moved λ to
+  /// 10⁴–10⁵ against a KL term of ~1–40 and threw a converged predictor off on the bundled model:
+  /// docs/vispco.md.)
   double mu_max = 1e5;
 
   /// @throws InvalidArgument naming the bad field and value.
@@ -55,7 +56,7 @@ AlOptions al_options_from_json(const nlohmann::json& j);
 struct AlUpdate {
   double mean_abs = 0;     ///< mean_i |c_i| on the validation split
   bool lambda_updated = false;  ///< the multipliers took a step (the violation fell enough)
-  bool mu_grew = false;    ///< μ was multiplied by α (it did not)
+  bool mu_grew = false;    ///< μ was multiplied by α (it did not; neither flag: a hold at the ceiling)
   bool converged = false;  ///< mean |c| < ε for `patience` updates in a row: stop
 };
 

@@ -15,6 +15,7 @@
 #include "io/image.h"
 #include "prune/plan_hook.h"
 #include "vispco/batch.h"
+#include "vispco/budget_projection.h"
 #include "vispco/flops_constraint.h"
 #include "vispco/kernels.h"
 #include "vispco/trainer.h"
@@ -36,6 +37,9 @@ nlohmann::json BudgetPoint::to_json() const {
           {"achieved_budget", achieved_budget},
           {"flops_error", flops_error},
           {"mean_abs_flops_error", mean_abs_flops_error},
+          {"raw_flops_error", raw_flops_error},
+          {"raw_mean_abs_flops_error", raw_mean_abs_flops_error},
+          {"projected", projected},
           {"mean_keep", mean_keep},
           {"n_plans", n_plans},
           {"common_plan", common_plan},
@@ -60,6 +64,7 @@ std::vector<BudgetPoint> evaluate_budgets(VisionLanguageModel& model, const std:
   // Pass 1: predicted counts of every sample at every budget (one image encoding per sample).
   Stopwatch predict_sw;
   std::vector<std::vector<std::vector<int64_t>>> counts(nb, std::vector<std::vector<int64_t>>(n));
+  auto raw_counts = counts;  // before the projection
   std::vector<int64_t> n_text(n);
   predictor->eval();
   for (size_t start = 0; start < n; start += opts.batch) {
@@ -76,10 +81,13 @@ std::vector<BudgetPoint> evaluate_budgets(VisionLanguageModel& model, const std:
     const int64_t B = static_cast<int64_t>(ps.size());
     at::NoGradGuard no_grad;
     for (size_t k = 0; k < nb; ++k) {
-      auto R = predict_keep_fractions(predictor, search.kernel, batch, at::full({B}, opts.budgets[k], at::kFloat), L,
-                                      sc.first_layer)
-                   .cpu();
-      for (int64_t b = 0; b < B; ++b) counts[k][start + b] = keep_counts(R[b], n_v);
+      auto bud = at::full({B}, opts.budgets[k], at::kFloat);
+      auto R = predict_keep_fractions(predictor, search.kernel, batch, bud, L, sc.first_layer).cpu();
+      auto Rp = opts.project ? project_to_budget(fc, batch.n_text, R, bud) : R;
+      for (int64_t b = 0; b < B; ++b) {
+        raw_counts[k][start + b] = keep_counts(R[b], n_v);
+        counts[k][start + b] = keep_counts(Rp[b], n_v);
+      }
     }
     for (int64_t b = 0; b < B; ++b) n_text[start + b] = batch.n_text[b].item<int64_t>();
   }
@@ -95,6 +103,7 @@ std::vector<BudgetPoint> evaluate_budgets(VisionLanguageModel& model, const std:
     std::map<std::string, std::vector<size_t>> groups;
     std::map<std::string, PruningPlan> plans;
     double sum_a = 0, sum_t = 0, sum_lo = 0, sum_hi = 0, sum_abs = 0, llm_plan = 0, llm_full = 0;
+    double sum_a_raw = 0, sum_abs_raw = 0;
     for (size_t i = 0; i < n; ++i) {
       auto plan = plan_from_counts(counts[k][i], n_v, search.scorer);
       const auto key = plan.to_string();
@@ -108,6 +117,9 @@ std::vector<BudgetPoint> evaluate_budgets(VisionLanguageModel& model, const std:
       sum_lo += fc.min_flops(nt).item<double>();
       sum_hi += fc.max_flops(nt).item<double>();
       sum_abs += std::abs(a - t) / t;
+      const double a_raw = double(fc.decoder_flops(n_text[i], raw_counts[k][i]));
+      sum_a_raw += a_raw;
+      sum_abs_raw += std::abs(a_raw - t) / t;
       std::vector<int64_t> tok_plan, tok_full(L, n_text[i] + n_v);
       for (auto c : counts[k][i]) tok_plan.push_back(n_text[i] + c);
       const auto pf = prefill_flops(cfg, tok_plan), ff = prefill_flops(cfg, tok_full);
@@ -119,6 +131,9 @@ std::vector<BudgetPoint> evaluate_budgets(VisionLanguageModel& model, const std:
     pt.achieved_budget = (sum_a - sum_lo) / (sum_hi - sum_lo);
     pt.flops_error = sum_a / sum_t - 1.0;
     pt.mean_abs_flops_error = sum_abs / double(n);
+    pt.raw_flops_error = sum_a_raw / sum_t - 1.0;
+    pt.raw_mean_abs_flops_error = sum_abs_raw / double(n);
+    pt.projected = opts.project;
     pt.n_plans = groups.size();
     for (const auto& [key, idx] : groups)
       if (idx.size() > pt.common_plan_count) {

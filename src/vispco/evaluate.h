@@ -2,8 +2,8 @@
 // g_φ → kernel parameters → keep fractions → integer K per layer → an ordinary pruning plan run through the
 // physical-removal path (prune/plan_hook.h) by the evaluator (eval/evaluator.h, resumable result store; the
 // samples that share a plan are evaluated together, under the plan's canonical text and the full dataset's hash,
-// so results are shared with any other evaluation of that plan). Reports accuracy, FLOPs against the budget,
-// and the FLOPs ratio on the grid frontier's axis.
+// so results are shared with any other evaluation of that plan). Reports accuracy, FLOPs against the budget
+// (with and without the budget projection), and the FLOPs ratio on the grid frontier's axis.
 #pragma once
 #include <nlohmann/json_fwd.hpp>
 
@@ -30,6 +30,9 @@ struct BudgetEvalOptions {
   size_t batch = 8;
   /// SQLite result store ("" = none).
   std::string store_path;
+  /// Project each sample's predicted keep fractions onto its budget before rounding (vispco/budget_projection.h).
+  /// The paper evaluates the predicted fractions as they are (false).
+  bool project = true;
 
   /// @throws InvalidArgument naming the bad field and value.
   void validate() const;
@@ -51,6 +54,11 @@ struct BudgetPoint {
   double flops_error = 0;
   /// Mean over samples of |A − T(b)| / T(b).
   double mean_abs_flops_error = 0;
+  /// The same two errors of the predictor's own plans, before the budget projection (equal to the above when
+  /// the projection is off).
+  double raw_flops_error = 0;
+  double raw_mean_abs_flops_error = 0;
+  bool projected = false;         ///< the plans evaluated were projected onto the budget
   std::vector<double> mean_keep;  ///< [L] mean visual tokens entering each layer
   size_t n_plans = 0;             ///< distinct plans predicted
   std::string common_plan;        ///< the most frequent plan

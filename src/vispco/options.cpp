@@ -79,7 +79,8 @@ nlohmann::json to_json(const SearchOptions& o) {
           {"kl_weight", o.kl_weight},
           {"clip", o.clip},
           {"dropout", o.dropout},
-          {"seed", o.seed}};
+          {"seed", o.seed},
+          {"restore_best", o.restore_best}};
 }
 
 SearchOptions search_options_from_json(const nlohmann::json& j) {
@@ -107,6 +108,7 @@ SearchOptions search_options_from_json(const nlohmann::json& j) {
       else if (key == "clip") o.clip = v.get<double>();
       else if (key == "dropout") o.dropout = v.get<double>();
       else if (key == "seed") o.seed = v.get<uint64_t>();
+      else if (key == "restore_best") o.restore_best = v.get<bool>();
       else throw InvalidArgument("VisPCO: unknown search setting '" + key + "'");
     } catch (const nlohmann::json::exception&) {
       throw InvalidArgument("VisPCO: search setting '" + key + "' has the wrong type (got " + v.dump() + ")");

@@ -72,6 +72,10 @@ struct SearchOptions {
   double dropout = 0.1;
   /// Seed of g_φ's initial weights, data order and dropout.
   uint64_t seed = 0;
+  /// After the last epoch, put back g_φ's weights from the epoch with the lowest validation mean |c| (the
+  /// constraint is the hard requirement; the KL term has no validation estimate). The release keeps the last
+  /// epoch's weights (false).
+  bool restore_best = true;
 
   /// @throws InvalidArgument naming the bad field and value.
   void validate() const;

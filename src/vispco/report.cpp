@@ -52,13 +52,13 @@ nlohmann::json SearchReport::to_json() const {
 }
 
 std::string curve_csv(const SearchReport& r) {
-  std::string s = "method,kernel,budget,flops_ratio,accuracy,achieved_budget,flops_error,n,n_plans\n";
+  std::string s = "method,kernel,budget,flops_ratio,accuracy,achieved_budget,flops_error,raw_flops_error,n,n_plans\n";
   auto pts = r.points;
   std::sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) { return a.budget < b.budget; });
   for (const auto& p : pts)
     s += "vispco," + kernel_name(r.options.kernel.kind) + "," + fmt(p.budget) + "," + fmt(p.flops_ratio, 6) + "," +
          fmt(p.accuracy, 6) + "," + fmt(p.achieved_budget, 6) + "," + fmt(p.flops_error, 6) + "," +
-         std::to_string(p.n) + "," + std::to_string(p.n_plans) + "\n";
+         fmt(p.raw_flops_error, 6) + "," + std::to_string(p.n) + "," + std::to_string(p.n_plans) + "\n";
   return s;
 }
 
@@ -77,6 +77,9 @@ std::string SearchReport::to_markdown() const {
     const auto& e = training.epochs.back();
     md << "- last epoch: train KL " << fmt(e.train_kl, 5) << ", validation mean|c| " << fmt(e.val_abs_c, 5) << ", μ "
        << e.mu << "\n";
+    md << "- predictor kept: epoch " << training.selected_epoch << " (validation mean|c| "
+       << fmt(training.selected_val_abs_c, 5) << (options.restore_best ? ", lowest of all epochs" : ", the last")
+       << ")\n";
   }
   md << "- evaluation: " << fmt(eval_seconds, 1) << " s for " << points.size() << " budgets\n";
   if (!grid.empty()) {
@@ -89,11 +92,17 @@ std::string SearchReport::to_markdown() const {
   }
   md << "\n";
   if (points.empty()) return md.str();
-  md << "| budget | FLOPs ratio (LLM) | achieved budget | FLOPs vs target | accuracy | n | plans | most frequent plan |\n"
-     << "|---:|---:|---:|---:|---:|---:|---:|---|\n";
+  const bool projected = points.front().projected;
+  md << (projected ? "Plans projected onto each budget (R → R^α, vispco/budget_projection.h); \"predictor alone\" is "
+                     "the FLOPs error of the predicted plans before the projection.\n\n"
+                   : "Plans as predicted (no budget projection).\n\n");
+  md << "| budget | FLOPs ratio (LLM) | achieved budget | FLOPs vs target | predictor alone | accuracy | n | plans | "
+        "most frequent plan |\n"
+     << "|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
   for (const auto& p : points)
     md << "| " << fmt(p.budget, 2) << " | " << fmt(p.flops_ratio) << " | " << fmt(p.achieved_budget) << " | "
-       << fmt(100 * p.flops_error, 2) << "% | " << fmt(100 * p.accuracy, 2) << "% | " << p.n << " | " << p.n_plans
+       << fmt(100 * p.flops_error, 2) << "% | " << fmt(100 * p.raw_flops_error, 2) << "% | "
+       << fmt(100 * p.accuracy, 2) << "% | " << p.n << " | " << p.n_plans
        << " | `" << p.common_plan << "` (" << p.common_plan_count << ") |\n";
   md << "\nAccuracy per family (%):\n\n| family |";
   for (const auto& p : points) md << " b=" << fmt(p.budget, 2) << " |";

@@ -47,6 +47,8 @@ nlohmann::json SearchResult::to_json() const {
   return {{"epochs", e},
           {"n_epochs", epochs.size()},
           {"converged", converged},
+          {"selected_epoch", selected_epoch},
+          {"selected_val_abs_c", selected_val_abs_c},
           {"teacher_seconds", teacher_seconds},
           {"train_seconds", train_seconds}};
 }
@@ -66,6 +68,28 @@ struct SearchTrainer::State {
   std::vector<at::Tensor> teacher_logp;  // per training sample [A, V] fp32
   std::vector<PromptSample> train_cache;  // per training sample, visual tokens encoded (no pixels)
   std::vector<PromptBatch> val_batches;  // prompts only
+  // The epoch with the lowest validation mean |c| so far, and g_φ's weights after it.
+  int64_t best_epoch = 0;
+  double best_abs_c = 0;
+  std::vector<at::Tensor> best_weights;
+
+  std::vector<at::Tensor> weights() {
+    auto w = g->parameters();
+    for (auto& b : g->buffers()) w.push_back(b);
+    return w;
+  }
+  void remember_if_best(const EpochReport& r) {
+    if (best_epoch > 0 && !(r.val_abs_c < best_abs_c)) return;
+    best_epoch = r.epoch;
+    best_abs_c = r.val_abs_c;
+    best_weights.clear();
+    for (const auto& w : weights()) best_weights.push_back(w.detach().clone());
+  }
+  void restore_best() {
+    at::NoGradGuard no_grad;
+    auto w = weights();
+    for (size_t i = 0; i < w.size(); ++i) w[i].copy_(best_weights[i]);
+  }
 
   std::vector<PromptSample> train_samples(const std::vector<int64_t>& idx) {
     std::vector<PromptSample> out;
@@ -242,6 +266,7 @@ EpochReport SearchTrainer::epoch() {
   rep.mu_grew = upd.mu_grew;
   rep.converged = upd.converged;
   rep.seconds = sw.ms() / 1000.0;
+  s.remember_if_best(rep);
   return rep;
 }
 
@@ -258,6 +283,15 @@ SearchResult SearchTrainer::run(const std::function<void(const EpochReport&)>& o
     if (r.converged && s.epoch >= s.opts.min_epochs) {
       res.converged = true;
       break;
+    }
+  }
+  if (!res.epochs.empty()) {
+    res.selected_epoch = res.epochs.back().epoch;
+    res.selected_val_abs_c = res.epochs.back().val_abs_c;
+    if (s.opts.restore_best && s.best_epoch != res.selected_epoch) {
+      s.restore_best();
+      res.selected_epoch = s.best_epoch;
+      res.selected_val_abs_c = s.best_abs_c;
     }
   }
   res.train_seconds = sw.ms() / 1000.0;

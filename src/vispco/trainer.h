@@ -50,6 +50,10 @@ struct EpochReport {
 struct SearchResult {
   std::vector<EpochReport> epochs;
   bool converged = false;      ///< stopped by the rule (else by max_epochs)
+  /// Epoch (1-based) whose weights g_φ holds at the end: the lowest validation mean |c| with restore_best, else
+  /// the last one.
+  int64_t selected_epoch = 0;
+  double selected_val_abs_c = 0;  ///< that epoch's validation mean |c|
   double teacher_seconds = 0;  ///< caching the teacher's answer log-probabilities
   double train_seconds = 0;    ///< all epochs
   nlohmann::json to_json() const;
@@ -64,7 +68,8 @@ class SearchTrainer {
   ~SearchTrainer();
 
   /// Caches the teacher (first call), then runs epochs until the stopping rule (after min_epochs) or
-  /// max_epochs. @param on_epoch called after every epoch on every process.
+  /// max_epochs, then (restore_best) puts back the weights of the epoch with the lowest validation mean |c|.
+  /// @param on_epoch called after every epoch on every process.
   SearchResult run(const std::function<void(const EpochReport&)>& on_epoch = {});
   /// One epoch followed by the multiplier update. Caches the teacher first if needed.
   EpochReport epoch();

@@ -105,6 +105,22 @@ TEST(AugmentedLagrangian, PenaltyArithmeticAndGrowthRule) {
   EXPECT_NEAR(al.lambdas()[0], 0.9 + 12.0 * 0.001, 1e-12);
   EXPECT_FALSE(u3.converged);
   EXPECT_TRUE(al.update(c * 0.001, g).converged);  // second time under ε
+  // At the ceiling: a violation that grew is a hold (neither λ nor μ moves); one that did not grow, even without
+  // the β decrease, is a multiplier step.
+  o.mu_max = 12.0;
+  AugmentedLagrangian capped(2, o);
+  capped.update(c, g);                      // first: λ step with μ = 4
+  capped.update(c * 0.6, g);                // μ → min(12, 4·3) = 12, the ceiling
+  const auto lam = capped.lambdas();
+  auto held = capped.update(c * 0.7, g);    // 0.14 > 0.12 at the ceiling
+  EXPECT_FALSE(held.mu_grew);
+  EXPECT_FALSE(held.lambda_updated);
+  EXPECT_EQ(capped.lambdas(), lam);
+  EXPECT_DOUBLE_EQ(capped.mu(), 12.0);
+  auto step = capped.update(c * 0.65, g);   // 0.13 ≤ 0.14 but ≥ 0.5·0.14: a multiplier step at the ceiling
+  EXPECT_TRUE(step.lambda_updated);
+  EXPECT_FALSE(step.mu_grew);
+  EXPECT_NEAR(capped.lambdas()[0], lam[0] + 12.0 * 0.065, 1e-12);
   AugmentedLagrangian copy(2, o);
   copy.load_state_json(al.state_json());
   EXPECT_EQ(copy.lambdas(), al.lambdas());

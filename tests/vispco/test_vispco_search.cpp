@@ -61,6 +61,37 @@ TEST(VisPcoSearch, TrainerRunsAndPullsTowardTheBudgets) {
       << "the constraint violation did not fall";
 }
 
+TEST(VisPcoSearch, RunKeepsTheWeightsOfTheEpochWithTheLowestValidationViolation) {
+  auto m = testing::load_tiny();
+  DataParallel ddp(DdpOptions{});
+  auto o = small_options();
+  o.al.mu0 = 100;  // as above: the violation falls, then rises again (best epoch 3 of 6 when this was written)
+  o.restore_best = false;
+  // Reference: the same search stepped by hand, with every epoch's weights kept.
+  SearchTrainer manual(m, o, ddp);
+  std::vector<double> val;
+  std::vector<std::vector<at::Tensor>> snapshots;
+  for (int64_t e = 0; e < o.max_epochs; ++e) {
+    val.push_back(manual.epoch().val_abs_c);
+    snapshots.emplace_back();
+    for (const auto& p : manual.predictor()->parameters()) snapshots.back().push_back(p.detach().clone());
+  }
+  const auto best = std::min_element(val.begin(), val.end()) - val.begin();
+  o.restore_best = true;
+  SearchTrainer tr(m, o, ddp);
+  auto res = tr.run();
+  ASSERT_EQ(res.epochs.size(), val.size());
+  for (size_t e = 0; e < val.size(); ++e) EXPECT_DOUBLE_EQ(res.epochs[e].val_abs_c, val[e]) << "epoch " << e + 1;
+  std::printf("validation mean|c| per epoch:");
+  for (double v : val) std::printf(" %.4f", v);
+  std::printf("; best epoch %ld\n", (long)best + 1);
+  EXPECT_EQ(res.selected_epoch, best + 1);
+  EXPECT_DOUBLE_EQ(res.selected_val_abs_c, val[best]);
+  const auto params = tr.predictor()->parameters();
+  ASSERT_EQ(params.size(), snapshots[best].size());
+  for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(at::equal(params[i], snapshots[best][i])) << "parameter " << i;
+}
+
 TEST(VisPcoSearch, PredictedPlansEvaluateThroughThePruningPath) {
   TempDir tmp;
   eval::synthvqa::SynthOptions so;
