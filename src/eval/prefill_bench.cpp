@@ -31,6 +31,7 @@ void PrefillBenchConfig::validate() const {
   if (n_text < 1)
     throw InvalidArgument("n_text must be ≥ 1 (BOS counts; got " + std::to_string(n_text) + ")");
   if (repeats < 1) throw InvalidArgument("repeats must be ≥ 1 (got " + std::to_string(repeats) + ")");
+  if (batch < 1) throw InvalidArgument("batch must be ≥ 1 image (got " + std::to_string(batch) + ")");
   if (n_threads < 0)
     throw InvalidArgument("threads must be ≥ 0, 0 = all cores (got " + std::to_string(n_threads) + ")");
   if (n_layers < 0)
@@ -78,6 +79,15 @@ std::vector<int64_t> synthetic_prompt_ids(const LlavaConfig& cfg, int64_t n_text
   return ids;
 }
 
+namespace {
+// One request per image of the batch, all with the same prompt.
+std::vector<VlmRequest> requests(const at::Tensor& pixels, const std::vector<int64_t>& prompt_ids) {
+  std::vector<VlmRequest> reqs;
+  for (int64_t b = 0; b < pixels.size(0); ++b) reqs.push_back(VlmRequest{pixels[b], prompt_ids});
+  return reqs;
+}
+}  // namespace
+
 PrefillBenchSetup::PrefillBenchSetup(const PrefillBenchConfig& cfg) : bench_(cfg) {
   const auto model_cfg = bench_model_config(bench_);  // validates
   const int64_t n = bench_.n_text + model_cfg.n_visual_tokens();
@@ -102,10 +112,10 @@ PrefillBenchSetup::PrefillBenchSetup(const PrefillBenchConfig& cfg) : bench_(cfg
   flops_ = prefill_flops(model_cfg, unpruned_tokens_per_layer(model_cfg, bench_.n_text));
   auto gen = at::make_generator<at::CPUGeneratorImpl>(bench_.seed + 1);
   const int64_t s = model_cfg.vision.image_size, d = model_cfg.text.hidden_size;
-  pixels_ = at::randn({1, model_cfg.vision.num_channels, s, s}, gen);
+  pixels_ = at::randn({bench_.batch, model_cfg.vision.num_channels, s, s}, gen);
   prompt_ids_ = synthetic_prompt_ids(model_cfg, bench_.n_text);
   const auto opts = at::TensorOptions().dtype(bench_.dtype).device(bench_.device);
-  mm_a_ = at::randn({n, d}, gen).to(opts);
+  mm_a_ = at::randn({bench_.batch * n, d}, gen).to(opts);
   mm_b_ = (at::randn({d, model_cfg.text.intermediate_size}, gen) * 0.02).to(opts);
 }
 
@@ -129,7 +139,7 @@ at::Tensor PrefillBenchSetup::run_prefill(const at::Tensor& visual, PrefillHook*
                                           PrefillRunStats* stats) {
   c10::InferenceMode guard;
   auto& lm = model_->net()->language_model;
-  auto state = build_prefill_state(*model_, {VlmRequest{pixels_[0], prompt_ids_}}, visual);
+  auto state = build_prefill_state(*model_, requests(pixels_, prompt_ids_), visual);
   KvCache cache(n_decoder_layers());
   DecoderStats dstats;
   auto h = lm->forward(state, cache, hook, stats != nullptr ? &dstats : nullptr);
@@ -144,7 +154,7 @@ at::Tensor PrefillBenchSetup::run_prefill(const at::Tensor& visual, PrefillHook*
 }
 
 at::Tensor PrefillBenchSetup::run_saliency(const at::Tensor& visual) {
-  auto s = visual_token_saliency(*model_, {VlmRequest{pixels_[0], prompt_ids_}}, visual).saliency;
+  auto s = visual_token_saliency(*model_, requests(pixels_, prompt_ids_), visual).saliency;
   sync_device(model_->context().device);
   return s;
 }
@@ -210,6 +220,7 @@ PrefillBenchResult run_prefill_bench(const PrefillBenchConfig& cfg,
   r.n_layers_limit = cfg.n_layers;
   r.n_visual = setup.model_config().n_visual_tokens();
   r.n_text = cfg.n_text;
+  r.batch = cfg.batch;
   r.repeats = cfg.repeats;
   r.matmul_shape = setup.matmul_shape();
   r.flops = setup.flops();
@@ -226,8 +237,8 @@ PrefillBenchResult run_prefill_bench(const PrefillBenchConfig& cfg,
   r.vision_ms = median(r.vision_ms_runs);
   r.prefill_ms = median(r.prefill_ms_runs);
   r.matmul_gflops = gflops_per_s(setup.matmul_flops(), r.matmul_ms);
-  r.vision_gflops = gflops_per_s(r.flops.vision + r.flops.projector, r.vision_ms);
-  r.prefill_gflops = gflops_per_s(r.flops.decoder_total + r.flops.lm_head, r.prefill_ms);
+  r.vision_gflops = gflops_per_s(cfg.batch * (r.flops.vision + r.flops.projector), r.vision_ms);
+  r.prefill_gflops = gflops_per_s(cfg.batch * (r.flops.decoder_total + r.flops.lm_head), r.prefill_ms);
   r.vision_vs_matmul = r.matmul_gflops > 0 ? r.vision_gflops / r.matmul_gflops : 0.0;
   r.prefill_vs_matmul = r.matmul_gflops > 0 ? r.prefill_gflops / r.matmul_gflops : 0.0;
   return r;
@@ -244,6 +255,7 @@ nlohmann::json PrefillBenchResult::to_json() const {
           {"n_layers_limit", n_layers_limit},
           {"n_visual", n_visual},
           {"n_text", n_text},
+          {"batch", batch},
           {"repeats", repeats},
           {"matmul_shape", matmul_shape},
           {"matmul_ms", matmul_ms},
@@ -267,6 +279,7 @@ std::string PrefillBenchResult::table() const {
     << n_decoder_layers << " decoder / " << n_vision_layers << " vision layers"
     << (n_layers_limit > 0 ? " (truncated by --layers " + std::to_string(n_layers_limit) + ")"
                            : " (full depth)")
+    << (batch > 1 ? ", batch of " + std::to_string(batch) + " images (GFLOP of the whole batch)" : "")
     << ", median of " << repeats << " after 1 warm-up\n";
   char line[200];
   std::snprintf(line, sizeof line, "%-34s %11s %21s %10s %9s %10s\n", "part", "time ms", "(min - max)",
@@ -283,9 +296,10 @@ std::string PrefillBenchResult::table() const {
   const double mm_gflop = matmul_gflops * matmul_ms * 1e-3;
   row("matmul " + matmul_shape, matmul_ms_runs, matmul_ms, mm_gflop, matmul_gflops, 1.0);
   row("vision tower + projector", vision_ms_runs, vision_ms,
-      static_cast<double>(flops.vision + flops.projector) * 1e-9, vision_gflops, vision_vs_matmul);
+      static_cast<double>(batch * (flops.vision + flops.projector)) * 1e-9, vision_gflops, vision_vs_matmul);
   row("decoder prefill + last logits", prefill_ms_runs, prefill_ms,
-      static_cast<double>(flops.decoder_total + flops.lm_head) * 1e-9, prefill_gflops, prefill_vs_matmul);
+      static_cast<double>(batch * (flops.decoder_total + flops.lm_head)) * 1e-9, prefill_gflops,
+      prefill_vs_matmul);
   return o.str();
 }
 

@@ -34,6 +34,11 @@ struct PrefillBenchConfig {
   /// Text tokens of the prompt, BOS included, image placeholder excluded; ≥ 1. With N_v = 576 the default
   /// gives the 616-token prefill of DESIGN.md §1.
   int64_t n_text = 40;
+  /// Images per prefill, ≥ 1: one batch of `batch` distinct random images, each with the same prompt (no
+  /// padding). Times and KV-cache bytes are per batch; FLOPs figures stay per image (GFLOP/s counts the
+  /// whole batch). At batch 1 a pruned CPU prefill multiplies matrices of only N_t + K rows, where BLAS runs
+  /// well under its large-matrix rate (docs/benchmarks.md); batching restores the rows.
+  int64_t batch = 1;
   /// Timed repetitions after one warm-up run; the median is reported. ≥ 1.
   int repeats = 3;
   /// Intra-op threads; 0 = all cores.
@@ -89,23 +94,25 @@ class PrefillBenchSetup {
   /// Tokens through the decoder: n_text + N_v.
   int64_t n_tokens() const;
 
-  /// Vision tower + projector on the setup's image. @return visual tokens [1, N_v, D].
+  /// Vision tower + projector on the setup's images (B = bench_config().batch). @return visual tokens
+  /// [B, N_v, D].
   at::Tensor run_vision();
   /// The same, optionally with the [CLS] attention and keys a pre-LLM scorer needs (PrefillHook::begin).
   VisualTokens run_vision_tokens(bool want_cls_attention);
   /// Decoder prefill of the prompt with `visual` spliced in, plus the last position's logits (as generate()'s
   /// prefill, pruning included).
-  /// @param visual [1, N_v, D] from run_vision() @param hook optional pruning plan, its begin() already
+  /// @param visual [B, N_v, D] from run_vision() @param hook optional pruning plan, its begin() already
   /// called (with run_vision_tokens(true)'s signals when it wants them) @param stats if set, filled with the
-  /// tokens per layer, the visual tokens kept and the KV-cache bytes of this run. @return logits [1, V] fp32.
+  /// tokens per layer, the visual tokens kept (first image) and the KV-cache bytes of this run (whole batch).
+  /// @return logits [B, V] fp32.
   at::Tensor run_prefill(const at::Tensor& visual, PrefillHook* hook = nullptr,
                          PrefillRunStats* stats = nullptr);
 
   /// The gradient pre-pass a `grad` plan needs (model/saliency.h) on the setup's prompt.
-  /// @param visual [1, N_v, D] @return saliency [1, N_v] fp32.
+  /// @param visual [B, N_v, D] @return saliency [B, N_v] fp32.
   at::Tensor run_saliency(const at::Tensor& visual);
 
-  /// FLOPs of one run_matmul(): 2·n·D·m.
+  /// FLOPs of one run_matmul(): 2·n·D·m, n = B·(N_t + N_v) rows.
   int64_t matmul_flops() const;
   /// Shape of the matmul probe, "[n, D] x [D, m]".
   std::string matmul_shape() const;
@@ -113,10 +120,11 @@ class PrefillBenchSetup {
   at::Tensor run_matmul();
 
  private:
+
   PrefillBenchConfig bench_;
   std::unique_ptr<VisionLanguageModel> model_;
   PrefillFlops flops_;
-  at::Tensor pixels_;  // [1, 3, S, S] fp32
+  at::Tensor pixels_;  // [B, 3, S, S] fp32
   std::vector<int64_t> prompt_ids_;
   at::Tensor mm_a_, mm_b_;  // [n, D], [D, m]
 };
@@ -133,6 +141,7 @@ struct PrefillBenchResult {
   int64_t n_layers_limit = 0;    ///< PrefillBenchConfig::n_layers (0 = full depth)
   int64_t n_visual = 0;          ///< N_v
   int64_t n_text = 0;            ///< N_t (BOS included)
+  int64_t batch = 1;             ///< images per prefill (times are per batch, FLOPs per image)
   int repeats = 0;
   std::string matmul_shape;
   double matmul_ms = 0;                                                 ///< median time of one matmul probe
@@ -141,8 +150,8 @@ struct PrefillBenchResult {
   double prefill_ms = 0;                                                ///< decoder prefill + last logits
   std::vector<double> vision_ms_runs, prefill_ms_runs, matmul_ms_runs;  ///< every timed repetition
   PrefillFlops flops;                                                   ///< FLOPs model of this run
-  double vision_gflops = 0;      ///< (flops.vision + flops.projector) / vision time
-  double prefill_gflops = 0;     ///< (flops.decoder_total + flops.lm_head) / prefill time
+  double vision_gflops = 0;      ///< batch × (flops.vision + flops.projector) / vision time
+  double prefill_gflops = 0;     ///< batch × (flops.decoder_total + flops.lm_head) / prefill time
   double vision_vs_matmul = 0;   ///< vision_gflops / matmul_gflops
   double prefill_vs_matmul = 0;  ///< prefill_gflops / matmul_gflops
   nlohmann::json to_json() const;

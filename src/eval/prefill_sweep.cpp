@@ -131,6 +131,7 @@ nlohmann::json PrefillSweepResult::to_json() const {
           {"n_layers_limit", n_layers_limit},
           {"n_visual", n_visual},
           {"n_text", n_text},
+          {"batch", batch},
           {"repeats", repeats},
           {"vision_ms", vision_ms},
           {"vision_ms_runs", vision_ms_runs},
@@ -146,6 +147,8 @@ std::string PrefillSweepResult::table() const {
     << " decoder / " << n_vision_layers << " vision layers"
     << (n_layers_limit > 0 ? " (truncated by --layers " + std::to_string(n_layers_limit) + ")"
                            : " (full depth)")
+    << (batch > 1 ? ", batch of " + std::to_string(batch) + " images (times and KV per batch, GFLOP per image)"
+                  : "")
     << ", median of " << repeats << " after 1 warm-up per row\n";
   char line[320];
   std::snprintf(line, sizeof line, "vision tower + projector %.1f ms", vision_ms);
@@ -203,6 +206,7 @@ PrefillSweepResult run_prefill_sweep(const PrefillBenchConfig& cfg, const Prefil
   res.n_layers_limit = cfg.n_layers;
   res.n_visual = n_v;
   res.n_text = cfg.n_text;
+  res.batch = cfg.batch;
   res.repeats = cfg.repeats;
 
   bool any_cls = false;

@@ -72,6 +72,7 @@ struct PrefillSweepResult {
   int64_t n_layers_limit = 0;    ///< PrefillBenchConfig::n_layers (0 = full depth)
   int64_t n_visual = 0;          ///< N_v
   int64_t n_text = 0;            ///< N_t (BOS included)
+  int64_t batch = 1;             ///< images per prefill: times and KV bytes per batch, FLOPs per image
   int repeats = 0;
   double vision_ms = 0;                ///< median vision tower + projector
   std::vector<double> vision_ms_runs;  ///< its timed repetitions

@@ -79,6 +79,31 @@ TEST(PrefillBench, ValidateNamesTheBadField) {
   c = {};
   c.dtype = c10::kLong;
   EXPECT_THROW(c.validate(), InvalidArgument);
+  c = {};
+  c.batch = 0;
+  EXPECT_THROW(c.validate(), InvalidArgument);
+}
+
+TEST(PrefillBench, BatchOfImagesGivesEachImageItsOwnLogits) {
+  ThreadCountGuard threads;
+  PrefillBenchConfig c;
+  c.preset = "tiny";
+  c.n_threads = 1;
+  PrefillBenchSetup one(c);
+  c.batch = 3;
+  PrefillBenchSetup three(c);  // same seed: its first image is the single setup's image
+  const auto v1 = one.run_vision(), v3 = three.run_vision();
+  EXPECT_EQ(v3.sizes(), (std::vector<int64_t>{3, 16, 64}));
+  EXPECT_TRUE(at::allclose(v3[0], v1[0], 1e-5, 1e-6));
+  EXPECT_FALSE(at::allclose(v3[1], v3[0], 1e-3, 1e-3)) << "the batch's images must differ";
+  PrefillRunStats s1, s3;
+  const auto l1 = one.run_prefill(v1, nullptr, &s1);
+  const auto l3 = three.run_prefill(v3, nullptr, &s3);
+  EXPECT_EQ(l3.sizes(), (std::vector<int64_t>{3, 448}));
+  EXPECT_TRUE(at::allclose(l3[0], l1[0], 1e-4, 1e-5));
+  EXPECT_EQ(s3.tokens_per_layer, s1.tokens_per_layer);  // no padding: the same prompt for every image
+  EXPECT_EQ(s3.kv_cache_bytes, 3 * s1.kv_cache_bytes);
+  EXPECT_EQ(three.matmul_flops(), 3 * one.matmul_flops());
 }
 
 TEST(PrefillBench, TinyRunReportsTimesAndModelFlops) {
