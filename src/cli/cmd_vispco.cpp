@@ -35,7 +35,7 @@ struct PcoArgs {
   std::string model, data, out = "vispco_out", scorer = "fastv", kernel = "multistep", floor = "scorer";
   std::string budgets = "0.1,0.2,0.3,0.4,0.5", train_budgets, predictor, store, grid_frontier, label;
   std::string dtype = "fp32", device = "cpu", master_addr = "127.0.0.1";
-  int64_t stages = 3, n_train = 512, n_val = 64, batch = 4, epochs = 20, min_epochs = 5, patience = 3;
+  int64_t first_layer = 0, stages = 3, n_train = 512, n_val = 64, batch = 4, epochs = 20, min_epochs = 5, patience = 3;
   int64_t world_size = 1, rank = 0, master_port = 29500, eval_limit = 0, eval_batch = 8;
   uint64_t train_seed = 20250511, val_seed = 20250512, seed = 0;
   double gamma = 10, lr = 1e-3, min_lr = 1e-5, warmup = 0.02, weight_decay = 1e-4, kl_weight = 1000, clip = 0, dropout = 0.1;
@@ -66,6 +66,7 @@ std::vector<double> parse_list(const std::string& text, const std::string& flag)
 pco::SearchOptions search_options(const PcoArgs& a) {
   pco::SearchOptions o;
   o.scorer = a.scorer;
+  o.first_layer = a.first_layer;
   o.kernel.kind = pco::kernel_kind(a.kernel);
   o.kernel.n_stages = a.stages;
   o.kernel.gamma = a.gamma;
@@ -210,6 +211,10 @@ void register_vispco(CLI::App& app) {
   cmd->add_option("--out", a->out, "Output folder: predictor.{pt,json}, train_log.jsonl, curve.{json,csv,gp,png}, "
                                    "summary.md, results.sqlite")->capture_default_str();
   cmd->add_option("--scorer", a->scorer, "Token scorer (paper: fastv; the only one VisPCO trains with here)")
+      ->capture_default_str();
+  cmd->add_option("--first-layer", a->first_layer,
+                  "First decoder layer whose input may be pruned; 0 = the scorer's earliest (fastv: 1). FastV's "
+                  "paper prunes from layer 2; the release from the earliest")
       ->capture_default_str();
   cmd->add_option("--kernel", a->kernel, "Keep-fraction kernel: step | ramp | multistep (release: step; paper "
                                          "reports multistep better)")->capture_default_str();

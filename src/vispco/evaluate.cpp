@@ -55,8 +55,8 @@ std::vector<BudgetPoint> evaluate_budgets(VisionLanguageModel& model, const std:
   opts.validate();
   const auto& cfg = model.config();
   const int64_t L = cfg.text.num_hidden_layers, n_v = cfg.n_visual_tokens();
-  const auto& sc = find_pco_scorer(search.scorer);
-  FlopsConstraint fc(cfg, sc.first_layer, search.floor);
+  const int64_t first = search_first_layer(search);
+  FlopsConstraint fc(cfg, first, search.floor);
   const size_t n = opts.limit > 0 ? std::min(opts.limit, dataset.samples.size()) : dataset.samples.size();
   if (n == 0) throw InvalidArgument("VisPCO: the evaluation dataset is empty");
   const size_t nb = opts.budgets.size();
@@ -82,7 +82,7 @@ std::vector<BudgetPoint> evaluate_budgets(VisionLanguageModel& model, const std:
     at::NoGradGuard no_grad;
     for (size_t k = 0; k < nb; ++k) {
       auto bud = at::full({B}, opts.budgets[k], at::kFloat);
-      auto R = predict_keep_fractions(predictor, search.kernel, batch, bud, L, sc.first_layer).cpu();
+      auto R = predict_keep_fractions(predictor, search.kernel, batch, bud, L, first).cpu();
       auto Rp = opts.project ? project_to_budget(fc, batch.n_text, R, bud) : R;
       for (int64_t b = 0; b < B; ++b) {
         raw_counts[k][start + b] = keep_counts(R[b], n_v);

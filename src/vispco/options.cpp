@@ -1,6 +1,7 @@
 // VisPCO search settings: validation, JSON round trip, the scorer table.
 #include "vispco/options.h"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -43,6 +44,7 @@ void SearchOptions::validate() const {
     if (!(b >= 0 && b <= 1)) bad("training budgets must be in [0, 1], got " + std::to_string(b));
     if (!seen.insert(b).second) bad("training budget " + std::to_string(b) + " is repeated");
   }
+  if (first_layer < 0) bad("first_layer must be ≥ 0, got " + std::to_string(first_layer));
   if (n_train < 1) bad("n_train must be ≥ 1, got " + std::to_string(n_train));
   if (n_val < 1) bad("n_val must be ≥ 1, got " + std::to_string(n_val));
   if (batch < 1) bad("batch must be ≥ 1, got " + std::to_string(batch));
@@ -58,8 +60,13 @@ void SearchOptions::validate() const {
   if (!(dropout >= 0 && dropout < 1)) bad("dropout must be in [0, 1), got " + std::to_string(dropout));
 }
 
+int64_t search_first_layer(const SearchOptions& o) {
+  return std::max(find_pco_scorer(o.scorer).first_layer, o.first_layer);
+}
+
 nlohmann::json to_json(const SearchOptions& o) {
   return {{"scorer", o.scorer},
+          {"first_layer", o.first_layer},
           {"kernel", to_json(o.kernel)},
           {"threshold", to_json(o.threshold)},
           {"al", to_json(o.al)},
@@ -88,6 +95,7 @@ SearchOptions search_options_from_json(const nlohmann::json& j) {
   for (const auto& [key, v] : j.items()) {
     try {
       if (key == "scorer") o.scorer = v.get<std::string>();
+      else if (key == "first_layer") o.first_layer = v.get<int64_t>();
       else if (key == "kernel") o.kernel = kernel_config_from_json(v);
       else if (key == "threshold") o.threshold = soft_threshold_options_from_json(v);
       else if (key == "al") o.al = al_options_from_json(v);

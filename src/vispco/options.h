@@ -27,6 +27,11 @@ const std::vector<PcoScorerEntry>& pco_scorer_registry();
 /// @throws InvalidArgument listing the valid names.
 const PcoScorerEntry& find_pco_scorer(const std::string& name);
 
+struct SearchOptions;
+/// First decoder layer whose input a search may prune: max(scorer's earliest, SearchOptions::first_layer).
+/// @throws InvalidArgument for an unknown scorer.
+int64_t search_first_layer(const SearchOptions& o);
+
 /// The training budgets of the authors' release: 0.01, 0.05, 0.10, …, 0.95.
 std::vector<double> release_train_budgets();
 
@@ -35,6 +40,10 @@ std::vector<double> release_train_budgets();
 struct SearchOptions {
   /// Scorer ranking the tokens (pco_scorer_registry()). The paper's main setting: FastV.
   std::string scorer = "fastv";
+  /// First decoder layer whose input may be pruned, ≥ 0; layers before it keep every token. 0 = the scorer's
+  /// earliest (FastV: 1, scoring with layer 0's attention). FastV's paper prunes after layer K = 2 (ℓ = 2 here);
+  /// the VisPCO release lets the kernel decide from the earliest layer.
+  int64_t first_layer = 0;
   KernelConfig kernel;
   SoftThresholdOptions threshold;
   AlOptions al;

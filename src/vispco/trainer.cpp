@@ -163,10 +163,10 @@ SearchTrainer::SearchTrainer(VisionLanguageModel& model, SearchOptions opts, Dat
   s.ddp = &ddp;
   const auto& cfg = model.config();
   s.n_layers = cfg.text.num_hidden_layers;
-  s.first_layer = find_pco_scorer(opts.scorer).first_layer;
+  s.first_layer = search_first_layer(opts);
   if (s.first_layer >= s.n_layers)
-    throw InvalidArgument("VisPCO: scorer " + opts.scorer + " cannot prune a " + std::to_string(s.n_layers) +
-                          "-layer decoder");
+    throw InvalidArgument("VisPCO: scorer " + opts.scorer + " from layer " + std::to_string(s.first_layer) +
+                          " cannot prune a " + std::to_string(s.n_layers) + "-layer decoder");
   const int64_t global = opts.batch * ddp.world_size();
   if (opts.n_train < global)
     throw InvalidArgument("VisPCO: n_train = " + std::to_string(opts.n_train) + " is below the global batch " +

@@ -120,11 +120,44 @@ TEST(VisPcoSearch, PredictedPlansEvaluateThroughThePruningPath) {
     EXPECT_LE(p.flops_ratio, 1.0 + 1e-12);
     EXPECT_EQ(p.mean_keep.size(), 4u);
     EXPECT_DOUBLE_EQ(p.mean_keep[0], 16.0) << "FastV cannot prune before layer 1";
+    // Projected onto the budget: only whole-token rounding is left, ≤ ½ token of N_t + K ≥ 10 per layer.
+    EXPECT_TRUE(p.projected);
+    EXPECT_LT(std::abs(p.flops_error), 0.05);
   }
   // A second run reads every result from the store and reports the same.
   auto again = evaluate_budgets(m, eval::model_folder_hash(tiny_model_dir()), g, search, ds, eo);
   EXPECT_EQ(again[0].accuracy, pts[0].accuracy);
   EXPECT_EQ(again[1].common_plan, pts[1].common_plan);
+  // Without the projection the plans are the predictor's own; a later first layer keeps layers 0–1 whole.
+  eo.project = false;
+  search.first_layer = 2;
+  auto raw = evaluate_budgets(m, eval::model_folder_hash(tiny_model_dir()), g, search, ds, eo);
+  for (const auto& p : raw) {
+    EXPECT_FALSE(p.projected);
+    EXPECT_DOUBLE_EQ(p.raw_flops_error, p.flops_error);
+    EXPECT_DOUBLE_EQ(p.mean_keep[1], 16.0) << "first_layer = 2 keeps layer 1 whole";
+  }
+}
+
+TEST(VisPcoSearch, SearchOptionsRoundTripAndFirstLayer) {
+  auto o = small_options();
+  o.first_layer = 2;
+  o.restore_best = false;
+  o.kernel.kind = KernelKind::kRamp;
+  const auto back = search_options_from_json(to_json(o));
+  EXPECT_EQ(back, o);
+  EXPECT_EQ(search_first_layer(back), 2);
+  o.first_layer = 0;  // the scorer's earliest: FastV scores with layer 0's attention, so 1
+  EXPECT_EQ(search_first_layer(o), 1);
+  o.first_layer = -1;
+  EXPECT_THROW(o.validate(), InvalidArgument);
+  EXPECT_THROW(search_options_from_json({{"restore_best", "yes"}}), InvalidArgument);
+  // A first layer at or past the decoder's depth cannot prune: one clear error.
+  auto m = testing::load_tiny();
+  DataParallel ddp(DdpOptions{});
+  auto deep = small_options();
+  deep.first_layer = 4;  // tiny decoder: 4 layers
+  EXPECT_THROW(SearchTrainer(m, deep, ddp), InvalidArgument);
 }
 
 TEST(VisPcoSearch, PredictorFilesRoundTripAndMismatchesAreRejected) {
