@@ -53,8 +53,9 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--n-text", o->cfg.n_text,
                   "Text tokens in the prompt (BOS included), besides the N_v visual ones")
       ->capture_default_str();
-  cmd->add_option("--batch", o->cfg.batch,
-                  "Images per prefill (distinct random images, same prompt): times per batch, FLOPs per image")
+  cmd->add_option(
+         "--batch", o->cfg.batch,
+         "Images per prefill (distinct random images, same prompt): times per batch, FLOPs per image")
       ->capture_default_str();
   cmd->add_option("--repeats", o->cfg.repeats, "Timed repetitions after one warm-up (median reported)")
       ->capture_default_str();

@@ -120,7 +120,6 @@ class PrefillBenchSetup {
   at::Tensor run_matmul();
 
  private:
-
   PrefillBenchConfig bench_;
   std::unique_ptr<VisionLanguageModel> model_;
   PrefillFlops flops_;

@@ -147,8 +147,9 @@ std::string PrefillSweepResult::table() const {
     << " decoder / " << n_vision_layers << " vision layers"
     << (n_layers_limit > 0 ? " (truncated by --layers " + std::to_string(n_layers_limit) + ")"
                            : " (full depth)")
-    << (batch > 1 ? ", batch of " + std::to_string(batch) + " images (times and KV per batch, GFLOP per image)"
-                  : "")
+    << (batch > 1
+            ? ", batch of " + std::to_string(batch) + " images (times and KV per batch, GFLOP per image)"
+            : "")
     << ", median of " << repeats << " after 1 warm-up per row\n";
   char line[320];
   std::snprintf(line, sizeof line, "vision tower + projector %.1f ms", vision_ms);

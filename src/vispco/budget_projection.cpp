@@ -13,8 +13,8 @@ at::Tensor project_to_budget(const FlopsConstraint& fc, const at::Tensor& n_text
                              const at::Tensor& budget) {
   if (fractions.dim() != 2 || fractions.size(1) != fc.n_layers() || n_text.dim() != 1 || budget.dim() != 1 ||
       n_text.size(0) != fractions.size(0) || budget.size(0) != fractions.size(0))
-    throw InvalidArgument("budget projection: expected n_text [B], fractions [B, " + std::to_string(fc.n_layers()) +
-                          "] and budget [B]");
+    throw InvalidArgument("budget projection: expected n_text [B], fractions [B, " +
+                          std::to_string(fc.n_layers()) + "] and budget [B]");
   at::NoGradGuard no_grad;
   auto R = fractions.detach().to(at::kCPU, at::kDouble);
   if (R.numel() > 0 && !(R.min().item<double>() > 0 && R.max().item<double>() <= 1))

@@ -1,6 +1,6 @@
-// Budget projection (src/vispco/budget_projection.h) against cost/flops.h: the projected fractions, rounded to an
-// integer plan, cost T(b) = F_min + b·(F_max − F_min) decoder FLOPs with F_min and F_max from prefill_flops(),
-// and the projection only bends the predicted shape (R' = R^α with one α per sample).
+// Budget projection (src/vispco/budget_projection.h) against cost/flops.h: the projected fractions, rounded
+// to an integer plan, cost T(b) = F_min + b·(F_max − F_min) decoder FLOPs with F_min and F_max from
+// prefill_flops(), and the projection only bends the predicted shape (R' = R^α with one α per sample).
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -26,8 +26,9 @@ TEST(BudgetProjection, IntegerPlansLandOnTheBudgetAndKeepTheShape) {
   const auto cfg = find_preset("llava-1.5-7b").config;  // N_v = 576, 32 layers
   const int64_t L = 32, n_v = 576, first = 2;
   FlopsConstraint fc(cfg, first, BudgetFloor::kScorer);
-  // Three predicted shapes: a late soft step that keeps far too much for b = 0.2, an early steep one that keeps
-  // far too little for b = 0.6, and a two-step one; budgets chosen so that α > 1, α < 1 and α ≈ 1 are all needed.
+  // Three predicted shapes: a late soft step that keeps far too much for b = 0.2, an early steep one that
+  // keeps far too little for b = 0.6, and a two-step one; budgets chosen so that α > 1, α < 1 and α ≈ 1 are
+  // all needed.
   auto R = at::ones({3, L}, at::kDouble);
   for (int64_t i = first; i < L; ++i) {
     R[0][i] = 1.0 - 0.5 / (1.0 + std::exp(-(i - 20.0)));
@@ -69,8 +70,10 @@ TEST(BudgetProjection, UnreachableBudgetsAndBadInput) {
   auto ones = at::ones({1, 32}, at::kFloat);
   auto P = project_to_budget(fc, at::tensor({40L}), ones, at::tensor({0.3}));
   EXPECT_TRUE(at::equal(P, ones));
-  EXPECT_THROW(project_to_budget(fc, at::tensor({40L}), at::ones({1, 31}), at::tensor({0.3})), InvalidArgument);
-  EXPECT_THROW(project_to_budget(fc, at::tensor({40L}), at::zeros({1, 32}), at::tensor({0.3})), InvalidArgument);
+  EXPECT_THROW(project_to_budget(fc, at::tensor({40L}), at::ones({1, 31}), at::tensor({0.3})),
+               InvalidArgument);
+  EXPECT_THROW(project_to_budget(fc, at::tensor({40L}), at::zeros({1, 32}), at::tensor({0.3})),
+               InvalidArgument);
 }
 
 }  // namespace
