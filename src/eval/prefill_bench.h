@@ -35,9 +35,10 @@ struct PrefillBenchConfig {
   /// gives the 616-token prefill of DESIGN.md §1.
   int64_t n_text = 40;
   /// Images per prefill, ≥ 1: one batch of `batch` distinct random images, each with the same prompt (no
-  /// padding). Times and KV-cache bytes are per batch; FLOPs figures stay per image (GFLOP/s counts the
-  /// whole batch). At batch 1 a pruned CPU prefill multiplies matrices of only N_t + K rows, where BLAS runs
-  /// well under its large-matrix rate (docs/benchmarks.md); batching restores the rows.
+  /// padding). Times and KV-cache bytes are per batch; PrefillBenchResult's GFLOP/s and its table count the
+  /// whole batch, the sweep's FLOPs columns stay per image (its speedups compare batch with batch). At batch
+  /// 1 a pruned CPU prefill multiplies matrices of only N_t + K rows, where BLAS runs well under its
+  /// large-matrix rate (docs/benchmarks.md); batching restores the rows.
   int64_t batch = 1;
   /// Timed repetitions after one warm-up run; the median is reported. ≥ 1.
   int repeats = 3;

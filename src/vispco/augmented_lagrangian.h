@@ -55,7 +55,7 @@ AlOptions al_options_from_json(const nlohmann::json& j);
 /// What one outer update did.
 struct AlUpdate {
   double mean_abs = 0;     ///< mean_i |c_i| on the validation split
-  bool lambda_updated = false;  ///< the multipliers took a step (the violation fell enough)
+  bool lambda_updated = false;  ///< λ took a step (violation fell by β, or at the ceiling did not grow)
   bool mu_grew = false;    ///< μ was multiplied by α (it did not; neither flag: a hold at the ceiling)
   bool converged = false;  ///< mean |c| < ε for `patience` updates in a row: stop
 };

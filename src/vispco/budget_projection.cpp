@@ -17,8 +17,9 @@ at::Tensor project_to_budget(const FlopsConstraint& fc, const at::Tensor& n_text
                           std::to_string(fc.n_layers()) + "] and budget [B]");
   at::NoGradGuard no_grad;
   auto R = fractions.detach().to(at::kCPU, at::kDouble);
-  if (R.numel() > 0 && !(R.min().item<double>() > 0 && R.max().item<double>() <= 1))
-    throw InvalidArgument("budget projection: keep fractions must lie in (0, 1]");
+  if (R.numel() > 0 && !(R.min().item<double>() >= 0 && R.max().item<double>() <= 1))
+    throw InvalidArgument("budget projection: keep fractions must lie in [0, 1]");
+  R = R.clamp_min(1e-12);
   auto nt = n_text.to(at::kCPU, at::kLong);
   auto b = budget.to(at::kCPU, at::kDouble);
   auto logR = R.log();

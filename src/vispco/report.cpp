@@ -69,7 +69,8 @@ std::string SearchReport::to_markdown() const {
   md << "- model: `" << model << "`, evaluation data: `" << data << "`\n";
   md << "- scorer " << options.scorer << ", kernel " << kernel_name(options.kernel.kind);
   if (options.kernel.kind == KernelKind::kMultiStep) md << " (S = " << options.kernel.n_stages << ")";
-  md << ", budget floor " << budget_floor_name(options.floor) << ", " << world_size << " process(es)\n";
+  md << ", first pruned layer " << search_first_layer(options) << ", budget floor " << budget_floor_name(options.floor)
+     << ", " << world_size << " process(es)\n";
   md << "- training: " << training.epochs.size() << " epochs, " << (training.converged ? "converged" : "not converged")
      << " (stopping rule mean|c| < " << options.al.epsilon << " for " << options.al.patience << " epochs); teacher cache "
      << fmt(training.teacher_seconds, 1) << " s, training " << fmt(training.train_seconds, 1) << " s\n";

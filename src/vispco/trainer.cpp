@@ -79,7 +79,7 @@ struct SearchTrainer::State {
     return w;
   }
   void remember_if_best(const EpochReport& r) {
-    if (best_epoch > 0 && !(r.val_abs_c < best_abs_c)) return;
+    if (std::isnan(r.val_abs_c) || (best_epoch > 0 && !(r.val_abs_c < best_abs_c))) return;
     best_epoch = r.epoch;
     best_abs_c = r.val_abs_c;
     best_weights.clear();
@@ -288,7 +288,8 @@ SearchResult SearchTrainer::run(const std::function<void(const EpochReport&)>& o
   if (!res.epochs.empty()) {
     res.selected_epoch = res.epochs.back().epoch;
     res.selected_val_abs_c = res.epochs.back().val_abs_c;
-    if (s.opts.restore_best && s.best_epoch != res.selected_epoch) {
+    // Weights only: the multipliers, μ and the optimiser state stay those of the last epoch.
+    if (s.opts.restore_best && s.best_epoch > 0 && s.best_epoch != res.selected_epoch) {
       s.restore_best();
       res.selected_epoch = s.best_epoch;
       res.selected_val_abs_c = s.best_abs_c;

@@ -52,8 +52,12 @@ TEST(BudgetProjection, IntegerPlansLandOnTheBudgetAndKeepTheShape) {
     EXPECT_LT(std::abs(got / target - 1.0), 0.005) << "sample " << b;
     // Layers before the first prunable one keep everything; one exponent α everywhere else.
     for (int64_t i = 0; i < first; ++i) EXPECT_DOUBLE_EQ(P[b][i].item<double>(), 1.0);
-    // (Sample 0 needs a large α: its late layers underflow fp32 and are compared only where P > 1e-30.)
-    const double alpha = std::log(P[b][first].item<double>()) / std::log(R[b][first].item<double>());
+    // α from the layer with the smallest P above 1e-30 (P near 1 loses α's digits in fp32); sample 0 needs a
+    // large α, its late layers underflow fp32 and are compared only where P > 1e-30.
+    int64_t ref = first;
+    for (int64_t i = first; i < L; ++i)
+      if (P[b][i].item<double>() > 1e-30 && P[b][i].item<double>() < P[b][ref].item<double>()) ref = i;
+    const double alpha = std::log(P[b][ref].item<double>()) / std::log(R[b][ref].item<double>());
     for (int64_t i = first; i < L; ++i)
       if (P[b][i].item<double>() > 1e-30)
         EXPECT_NEAR(std::log(P[b][i].item<double>()), alpha * std::log(R[b][i].item<double>()),
@@ -72,8 +76,16 @@ TEST(BudgetProjection, UnreachableBudgetsAndBadInput) {
   EXPECT_TRUE(at::equal(P, ones));
   EXPECT_THROW(project_to_budget(fc, at::tensor({40L}), at::ones({1, 31}), at::tensor({0.3})),
                InvalidArgument);
-  EXPECT_THROW(project_to_budget(fc, at::tensor({40L}), at::zeros({1, 32}), at::tensor({0.3})),
+  EXPECT_THROW(project_to_budget(fc, at::tensor({40L}), at::full({1, 32}, NAN), at::tensor({0.3})),
                InvalidArgument);
+  EXPECT_THROW(project_to_budget(fc, at::tensor({40L}), at::full({1, 32}, 1.5), at::tensor({0.3})),
+               InvalidArgument);
+  // An underflowed fraction (0) is a valid input: it stays (near) 0, i.e. one token after rounding.
+  auto z = at::ones({1, 32}, at::kFloat);
+  z.narrow(1, 20, 12).zero_();
+  auto Pz = project_to_budget(fc, at::tensor({40L}), z, at::tensor({0.5}));
+  EXPECT_TRUE(Pz.isfinite().all().item<bool>());
+  EXPECT_EQ(keep_counts(Pz[0], 576).back(), 1);
 }
 
 }  // namespace
