@@ -35,7 +35,8 @@ struct PcoArgs {
   std::string model, data, out = "vispco_out", scorer = "fastv", kernel = "multistep", floor = "scorer";
   std::string budgets = "0.1,0.2,0.3,0.4,0.5", train_budgets, predictor, store, grid_frontier, label;
   std::string dtype = "fp32", device = "cpu", master_addr = "127.0.0.1";
-  int64_t first_layer = 0, stages = 3, n_train = 512, n_val = 64, batch = 4, epochs = 20, min_epochs = 5, patience = 3;
+  int64_t first_layer = 0, stages = 3, n_train = 512, n_val = 64, batch = 4, epochs = 20, min_epochs = 5,
+          patience = 3;
   int64_t world_size = 1, rank = 0, master_port = 29500, eval_limit = 0, eval_batch = 8;
   uint64_t train_seed = 20250511, val_seed = 20250512, seed = 0;
   double gamma = 10, lr = 1e-3, min_lr = 1e-5, warmup = 0.02, weight_decay = 1e-4, kl_weight = 1000, clip = 0, dropout = 0.1;
@@ -247,7 +248,8 @@ void register_vispco(CLI::App& app) {
   cmd->add_option("--dropout", a->dropout, "Dropout of g_φ (release: 0.1)")->capture_default_str();
   cmd->add_option("--seed", a->seed, "Seed of g_φ's weights, data order and dropout")->capture_default_str();
   cmd->add_flag("--keep-last-epoch", a->keep_last_epoch,
-                "Keep g_φ's last-epoch weights instead of the epoch with the lowest validation mean|c| (release: last)");
+                "Keep g_φ's last-epoch weights instead of the epoch with the lowest validation mean|c| "
+                "(release: last)");
   cmd->add_option("--threshold-width", a->width, "Rank window of the soft threshold (release: 5)")
       ->capture_default_str();
   cmd->add_option("--temperature", a->temperature, "Temperature τ of the sigmoid mask (release: 0.1)")

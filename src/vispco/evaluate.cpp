@@ -86,7 +86,7 @@ std::vector<BudgetPoint> evaluate_budgets(VisionLanguageModel& model, const std:
       auto Rp = opts.project ? project_to_budget(fc, batch.n_text, R, bud) : R;
       for (int64_t b = 0; b < B; ++b) {
         raw_counts[k][start + b] = keep_counts(R[b], n_v);
-        counts[k][start + b] = keep_counts(Rp[b], n_v);
+        counts[k][start + b] = opts.project ? keep_counts(Rp[b], n_v) : raw_counts[k][start + b];
       }
     }
     for (int64_t b = 0; b < B; ++b) n_text[start + b] = batch.n_text[b].item<int64_t>();
