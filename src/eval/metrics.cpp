@@ -77,11 +77,31 @@ double vqa_soft_accuracy(std::string_view prediction, const std::vector<std::str
   return sum / static_cast<double>(answers.size());
 }
 
+double char_accuracy(std::string_view prediction, std::string_view answer) {
+  const auto squeeze = [](std::string_view t) {
+    std::string n = normalize_answer(t);
+    n.erase(std::remove(n.begin(), n.end(), ' '), n.end());
+    return n;
+  };
+  const std::string p = squeeze(prediction), r = squeeze(answer);
+  if (r.empty()) return p.empty() ? 1.0 : 0.0;
+  std::vector<size_t> row(p.size() + 1), next(p.size() + 1);  // Levenshtein, one row at a time
+  for (size_t j = 0; j <= p.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= r.size(); ++i) {
+    next[0] = i;
+    for (size_t j = 1; j <= p.size(); ++j)
+      next[j] = std::min({row[j] + 1, next[j - 1] + 1, row[j - 1] + (r[i - 1] == p[j - 1] ? 0 : 1)});
+    std::swap(row, next);
+  }
+  return std::max(0.0, 1.0 - static_cast<double>(row[p.size()]) / static_cast<double>(r.size()));
+}
+
 SampleScore score_answer(std::string_view prediction, std::string_view answer,
                          const std::vector<std::string>& answers) {
   SampleScore s;
   const std::string ref = normalize_answer(answer);
   s.exact = normalize_answer(prediction) == ref ? 1.0 : 0.0;
+  s.chars = char_accuracy(prediction, answer);
   if (!answers.empty()) s.vqa = vqa_soft_accuracy(prediction, answers);
   s.is_yes_no = ref == "yes" || ref == "no";
   s.yes_no_correct = s.is_yes_no && yes_no_of(prediction) == ref;
@@ -92,19 +112,22 @@ void MetricTotals::add(const SampleScore& s) {
   ++n;
   score_sum += s.score();
   exact_sum += s.exact;
+  chars_sum += s.chars;
   if (s.vqa >= 0.0) ++n_vqa, vqa_sum += s.vqa;
   if (s.is_yes_no) ++n_yes_no, yes_no_correct += s.yes_no_correct ? 1 : 0;
 }
 
 double MetricTotals::accuracy() const { return n ? score_sum / static_cast<double>(n) : 0.0; }
 double MetricTotals::exact_match() const { return n ? exact_sum / static_cast<double>(n) : 0.0; }
+double MetricTotals::char_accuracy() const { return n ? chars_sum / static_cast<double>(n) : 0.0; }
 double MetricTotals::vqa_accuracy() const { return n_vqa ? vqa_sum / static_cast<double>(n_vqa) : 0.0; }
 double MetricTotals::yes_no_accuracy() const {
   return n_yes_no ? static_cast<double>(yes_no_correct) / static_cast<double>(n_yes_no) : 0.0;
 }
 
 nlohmann::json MetricTotals::to_json() const {
-  nlohmann::json j{{"n", n}, {"accuracy", accuracy()}, {"exact_match", exact_match()}};
+  nlohmann::json j{{"n", n}, {"accuracy", accuracy()}, {"exact_match", exact_match()},
+                   {"char_accuracy", char_accuracy()}};
   if (n_vqa) j["n_vqa"] = n_vqa, j["vqa_accuracy"] = vqa_accuracy();
   if (n_yes_no) j["n_yes_no"] = n_yes_no, j["yes_no_accuracy"] = yes_no_accuracy();
   return j;
@@ -123,7 +146,8 @@ nlohmann::json MetricSummary::to_json() const {
 
 std::string MetricSummary::to_markdown() const {
   std::string md =
-      "| family | n | accuracy | exact match | VQA acc. | yes/no acc. |\n|---|---:|---:|---:|---:|---:|\n";
+      "| family | n | accuracy | exact match | char acc. | VQA acc. | yes/no acc. |\n"
+      "|---|---:|---:|---:|---:|---:|---:|\n";
   const auto row = [&](const std::string& name, const MetricTotals& t) {
     char buf[256];
     const auto pct = [](bool applies, double v) {
@@ -131,8 +155,8 @@ std::string MetricSummary::to_markdown() const {
       if (applies) std::snprintf(b, sizeof b, "%.1f", 100.0 * v);
       return std::string(b);
     };
-    std::snprintf(buf, sizeof buf, "| %s | %zu | %.1f | %.1f | %s | %s |\n", name.c_str(), t.n,
-                  100.0 * t.accuracy(), 100.0 * t.exact_match(), pct(t.n_vqa > 0, t.vqa_accuracy()).c_str(),
+    std::snprintf(buf, sizeof buf, "| %s | %zu | %.1f | %.1f | %.1f | %s | %s |\n", name.c_str(), t.n,
+                  100.0 * t.accuracy(), 100.0 * t.exact_match(), 100.0 * t.char_accuracy(), pct(t.n_vqa > 0, t.vqa_accuracy()).c_str(),
                   pct(t.n_yes_no > 0, t.yes_no_accuracy()).c_str());
     md += buf;
   };

@@ -27,10 +27,18 @@ std::string yes_no_of(std::string_view text);
 /// Matching is after normalize_answer. With a single answer it is exact match. Returns 0 for no answers.
 double vqa_soft_accuracy(std::string_view prediction, const std::vector<std::string>& answers);
 
+/// Character accuracy of a prediction: 1 − CER = max(0, 1 − Levenshtein(pred, ref) / |ref|) over the
+/// normalize_answer() forms with spaces removed (so "M 8 5" reads as "m85"); 1 when both are empty, 0 when
+/// only the reference is. The per-glyph score of text reading (OCR's character error rate, e.g. the ICDAR
+/// robust-reading protocol), reported beside whole-string exact match.
+double char_accuracy(std::string_view prediction, std::string_view answer);
+
 /// The scores of one prediction.
 struct SampleScore {
   /// 1 when the normalised prediction equals the normalised reference answer, else 0.
   double exact = 0.0;
+  /// char_accuracy() of the prediction against the reference answer, in [0, 1].
+  double chars = 0.0;
   /// VQA soft accuracy in [0, 1] when human answers are given, else −1 (not applicable).
   double vqa = -1.0;
   /// Whether the reference answer is yes/no; then yes_no_correct compares yes_no_of(prediction) to it.
@@ -49,6 +57,7 @@ struct MetricTotals {
   size_t n = 0;          ///< samples
   double score_sum = 0;  ///< Σ score()
   double exact_sum = 0;  ///< Σ exact
+  double chars_sum = 0;  ///< Σ chars
   size_t n_vqa = 0;      ///< samples with human answers
   double vqa_sum = 0;    ///< Σ vqa over them
   size_t n_yes_no = 0;   ///< samples with a yes/no reference
@@ -58,9 +67,10 @@ struct MetricTotals {
   /// Means in [0, 1]; 0 when no sample applies (check the matching count).
   double accuracy() const;
   double exact_match() const;
+  double char_accuracy() const;
   double vqa_accuracy() const;
   double yes_no_accuracy() const;
-  /// {"n","accuracy","exact_match"} plus {"n_vqa","vqa_accuracy"} and {"n_yes_no","yes_no_accuracy"} when
+  /// {"n","accuracy","exact_match","char_accuracy"} plus {"n_vqa","vqa_accuracy"} and {"n_yes_no","yes_no_accuracy"} when
   /// they apply.
   nlohmann::json to_json() const;
 };
@@ -73,7 +83,8 @@ struct MetricSummary {
   void add(const std::string& family, const SampleScore& s);
   /// {"overall": MetricTotals, "per_family": {family: MetricTotals}}.
   nlohmann::json to_json() const;
-  /// A Markdown table: one row per family, then "all".
+  /// A Markdown table: one row per family, then "all" (columns: n, accuracy, exact match, character
+  /// accuracy, VQA accuracy, yes/no accuracy).
   std::string to_markdown() const;
 };
 

@@ -61,6 +61,21 @@ TEST(Metrics, VqaSoftAccuracyOnHandMadeAnswerLists) {
   EXPECT_DOUBLE_EQ(vqa_soft_accuracy("dog", {}), 0.0);
 }
 
+TEST(Metrics, CharacterAccuracyIsOneMinusTheCharacterErrorRate) {
+  // Levenshtein distances by hand, divided by the reference's 4 characters.
+  EXPECT_DOUBLE_EQ(char_accuracy("M85T", "M85T"), 1.0);
+  EXPECT_DOUBLE_EQ(char_accuracy("m 8 5 t", "M85T"), 1.0);  // case and spaces do not count
+  EXPECT_DOUBLE_EQ(char_accuracy("M85", "M85T"), 0.75);     // one deletion
+  EXPECT_DOUBLE_EQ(char_accuracy("M85TT", "M85T"), 0.75);   // one insertion
+  EXPECT_DOUBLE_EQ(char_accuracy("M58T", "M85T"), 0.5);     // two substitutions (no transpositions)
+  EXPECT_DOUBLE_EQ(char_accuracy("XM85T", "M85T"), 0.75);   // shifted by one: one insertion, not four subs
+  EXPECT_DOUBLE_EQ(char_accuracy("X", "M85T"), 0.0);        // 4 edits
+  EXPECT_DOUBLE_EQ(char_accuracy("WXYZ9", "M85T"), 0.0);    // 5 edits, clamped at 0
+  EXPECT_DOUBLE_EQ(char_accuracy("", ""), 1.0);
+  EXPECT_DOUBLE_EQ(char_accuracy("A7", ""), 0.0);
+  EXPECT_DOUBLE_EQ(score_answer("7K", "7KX", {}).chars, 2.0 / 3.0);
+}
+
 TEST(Metrics, ScoresAndAggregatesPerFamily) {
   MetricSummary sum;
   sum.add("color", score_answer("Red", "red", {}));             // exact 1
@@ -81,6 +96,10 @@ TEST(Metrics, ScoresAndAggregatesPerFamily) {
   EXPECT_DOUBLE_EQ(sum.per_family.at("exist").exact_match(), 0.0);
   EXPECT_NEAR(sum.per_family.at("vqa").vqa_accuracy(), 0.6, 1e-12);
   EXPECT_DOUBLE_EQ(sum.per_family.at("vqa").exact_match(), 1.0);
+  // Character accuracy: "Red"/"red" 1, "blue"/"red" 0 (4 edits for 3 characters, clamped), "yesthereis"/"yes"
+  // 0, "no"/"yes" 0, "2"/"2" 1: colour 0.5, overall 2 / 5.
+  EXPECT_DOUBLE_EQ(sum.per_family.at("color").char_accuracy(), 0.5);
+  EXPECT_NEAR(sum.overall.char_accuracy(), 0.4, 1e-12);
   // Overall headline accuracy: (1 + 0 + 0 + 0 + 0.6) / 5 = 0.32; exact (1 + 0 + 0 + 0 + 1) / 5 = 0.4.
   EXPECT_EQ(sum.overall.n, 5u);
   EXPECT_NEAR(sum.overall.accuracy(), 0.32, 1e-12);
@@ -93,8 +112,8 @@ TEST(Metrics, ScoresAndAggregatesPerFamily) {
   EXPECT_FALSE(j["per_family"]["color"].contains("vqa_accuracy"));
   EXPECT_NEAR(j["overall"]["accuracy"].get<double>(), 0.32, 1e-12);
   const std::string md = sum.to_markdown();
-  EXPECT_NE(md.find("| color | 2 | 50.0 | 50.0 | – | – |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| all | 5 | 32.0 | 40.0 | 60.0 | 50.0 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| color | 2 | 50.0 | 50.0 | 50.0 | – | – |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| all | 5 | 32.0 | 40.0 | 40.0 | 60.0 | 50.0 |"), std::string::npos) << md;
 }
 
 }  // namespace
