@@ -27,6 +27,7 @@ struct EvalArgs {
   int64_t limit = 0, batch = 1;  // signed, so "-1" is an error rather than a huge size_t
   int64_t max_new_tokens = eval::default_eval_generation().max_new_tokens;
   int threads = 0;
+  int64_t shuffle_images = -1;  // < 0: off
   bool skip_missing = false, allow_outside = false, json = false;
 };
 
@@ -56,6 +57,7 @@ void run_eval(const EvalArgs& a) {
   o.store_path = a.store.empty() ? (std::filesystem::path(a.out) / "results.sqlite").string() : a.store;
   o.on_missing_image = a.skip_missing ? eval::MissingImagePolicy::kSkip : eval::MissingImagePolicy::kStop;
   o.progress = a.json ? eval::ProgressMode::kOff : eval::parse_progress_mode(a.progress);
+  if (a.shuffle_images >= 0) o.shuffle_images = static_cast<uint64_t>(a.shuffle_images);
   o.validate();  // before the slow steps
 
   RunContext ctx;
@@ -106,6 +108,10 @@ void register_eval(CLI::App& app) {
   cmd->add_option("--threads", a->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--progress", a->progress, "Progress on stderr: auto | bar | lines | off")
       ->capture_default_str();
+  cmd->add_option("--shuffle-images", a->shuffle_images,
+                  "Image-dependence check: show each sample another sample's image (seeded derangement); "
+                  "results stored apart")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--skip-missing", a->skip_missing,
                 "Skip samples whose image is missing/unreadable (default: stop)");
   cmd->add_flag("--allow-outside", a->allow_outside, "Allow image paths outside the dataset folder");

@@ -40,11 +40,13 @@ nlohmann::json row_json(const EvalRow& r) {
                       {"correct", r.result.correct},
                       {"score", r.result.score},
                       {"exact", r.score.exact},
+                      {"chars", r.score.chars},
                       {"prefill_ms", r.result.prefill_ms},
                       {"decode_ms", r.result.decode_ms},
                       {"total_ms", r.result.total_ms},
                       {"from_store", r.from_store}};
   if (r.score.vqa >= 0) j["vqa"] = r.score.vqa;
+  if (!r.image_of.empty()) j["image_of"] = r.image_of;
   for (const char* k : {"ttft_ms", "n_visual", "n_visual_kept", "n_text", "n_generated"})
     if (r.result.extra.contains(k)) j[k] = r.result.extra[k];
   return j;
@@ -67,6 +69,7 @@ nlohmann::json EvalReport::to_json() const {
             {"n_skipped", n_skipped},
             {"n_scored", rows.size()}}},
           {"metrics", metrics.to_json()},
+          {"answer_prior", answer_prior},
           {"timing",
            {{"mean_prefill_ms", mean_prefill_ms},
             {"mean_decode_ms", mean_decode_ms},
@@ -97,6 +100,16 @@ std::string EvalReport::to_markdown() const {
                 samples_per_s);
   md += buf;
   md += metrics.to_markdown();
+  if (!answer_prior.empty()) {
+    md += "\nAnswer prior (always the family's most frequent answer): ";
+    std::string sep;
+    for (const auto& [family, p] : answer_prior) {
+      std::snprintf(buf, sizeof buf, "%s%s %.1f", sep.c_str(), family.c_str(), 100.0 * p);
+      md += buf;
+      sep = ", ";
+    }
+    md += " %\n";
+  }
   for (const std::string& w : warnings) md += "\n> warning: " + w;
   if (!warnings.empty()) md += "\n";
   return md;

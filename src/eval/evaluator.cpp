@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 
 #include "core/errors.h"
@@ -81,7 +82,35 @@ std::vector<SampleResult> run_batch(VisionLanguageModel& model, const std::vecto
   return results;
 }
 
+// Per family and "all": the share of rows whose normalised answer is their family's most frequent one.
+std::map<std::string, double> answer_priors(const std::vector<EvalRow>& rows) {
+  std::map<std::string, std::map<std::string, size_t>> counts;
+  std::map<std::string, size_t> n;
+  for (const EvalRow& r : rows) ++counts[r.family][normalize_answer(r.answer)], ++n[r.family];
+  std::map<std::string, double> prior;
+  size_t best_all = 0;
+  for (const auto& [family, c] : counts) {
+    size_t best = 0;
+    for (const auto& [answer, k] : c) best = std::max(best, k);
+    prior[family] = static_cast<double>(best) / static_cast<double>(n[family]);
+    best_all += best;
+  }
+  if (!rows.empty()) prior["all"] = static_cast<double>(best_all) / static_cast<double>(rows.size());
+  return prior;
+}
+
 }  // namespace
+
+std::vector<size_t> image_permutation(size_t n, uint64_t seed) {
+  std::vector<size_t> p(n);
+  for (size_t i = 0; i < n; ++i) p[i] = i;
+  std::mt19937_64 rng(seed);
+  for (size_t i = n; i > 1; --i) {  // Sattolo: j < i − 1, so every element moves
+    std::uniform_int_distribution<size_t> pick(0, i - 2);
+    std::swap(p[i - 1], p[pick(rng)]);
+  }
+  return p;
+}
 
 GenerationConfig default_eval_generation() {
   GenerationConfig gc;
@@ -113,7 +142,8 @@ nlohmann::json to_json(const EvalOptions& o) {
           {"store_path", o.store_path},
           {"out_dir", o.out_dir},
           {"on_missing_image", policy_name(o.on_missing_image)},
-          {"progress", progress_name(o.progress)}};
+          {"progress", progress_name(o.progress)},
+          {"shuffle_images", o.shuffle_images ? nlohmann::json(*o.shuffle_images) : nlohmann::json()}};
 }
 
 EvalOptions eval_options_from_json(const nlohmann::json& j) {
@@ -140,6 +170,8 @@ EvalOptions eval_options_from_json(const nlohmann::json& j) {
         o.out_dir = v.get<std::string>();
       else if (k == "progress")
         o.progress = parse_progress_mode(v.get<std::string>());
+      else if (k == "shuffle_images")
+        o.shuffle_images = v.is_null() ? std::nullopt : std::optional<uint64_t>(v.get<uint64_t>());
       else if (k == "on_missing_image") {
         const auto p = v.get<std::string>();
         if (p != "stop" && p != "skip")
@@ -162,7 +194,10 @@ EvalReport evaluate(VisionLanguageModel& model, const std::string& model_hash, c
   options.validate();
   Stopwatch wall;
   EvalReport rep;
-  rep.key = {model_hash, dataset.hash, canonical_plan(options.plan),
+  const std::string dataset_key =
+      options.shuffle_images ? dataset.hash + "+shuffle-images=" + std::to_string(*options.shuffle_images)
+                             : dataset.hash;
+  rep.key = {model_hash, dataset_key, canonical_plan(options.plan),
              decoding_key(options.generation, model.context().dtype)};
   if ((rep.key.plan == "none") != (hook == nullptr))
     throw InvalidArgument(hook == nullptr
@@ -172,6 +207,14 @@ EvalReport evaluate(VisionLanguageModel& model, const std::string& model_hash, c
   rep.n_dataset = dataset.samples.size();
   const std::vector<size_t> selected = select_samples(dataset, options);
   rep.n_selected = selected.size();
+  // The sample whose image each sample is shown (itself unless shuffled).
+  const size_t n_limited = options.limit == 0 ? dataset.samples.size()
+                                              : std::min(options.limit, dataset.samples.size());
+  const std::vector<size_t> image_source =
+      options.shuffle_images ? image_permutation(n_limited, *options.shuffle_images) : std::vector<size_t>{};
+  const auto shown = [&](size_t i) -> const Sample& {
+    return dataset.samples[options.shuffle_images ? image_source[i] : i];
+  };
 
   std::unique_ptr<ResultStore> store;
   std::set<std::string> done;
@@ -202,7 +245,7 @@ EvalReport evaluate(VisionLanguageModel& model, const std::string& model_hash, c
       const Sample& s = dataset.samples[todo[t]];
       cv::Mat rgb;
       try {
-        rgb = io::load_image_rgb(s.image_path);
+        rgb = io::load_image_rgb(shown(todo[t]).image_path);
       } catch (const Error& e) {
         if (options.on_missing_image == MissingImagePolicy::kStop) {
           const std::string msg = dataset.jsonl_path + ":" + std::to_string(s.line) + ": sample '" + s.id +
@@ -236,7 +279,8 @@ EvalReport evaluate(VisionLanguageModel& model, const std::string& model_hash, c
     for (auto& r : store->results(rep.key)) stored.emplace(r.sample_id, std::move(r));
   for (size_t i : selected) {
     const Sample& s = dataset.samples[i];
-    EvalRow row{s.id, s.family, s.question, s.answer, {}, {}, false};
+    EvalRow row{s.id, s.family, s.question, s.answer, {}, {}, {}, false};
+    if (options.shuffle_images) row.image_of = shown(i).id;
     if (auto it = fresh.find(s.id); it != fresh.end()) {
       row.result = it->second;
     } else if (auto st = stored.find(s.id); st != stored.end()) {
@@ -260,6 +304,7 @@ EvalReport evaluate(VisionLanguageModel& model, const std::string& model_hash, c
                       &rep.mean_n_visual_kept})
       *m /= n;
   }
+  rep.answer_prior = answer_priors(rep.rows);
   rep.wall_s = wall.ms() / 1000.0;
   rep.samples_per_s = rep.n_evaluated > 0 && rep.wall_s > 0 ? rep.n_evaluated / rep.wall_s : 0.0;
   if (!options.out_dir.empty()) write_eval_outputs(rep, options, options.out_dir);
