@@ -16,6 +16,7 @@ nlohmann::json stage_json(const StageSettings& s) {
   if (s.foreground_keep != 0) j["foreground_keep"] = s.foreground_keep;
   if (s.text_loss) j["text_loss"] = true;
   if (s.grounding != 0) j["grounding"] = s.grounding;
+  if (s.answer_grounding != 0) j["answer_grounding"] = s.answer_grounding;
   return j;
 }
 
@@ -32,6 +33,7 @@ StageSettings stage_from(const nlohmann::json& j, const std::string& where) {
     else if (k == "foreground_keep") s.foreground_keep = v.get<int64_t>();
     else if (k == "text_loss") s.text_loss = v.get<bool>();
     else if (k == "grounding") s.grounding = v.get<double>();
+    else if (k == "answer_grounding") s.answer_grounding = v.get<double>();
     else throw InvalidArgument("recipe: unknown key '" + where + "." + k + "'");
   }
   return s;
@@ -46,6 +48,7 @@ void check_stage(const StageSettings& s, const std::string& w) {
   if (!(s.clip > 0)) throw InvalidArgument("recipe: " + w + ".clip must be > 0");
   if (s.pool < 1) throw InvalidArgument("recipe: " + w + ".pool must be ≥ 1");
   if (!(s.grounding >= 0)) throw InvalidArgument("recipe: " + w + ".grounding must be ≥ 0");
+  if (!(s.answer_grounding >= 0)) throw InvalidArgument("recipe: " + w + ".answer_grounding must be ≥ 0");
 }
 
 }  // namespace
@@ -55,7 +58,7 @@ void TrainRecipe::validate() const {
   check_stage(vision, "vision");
   check_stage(decoder, "decoder");
   if (vision.pool != 1 || decoder.pool != 1) throw InvalidArgument("recipe: vision.pool and decoder.pool must be 1");
-  if (vision.text_loss || vision.grounding != 0)
+  if (vision.text_loss || vision.grounding != 0 || vision.answer_grounding != 0)
     throw InvalidArgument("recipe: text_loss and grounding are for decoder stages only");
   if (vision.foreground_keep != 0 || decoder.foreground_keep != 0)
     throw InvalidArgument("recipe: foreground_keep is for lowres stages only");
@@ -70,7 +73,14 @@ void TrainRecipe::validate() const {
       throw InvalidArgument("recipe: " + w + ".pool must divide the patch grid side " +
                             std::to_string(model.vision.grid()));
   }
+  bool answer_grounding = decoder.answer_grounding > 0;
+  for (const auto& st : lowres) answer_grounding = answer_grounding || st.answer_grounding > 0;
+  if (answer_grounding && model.text.num_hidden_layers < 5)
+    throw InvalidArgument("recipe: answer_grounding grounds decoder layer 3, so it needs ≥ 5 decoder layers, got " +
+                          std::to_string(model.text.num_hidden_layers));
   if (turns < 1) throw InvalidArgument("recipe: turns must be ≥ 1");
+  if (probe_every < 0) throw InvalidArgument("recipe: probe_every must be ≥ 0 (0 = off)");
+  if (probe_per_family < 1) throw InvalidArgument("recipe: probe_per_family must be ≥ 1");
   if (checkpoint_seconds < 1) throw InvalidArgument("recipe: checkpoint_seconds must be ≥ 1");
   if (tokenizer_images < 1) throw InvalidArgument("recipe: tokenizer_images must be ≥ 1");
   if (tokenizer_vocab < 260) throw InvalidArgument("recipe: tokenizer_vocab must be ≥ 260 (byte fallback)");
@@ -86,7 +96,8 @@ nlohmann::json to_json(const TrainRecipe& r) {
           {"tokenizer_images", r.tokenizer_images}, {"seed", r.seed},
           {"data_seed", r.data_seed}, {"vision", stage_json(r.vision)}, {"lowres", lowres_json},
           {"decoder", stage_json(r.decoder)},
-          {"turns", r.turns}, {"checkpoint_seconds", r.checkpoint_seconds}, {"mimetic_init", r.mimetic_init}};
+          {"turns", r.turns}, {"checkpoint_seconds", r.checkpoint_seconds}, {"mimetic_init", r.mimetic_init},
+          {"probe_every", r.probe_every}, {"probe_per_family", r.probe_per_family}};
 }
 
 TrainRecipe recipe_from_json(const nlohmann::json& j) {
@@ -107,6 +118,8 @@ TrainRecipe recipe_from_json(const nlohmann::json& j) {
       else if (k == "turns") r.turns = v.get<int64_t>();
       else if (k == "checkpoint_seconds") r.checkpoint_seconds = v.get<int64_t>();
       else if (k == "mimetic_init") r.mimetic_init = v.get<bool>();
+      else if (k == "probe_every") r.probe_every = v.get<int64_t>();
+      else if (k == "probe_per_family") r.probe_per_family = v.get<int64_t>();
       else if (k == "comment") continue;
       else throw InvalidArgument("recipe: unknown key '" + k + "'");
     }

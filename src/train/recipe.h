@@ -33,6 +33,10 @@ struct StageSettings {
   bool text_loss = false;
   /// Decoder stages only, ≥ 0: weight of the word-level grounding loss (train/grounding.h); 0 = off.
   double grounding = 0;
+  /// Decoder stages only, ≥ 0: weight of the answer-position grounding loss (grounding.h AnswerGrounding:
+  /// heads 0 and 1 of decoder layer 3 at each answer position attend to the objects the answer is about);
+  /// 0 = off.
+  double answer_grounding = 0;
   bool operator==(const StageSettings&) const = default;
 };
 
@@ -53,6 +57,12 @@ struct TrainRecipe {
   int64_t checkpoint_seconds = 120;  ///< write a checkpoint at least this often (wall clock), ≥ 1
   /// Mimetic initialisation of the decoder's attention (train/mimetic_init.h) before the first decoder step.
   bool mimetic_init = false;
+  /// Held-out probe of the decoder stages, ≥ 0 (0 = off): every `probe_every` steps and at the end of each
+  /// decoder stage, greedy answers through the inference path (all N_v visual tokens) on `probe_per_family`
+  /// unseen SynthVQA scenes per family, appended to <out>/probe.jsonl (the learning curves; the loss alone hid
+  /// the prior plateau before).
+  int64_t probe_every = 0;
+  int64_t probe_per_family = 16;  ///< ≥ 1
 
   /// @throws InvalidArgument naming the bad field.
   void validate() const;
