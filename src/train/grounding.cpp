@@ -9,6 +9,7 @@
 
 #include "core/errors.h"
 #include "eval/synthvqa/scene.h"
+#include "train/patch_labels.h"
 
 namespace vispco::train {
 
@@ -96,6 +97,43 @@ at::Tensor grounding_loss(const std::vector<at::Tensor>& probs, const at::Tensor
     auto mass = (p.select(1, 0) * target.to(p.scalar_type())).sum(-1);  // [B, R]
     terms.push_back(-(mass.clamp_min(1e-6).log() * has.to(mass.scalar_type())).sum() / static_cast<double>(n));
   }
+  return at::stack(terms).mean();
+}
+
+bool AnswerGrounding::empty() const {
+  if (sink) return false;
+  for (const auto& h : heads)
+    for (const auto& o : h)
+      if (!o.empty()) return false;
+  return true;
+}
+
+AnswerGrounding answer_grounding_of(const QaPair& q, const eval::synthvqa::Scene& scene, int64_t grid) {
+  AnswerGrounding g;
+  const auto patches = [&](int o) { return object_patches(scene, static_cast<size_t>(o), grid); };
+  const auto& f = q.family;
+  if (f == "color" || f == "shape") {
+    if (q.objects.size() == 1) g.heads = {{patches(q.objects[0])}};
+  } else if (f == "count_shape" || f == "count_color" || f.rfind("exist", 0) == 0) {
+    g.heads.emplace_back();
+    for (int o : q.objects) g.heads[0].push_back(patches(o));
+    g.sink = true;
+  } else if (f == "spatial" || f == "size") {
+    if (q.objects.size() == 2) g.heads = {{patches(q.objects[0])}, {patches(q.objects[1])}};
+  }
+  return g;
+}
+
+at::Tensor attention_target_loss(const std::vector<at::Tensor>& probs, const at::Tensor& target) {
+  for (const auto& p : probs)
+    if (p.sizes() != target.sizes())
+      throw InvalidArgument("attention_target_loss: attention rows [B, H, R, T] must match the target's shape");
+  const auto has = target.sum(-1) > 0;  // [B, H, R]
+  const int64_t n = has.sum().item<int64_t>();
+  if (n == 0 || probs.empty()) return at::zeros({}, at::kFloat);
+  std::vector<at::Tensor> terms;
+  for (const auto& p : probs)
+    terms.push_back(-(target.to(p.scalar_type()) * p.clamp_min(1e-6).log()).sum() / static_cast<double>(n));
   return at::stack(terms).mean();
 }
 

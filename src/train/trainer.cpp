@@ -19,6 +19,7 @@
 #include "model/generate.h"
 #include "model/presets.h"
 #include "train/grounding.h"
+#include "train/heldout_probe.h"
 #include "train/mimetic_init.h"
 #include "train/patch_labels.h"
 #include "train/projector_init.h"
@@ -141,6 +142,23 @@ struct Trainer::State {
       off += sizes[c];
     }
     std::ofstream(fs::path(out) / "tower_probe.json") << j.dump(2) << "\n";
+  }
+
+  // The held-out probe of the decoder stages (recipe.probe_every), appended to <out>/probe.jsonl.
+  void probe_decoder(const std::string& stage_name) {
+    const uint64_t seed = recipe.data_seed + 96 * kStageSeedStride;
+    const ProbeResult r = heldout_probe(*vlm, seed, recipe.probe_per_family);
+    nlohmann::json j = r.to_json();
+    j["stage"] = stage_name;
+    j["stage_index"] = stage;
+    j["step"] = step;
+    int64_t before = 0;  // decoder steps of the stages before this one
+    for (int i = 1; i < stage; ++i) before += (i <= n_lowres() ? recipe.lowres[i - 1] : recipe.decoder).steps;
+    j["decoder_step"] = before + step;
+    std::ofstream(fs::path(out) / "probe.jsonl", std::ios::app) << j.dump() << "\n";
+    std::fprintf(stderr, "probe [%s %ld] overall %.3f:", stage_name.c_str(), (long)step, r.overall);
+    for (const auto& [f, a] : r.accuracy) std::fprintf(stderr, " %s %.2f", f.c_str(), a);
+    std::fprintf(stderr, " (%.0f s)\n", r.seconds);
   }
 
   void init_projector() {
@@ -267,16 +285,21 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
     visual = at::avg_pool2d(grid, {pool, pool}).flatten(2).transpose(1, 2).contiguous();  // [B, N_v/pool², D]
   }
   const int64_t n_v = visual.size(1), B = images.size(0);
-  const bool ground = opts.grounding > 0;
+  const bool ground = opts.grounding > 0, ground_answer = opts.answer_grounding > 0;
   if (ground && opts.turn_patches.size() != turns.size())
     throw InvalidArgument("conversation_loss: grounding needs turn_patches for every conversation");
+  if (ground_answer && opts.turn_answers.size() != turns.size())
+    throw InvalidArgument("conversation_loss: answer grounding needs turn_answers for every conversation");
   std::vector<VlmRequest> reqs(B);
   std::vector<std::vector<int64_t>> answer_pos(B);  // indices into ids of the tokens to predict
   std::vector<std::vector<std::pair<int64_t, size_t>>> words(B);  // (index into ids of an object word, turn)
+  std::vector<std::vector<int64_t>> answer_rows(B);  // per turn, index into ids of the last prompt token
   for (int64_t b = 0; b < B; ++b) {
     auto& ids = reqs[b].prompt_ids;
     if (ground && opts.turn_patches[b].size() != turns[b].size())
       throw InvalidArgument("conversation_loss: turn_patches must have one entry per turn");
+    if (ground_answer && opts.turn_answers[b].size() != turns[b].size())
+      throw InvalidArgument("conversation_loss: turn_answers must have one entry per turn");
     for (size_t t = 0; t < turns[b].size(); ++t) {
       const auto& [q, a] = turns[b][t];
       auto prompt = t == 0 ? io::encode_llava_prompt(tok, q, cfg.image_token_index)
@@ -285,6 +308,7 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
         for (auto i : object_word_ends(tok, prompt, 0, prompt.size()))
           words[b].push_back({static_cast<int64_t>(ids.size()) + i, t});
       ids.insert(ids.end(), prompt.begin(), prompt.end());
+      answer_rows[b].push_back(static_cast<int64_t>(ids.size()) - 1);
       auto ans = tok.encode(a, false);
       ans.push_back(tok.eos_id());
       for (auto id : ans) {
@@ -301,30 +325,66 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
   auto state = build_prefill_state(m, reqs, visual);
   const int64_t T = state.hidden.size(1);
   auto target = answer_targets(reqs, answer_pos, cfg.image_token_index, n_v, T);
+  // Recorded query rows: the object words (word grounding), then each turn's answer row (answer grounding).
   std::unique_ptr<AttentionRowRecorder> rec;
-  at::Tensor ground_target;
-  if (ground) {
-    int64_t R = 1;
-    for (const auto& w : words) R = std::max<int64_t>(R, static_cast<int64_t>(w.size()));
+  at::Tensor ground_target, answer_target;
+  std::set<int64_t> layers;
+  if (ground) layers.insert(opts.grounding_layers.begin(), opts.grounding_layers.end());
+  if (ground_answer) layers.insert(opts.answer_grounding_layers.begin(), opts.answer_grounding_layers.end());
+  if (!layers.empty()) {
+    int64_t R = 1, H = cfg.text.num_attention_heads;
+    for (int64_t b = 0; b < B; ++b)
+      R = std::max<int64_t>(R, static_cast<int64_t>((ground ? words[b].size() : 0) +
+                                                    (ground_answer ? answer_rows[b].size() : 0)));
     auto rows = at::zeros({B, R}, at::kLong);
     ground_target = at::zeros({B, R, T}, at::kBool);
+    answer_target = at::zeros({B, H, R, T}, at::kFloat);
     auto ra = rows.accessor<int64_t, 2>();
     auto ta = ground_target.accessor<bool, 3>();
+    auto aa = answer_target.accessor<float, 4>();
     for (int64_t b = 0; b < B; ++b) {
       const auto& ids = reqs[b].prompt_ids;
       const int64_t p = std::find(ids.begin(), ids.end(), cfg.image_token_index) - ids.begin();
       const int64_t pad = T - (static_cast<int64_t>(ids.size()) - 1 + n_v);
+      const auto seq = [&](int64_t i) { return pad + (i < p ? i : i + n_v - 1); };  // ids index → position
       const auto to_visual = patch_to_visual(cfg.vision.grid(), pool,
                                              opts.visual_keep.defined() ? opts.visual_keep[b] : at::Tensor());
-      for (size_t r = 0; r < words[b].size(); ++r) {
-        const auto [i, t] = words[b][r];
-        ra[b][static_cast<int64_t>(r)] = pad + (i < p ? i : i + n_v - 1);
-        for (auto patch : opts.turn_patches[b][t])
-          if (patch >= 0 && patch < static_cast<int64_t>(to_visual.size()) && to_visual[patch] >= 0)
-            ta[b][static_cast<int64_t>(r)][pad + p + to_visual[patch]] = true;
-      }
+      const auto key = [&](int64_t patch) {  // position of a grid patch's visual token, or −1
+        return patch >= 0 && patch < static_cast<int64_t>(to_visual.size()) && to_visual[patch] >= 0
+                   ? pad + p + to_visual[patch]
+                   : int64_t{-1};
+      };
+      int64_t r = 0;
+      if (ground)
+        for (const auto& [i, t] : words[b]) {
+          ra[b][r] = seq(i);
+          for (auto patch : opts.turn_patches[b][t])
+            if (key(patch) >= 0) ta[b][r][key(patch)] = true;
+          ++r;
+        }
+      if (ground_answer)
+        for (size_t t = 0; t < answer_rows[b].size(); ++t, ++r) {
+          ra[b][r] = seq(answer_rows[b][t]);
+          const AnswerGrounding& g = opts.turn_answers[b][t];
+          for (size_t h = 0; h < g.heads.size() && static_cast<int64_t>(h) < H; ++h) {
+            std::vector<std::vector<int64_t>> objects;  // keys of each object that reaches the decoder
+            for (const auto& patches : g.heads[h]) {
+              std::vector<int64_t> keys;
+              for (auto patch : patches)
+                if (key(patch) >= 0) keys.push_back(key(patch));
+              std::sort(keys.begin(), keys.end());
+              keys.erase(std::unique(keys.begin(), keys.end()), keys.end());  // pooled patches share a token
+              if (!keys.empty()) objects.push_back(std::move(keys));
+            }
+            const size_t shares = objects.size() + (g.sink ? 1 : 0);
+            if (shares == 0) continue;
+            for (const auto& keys : objects)
+              for (auto k : keys) aa[b][h][r][k] += 1.0f / float(shares * keys.size());
+            if (g.sink) aa[b][h][r][pad] += 1.0f / float(shares);  // BOS
+          }
+        }
     }
-    rec = std::make_unique<AttentionRowRecorder>(opts.grounding_layers, rows.to(state.hidden.device()));
+    rec = std::make_unique<AttentionRowRecorder>(layers, rows.to(state.hidden.device()));
   }
   KvCache cache(cfg.text.num_hidden_layers);
   auto& lm = net->language_model;
@@ -333,9 +393,23 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
   out.token = torch::nn::functional::cross_entropy(
       logits.view({B * T, -1}), target.view({-1}).to(logits.device()),
       torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100));
-  out.grounding = ground ? grounding_loss(rec->recorded(), ground_target.to(logits.device()))
+  // The recorded layers in order; each loss takes its own.
+  std::vector<at::Tensor> word_probs, answer_probs;
+  if (rec) {
+    size_t k = 0;
+    for (int64_t l : layers) {
+      const auto& pr = rec->recorded().at(k++);
+      if (ground && opts.grounding_layers.count(l)) word_probs.push_back(pr);
+      if (ground_answer && opts.answer_grounding_layers.count(l)) answer_probs.push_back(pr);
+    }
+  }
+  out.grounding = ground ? grounding_loss(word_probs, ground_target.to(logits.device()))
                          : at::zeros({}, out.token.options());
-  out.total = ground ? out.token + opts.grounding * out.grounding : out.token;
+  out.answer = ground_answer ? attention_target_loss(answer_probs, answer_target.to(logits.device()))
+                             : at::zeros({}, out.token.options());
+  out.total = out.token;
+  if (ground) out.total = out.total + opts.grounding * out.grounding;
+  if (ground_answer) out.total = out.total + opts.answer_grounding * out.answer;
   return out;
 }
 
@@ -396,21 +470,29 @@ StepReport Trainer::step() {
         for (auto p : object_patches(scene, static_cast<size_t>(o), grid)) out.push_back(p);
       return out;
     };
+    opts.answer_grounding = st.answer_grounding;
     for (int64_t b = 0; b < st.batch; ++b) {
       Rng rng(sample_seed(s.recipe.seed, static_cast<uint64_t>(s.step * st.batch + b)));
       const auto& scene = samples[b].scene;
       std::vector<std::pair<std::string, std::string>> conv = {{samples[b].question, samples[b].answer}};
       std::vector<std::vector<int64_t>> refs(1);
-      if (st.grounding > 0)
+      std::vector<AnswerGrounding> answers(1);
+      const bool need_objects = st.grounding > 0 || st.answer_grounding > 0;
+      if (need_objects)
         for (const auto& q : all_questions(scene))
-          if (q.question == samples[b].question) refs[0] = patches_of(scene, q.objects);
+          if (q.question == samples[b].question) {
+            if (st.grounding > 0) refs[0] = patches_of(scene, q.objects);
+            if (st.answer_grounding > 0) answers[0] = answer_grounding_of(q, scene, grid);
+          }
       for (const auto& q : sample_questions(scene, rng, static_cast<size_t>(s.recipe.turns - 1)))
         if (q.question != samples[b].question) {
           conv.push_back({q.question, q.answer});
           refs.push_back(st.grounding > 0 ? patches_of(scene, q.objects) : std::vector<int64_t>{});
+          answers.push_back(st.answer_grounding > 0 ? answer_grounding_of(q, scene, grid) : AnswerGrounding{});
         }
       turns.push_back(conv);
       opts.turn_patches.push_back(std::move(refs));
+      if (st.answer_grounding > 0) opts.turn_answers.push_back(std::move(answers));
     }
     at::Tensor keep;
     if (st.foreground_keep > 0) {
@@ -438,6 +520,8 @@ StepReport Trainer::step() {
   r.step = ++s.step;
   r.steps = st.steps;
   r.samples_per_s = st.batch / (sw.ms() / 1000.0);
+  if (s.stage > 0 && s.recipe.probe_every > 0 && (s.step % s.recipe.probe_every == 0 || s.step >= st.steps))
+    s.probe_decoder(r.stage);
   if (s.step >= st.steps) {
     if (s.stage == 0) s.probe_tower();
     ++s.stage;

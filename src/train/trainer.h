@@ -15,6 +15,7 @@
 #include "core/context.h"
 #include "io/tokenizer.h"
 #include "model/llava.h"
+#include "train/grounding.h"
 #include "train/recipe.h"
 
 namespace vispco::train {
@@ -85,17 +86,25 @@ struct ConversationOptions {
   /// [B][turn] patches (indices into the N_v grid, object_patches()) showing what each turn is about; needed
   /// when grounding > 0 (a turn with none is not grounded).
   std::vector<std::vector<std::vector<int64_t>>> turn_patches;
+  /// Weight of the answer-position grounding loss (grounding.h AnswerGrounding, attention_target_loss); 0 = off.
+  double answer_grounding = 0;
+  /// Decoder layers whose heads are grounded at the answer position (each < L − 1).
+  std::set<int64_t> answer_grounding_layers = {3};
+  /// [B][turn] what each turn's answer position attends to; needed when answer_grounding > 0 (an empty entry
+  /// is not grounded).
+  std::vector<std::vector<AnswerGrounding>> turn_answers;
 };
 
-/// The parts of a stage-2 loss. total = token + grounding weight · grounding.
+/// The parts of a stage-2 loss. total = token + grounding weight · grounding + answer weight · answer.
 struct ConversationLoss {
-  at::Tensor total, token, grounding;
+  at::Tensor total, token, grounding, answer;
 };
 
 /// Stage-2 loss with the options above: cross-entropy of the answer tokens (or, with text_loss, of every text
 /// token after the image) plus the weighted grounding loss at the object words of each question
-/// (object_word_ends()). @throws InvalidArgument as conversation_loss(), or when grounding > 0 and
-/// turn_patches does not have one entry per turn.
+/// (object_word_ends()) plus the weighted answer-position grounding loss. @throws InvalidArgument as
+/// conversation_loss(), or when grounding > 0 (answer_grounding > 0) and turn_patches (turn_answers) does not
+/// have one entry per turn.
 ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& images,
                                    const std::vector<std::vector<std::pair<std::string, std::string>>>& turns,
                                    const ConversationOptions& opts);

@@ -244,3 +244,96 @@ TEST(TrainRecipe, GroundingTextLossAndMimeticFieldsRoundTrip) {
 
 }  // namespace
 }  // namespace vispco::train
+
+namespace vispco::train {
+namespace {
+
+using namespace eval::synthvqa;
+
+TEST(AnswerGrounding, FollowsEachFamilysRule) {
+  const Scene s = two_objects();  // object patches: 0 → {50, 74, 75}, 1 → {51, 52}
+  const std::vector<int64_t> p0 = {50, 74, 75}, p1 = {51, 52};
+  const auto g = [&](const char* family, std::vector<int> objects) {
+    return answer_grounding_of({family, "q", "a", std::move(objects)}, s, 24);
+  };
+  auto c = g("color", {1});
+  EXPECT_EQ(c.heads, (std::vector<std::vector<std::vector<int64_t>>>{{p1}}));
+  EXPECT_FALSE(c.sink);
+  auto n = g("count_shape", {0, 1});
+  EXPECT_EQ(n.heads, (std::vector<std::vector<std::vector<int64_t>>>{{p0, p1}}));
+  EXPECT_TRUE(n.sink);
+  auto no = g("exist_easy", {});  // "no": only the sink
+  EXPECT_TRUE(no.sink);
+  EXPECT_FALSE(no.empty());
+  ASSERT_EQ(no.heads.size(), 1u);
+  EXPECT_TRUE(no.heads[0].empty());
+  auto sp = g("spatial", {1, 0});  // head 0: the first named object, head 1: the second
+  EXPECT_EQ(sp.heads, (std::vector<std::vector<std::vector<int64_t>>>{{p1}, {p0}}));
+  EXPECT_FALSE(sp.sink);
+  EXPECT_TRUE(g("text", {}).empty());
+  EXPECT_THROW(g("color", {5}), InvalidArgument);
+}
+
+TEST(AttentionTargetLoss, IsCrossEntropyToTheTargetRowsAveragedOverRowsAndLayers) {
+  auto p1 = at::full({1, 2, 2, 4}, 0.25);
+  p1[0][0][0] = at::tensor({0.1, 0.6, 0.2, 0.1});
+  p1[0][1][1] = at::tensor({0.5, 0.0, 0.0, 0.5});
+  auto p2 = at::full({1, 2, 2, 4}, 0.25);
+  auto q = at::zeros({1, 2, 2, 4});
+  q[0][0][0] = at::tensor({0.0, 0.5, 0.5, 0.0});   // head 0, row 0
+  q[0][1][1] = at::tensor({0.25, 0.0, 0.0, 0.75});  // head 1, row 1; the other two (head, row) have none
+  // Layer 1: (−½ log .6 − ½ log .2) and (−¼ log .5 − ¾ log .5); layer 2: −log .25 for both. Mean of the means.
+  const double l1 = 0.5 * ((-0.5 * std::log(0.6) - 0.5 * std::log(0.2)) - std::log(0.5));
+  const double l2 = -std::log(0.25);
+  EXPECT_NEAR(attention_target_loss({p1, p2}, q).item<double>(), 0.5 * (l1 + l2), 1e-6);
+  EXPECT_EQ(attention_target_loss({p1}, at::zeros({1, 2, 2, 4})).item<double>(), 0.0);
+  EXPECT_THROW(attention_target_loss({p1}, at::zeros({1, 2, 3, 4})), InvalidArgument);
+}
+
+TEST(ConversationLoss, AnswerGroundingTargetsTheAnswerRowOfEachTurn) {
+  testing::TempDir tmp;
+  auto tok = question_tokenizer(tmp);
+  auto cfg = micro_model();
+  cfg.text.num_hidden_layers = 5;  // answer grounding records layer 3
+  VisionLanguageModel m(cfg, random_llava_net(cfg, 3, at::kFloat), tok, RunContext{});
+  auto s = make_sample(11, 0);
+  auto images = m.preprocess(s.rgb).unsqueeze(0);
+  std::vector<std::vector<std::pair<std::string, std::string>>> turns = {{{s.question, s.answer}}};
+  at::NoGradGuard ng;
+  // Head 0 on the BOS sink only; then head 0 on two patches that are one object (head 1: no target).
+  AnswerGrounding g;
+  g.heads = {{{50, 51}}, {}};
+  AnswerGrounding sink_only;
+  sink_only.heads = {{}};
+  sink_only.sink = true;
+  ConversationOptions opts;
+  opts.answer_grounding = 1.0;
+  opts.turn_answers = {{sink_only}};
+  const auto with_sink = conversation_loss(m, images, turns, opts);
+  opts.turn_answers = {{g}};
+  const auto with_patches = conversation_loss(m, images, turns, opts);
+  // By hand: record layer 3 at the last prompt token (the one before the answer tokens and EOS).
+  VlmRequest req;
+  req.prompt_ids = io::encode_llava_prompt(tok, s.question, cfg.image_token_index);
+  auto ans = tok.encode(s.answer, false);
+  ans.push_back(tok.eos_id());
+  req.prompt_ids.insert(req.prompt_ids.end(), ans.begin(), ans.end());
+  auto feats = m.net()->vision_tower->forward(images, cfg.n_vision_layers_used(), true).features;
+  auto state = build_prefill_state(m, {req}, m.net()->multi_modal_projector->forward(feats));
+  const int64_t T = state.hidden.size(1), row = T - static_cast<int64_t>(ans.size()) - 1;
+  AttentionRowRecorder rec({3}, at::full({1, 1}, row, at::kLong));
+  KvCache cache(cfg.text.num_hidden_layers);
+  m.net()->language_model->forward(state, cache, &rec);
+  const auto p = rec.recorded().at(0)[0];  // [H, 1, T]
+  const int64_t p_img = std::find(req.prompt_ids.begin(), req.prompt_ids.end(), cfg.image_token_index) -
+                        req.prompt_ids.begin();  // first visual token's position (no padding)
+  EXPECT_NEAR(with_sink.answer.item<double>(), -std::log(p[0][0][0].item<double>()), 1e-5);  // head 0, BOS
+  const double want = -0.5 * (std::log(p[0][0][p_img + 50].item<double>()) + std::log(p[0][0][p_img + 51].item<double>()));
+  EXPECT_NEAR(with_patches.answer.item<double>(), want, 1e-5);
+  EXPECT_NEAR(with_patches.total.item<double>(), with_patches.token.item<double>() + with_patches.answer.item<double>(), 1e-5);
+  opts.turn_answers = {};
+  EXPECT_THROW(conversation_loss(m, images, turns, opts), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace vispco::train
