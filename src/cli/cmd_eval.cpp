@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <regex>
 #include <string>
@@ -27,7 +28,8 @@ struct EvalArgs {
   int64_t limit = 0, batch = 1;  // signed, so "-1" is an error rather than a huge size_t
   int64_t max_new_tokens = eval::default_eval_generation().max_new_tokens;
   int threads = 0;
-  int64_t shuffle_images = -1;  // < 0: off
+  int64_t shuffle_images = kNoShuffle;
+  static constexpr int64_t kNoShuffle = std::numeric_limits<int64_t>::min();
   bool skip_missing = false, allow_outside = false, json = false;
 };
 
@@ -57,7 +59,11 @@ void run_eval(const EvalArgs& a) {
   o.store_path = a.store.empty() ? (std::filesystem::path(a.out) / "results.sqlite").string() : a.store;
   o.on_missing_image = a.skip_missing ? eval::MissingImagePolicy::kSkip : eval::MissingImagePolicy::kStop;
   o.progress = a.json ? eval::ProgressMode::kOff : eval::parse_progress_mode(a.progress);
-  if (a.shuffle_images >= 0) o.shuffle_images = static_cast<uint64_t>(a.shuffle_images);
+  if (a.shuffle_images != EvalArgs::kNoShuffle) {
+    if (a.shuffle_images < 0)
+      throw InvalidArgument("eval: --shuffle-images takes a seed ≥ 0, got " + std::to_string(a.shuffle_images));
+    o.shuffle_images = static_cast<uint64_t>(a.shuffle_images);
+  }
   o.validate();  // before the slow steps
 
   RunContext ctx;
@@ -110,8 +116,7 @@ void register_eval(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--shuffle-images", a->shuffle_images,
                   "Image-dependence check: show each sample another sample's image (seeded derangement); "
-                  "results stored apart")
-      ->check(CLI::NonNegativeNumber);
+                  "results stored apart");
   cmd->add_flag("--skip-missing", a->skip_missing,
                 "Skip samples whose image is missing/unreadable (default: stop)");
   cmd->add_flag("--allow-outside", a->allow_outside, "Allow image paths outside the dataset folder");

@@ -102,13 +102,13 @@ std::string EvalReport::to_markdown() const {
   md += metrics.to_markdown();
   if (!answer_prior.empty()) {
     md += "\nAnswer prior (always the family's most frequent answer): ";
-    std::string sep;
-    for (const auto& [family, p] : answer_prior) {
-      std::snprintf(buf, sizeof buf, "%s%s %.1f", sep.c_str(), family.c_str(), 100.0 * p);
-      md += buf;
-      sep = ", ";
-    }
-    md += " %\n";
+    for (const auto& [family, p] : answer_prior)
+      if (family != "all") {
+        std::snprintf(buf, sizeof buf, "%s %.1f, ", family.c_str(), 100.0 * p);
+        md += buf;
+      }
+    std::snprintf(buf, sizeof buf, "all %.1f %%\n", 100.0 * answer_prior.at("all"));
+    md += buf;
   }
   for (const std::string& w : warnings) md += "\n> warning: " + w;
   if (!warnings.empty()) md += "\n";
