@@ -1,6 +1,7 @@
 // `vispco train`: trains (or resumes training of) the bundled SynthVQA model from a recipe and exports it.
 #include <cstdio>
 #include <iostream>
+#include <string>
 
 #include "cli/commands.h"
 #include "core/context.h"
@@ -38,10 +39,20 @@ void register_train(CLI::App& app) {
     const bool done = o->export_only ? trainer.done() : trainer.run(o->max_minutes * 60.0, [&](const train::StepReport& r) {
       ema = ema < 0 ? r.loss : 0.95 * ema + 0.05 * r.loss;
       const double eta_min = (r.steps - r.step) * (wall.ms() / 1000.0 / std::max<int64_t>(1, r.step)) / 60.0;
-      std::fprintf(stderr, "[%s %ld/%ld] loss %.4f (ema %.4f) lr %.2e %.1f img/s elapsed %.1f min\n", r.stage.c_str(),
-                   (long)r.step, (long)r.steps, r.loss, ema, r.lr, r.samples_per_s, wall.ms() / 60000.0);
+      std::string parts;
+      if (r.stage != "vision") {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, " [token %.3f ground %.3f answer %.3f]", r.token_loss, r.grounding_loss,
+                      r.answer_loss);
+        parts = buf;
+      }
+      std::fprintf(stderr, "[%s %ld/%ld] loss %.4f (ema %.4f)%s lr %.2e %.1f img/s elapsed %.1f min\n",
+                   r.stage.c_str(), (long)r.step, (long)r.steps, r.loss, ema, parts.c_str(), r.lr, r.samples_per_s,
+                   wall.ms() / 60000.0);
       (void)eta_min;
     });
+    if (!trainer.stopped_by_probe().empty() && !o->export_only)
+      throw Error(trainer.stopped_by_probe() + "; the checkpoint is kept (--export-now writes its weights)");
     if (done || o->export_only) {
       trainer.export_model(export_dir, c10::kBFloat16);
       std::cout << (done ? "training complete; " : "training unfinished; ") << "model written to " << export_dir << "\n";

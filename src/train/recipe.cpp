@@ -81,6 +81,11 @@ void TrainRecipe::validate() const {
   if (turns < 1) throw InvalidArgument("recipe: turns must be ≥ 1");
   if (probe_every < 0) throw InvalidArgument("recipe: probe_every must be ≥ 0 (0 = off)");
   if (probe_per_family < 1) throw InvalidArgument("recipe: probe_per_family must be ≥ 1");
+  if (!probe_gates.empty() && probe_every == 0)
+    throw InvalidArgument("recipe: probe_gates need probe_every > 0");
+  for (const auto& g : probe_gates)
+    if (g.decoder_step < 1 || !(g.min_accuracy >= 0 && g.min_accuracy <= 1))
+      throw InvalidArgument("recipe: each probe gate needs decoder_step ≥ 1 and min_accuracy in [0, 1]");
   if (checkpoint_seconds < 1) throw InvalidArgument("recipe: checkpoint_seconds must be ≥ 1");
   if (tokenizer_images < 1) throw InvalidArgument("recipe: tokenizer_images must be ≥ 1");
   if (tokenizer_vocab < 260) throw InvalidArgument("recipe: tokenizer_vocab must be ≥ 260 (byte fallback)");
@@ -92,12 +97,14 @@ void TrainRecipe::validate() const {
 nlohmann::json to_json(const TrainRecipe& r) {
   auto lowres_json = nlohmann::json::array();
   for (const auto& st : r.lowres) lowres_json.push_back(stage_json(st));
+  auto gates = nlohmann::json::array();
+  for (const auto& g : r.probe_gates) gates.push_back({{"decoder_step", g.decoder_step}, {"min_accuracy", g.min_accuracy}});
   return {{"model", llava_config_to_json(r.model)}, {"tokenizer_vocab", r.tokenizer_vocab},
           {"tokenizer_images", r.tokenizer_images}, {"seed", r.seed},
           {"data_seed", r.data_seed}, {"vision", stage_json(r.vision)}, {"lowres", lowres_json},
           {"decoder", stage_json(r.decoder)},
           {"turns", r.turns}, {"checkpoint_seconds", r.checkpoint_seconds}, {"mimetic_init", r.mimetic_init},
-          {"probe_every", r.probe_every}, {"probe_per_family", r.probe_per_family}};
+          {"probe_every", r.probe_every}, {"probe_per_family", r.probe_per_family}, {"probe_gates", gates}};
 }
 
 TrainRecipe recipe_from_json(const nlohmann::json& j) {
@@ -120,6 +127,15 @@ TrainRecipe recipe_from_json(const nlohmann::json& j) {
       else if (k == "mimetic_init") r.mimetic_init = v.get<bool>();
       else if (k == "probe_every") r.probe_every = v.get<int64_t>();
       else if (k == "probe_per_family") r.probe_per_family = v.get<int64_t>();
+      else if (k == "probe_gates") {
+        if (!v.is_array()) throw InvalidArgument("recipe: probe_gates must be a list of {decoder_step, min_accuracy}");
+        for (const auto& g : v) {
+          for (const auto& [gk, gv] : g.items())
+            if (gk != "decoder_step" && gk != "min_accuracy")
+              throw InvalidArgument("recipe: unknown key 'probe_gates[]." + gk + "'");
+          r.probe_gates.push_back({g.at("decoder_step").get<int64_t>(), g.at("min_accuracy").get<double>()});
+        }
+      }
       else if (k == "comment") continue;
       else throw InvalidArgument("recipe: unknown key '" + k + "'");
     }

@@ -40,6 +40,15 @@ struct StageSettings {
   bool operator==(const StageSettings&) const = default;
 };
 
+/// An early stop on the held-out probe: the first probe at or after decoder step `decoder_step` (counted over all
+/// decoder stages) must reach overall accuracy ≥ `min_accuracy`, else training stops there — a run that will
+/// not reach its target is not finished.
+struct ProbeGate {
+  int64_t decoder_step = 0;  ///< ≥ 1
+  double min_accuracy = 0;   ///< in [0, 1]
+  bool operator==(const ProbeGate&) const = default;
+};
+
 /// The whole recipe.
 struct TrainRecipe {
   LlavaConfig model;            ///< dimensions; text vocab_size/image_token_index must fit the tokenizer
@@ -63,6 +72,7 @@ struct TrainRecipe {
   /// the prior plateau before).
   int64_t probe_every = 0;
   int64_t probe_per_family = 16;  ///< ≥ 1
+  std::vector<ProbeGate> probe_gates;  ///< early stops (need probe_every > 0), checked in order of step
 
   /// @throws InvalidArgument naming the bad field.
   void validate() const;

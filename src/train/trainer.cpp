@@ -77,6 +77,8 @@ struct Trainer::State {
   torch::nn::Linear heads{nullptr};
   int stage = 0;  // 0 vision, 1…n recipe.lowres, n + 1 decoder, n + 2 done
   int64_t step = 0;
+  int64_t last_probe = 0;  // decoder step of the last held-out probe (gates after it are still to check)
+  std::string stopped;     // set when a probe gate stopped the run
   std::unique_ptr<torch::optim::AdamW> opt;
 
   LlavaNet net() { return vlm->net(); }
@@ -154,7 +156,19 @@ struct Trainer::State {
     j["step"] = step;
     int64_t before = 0;  // decoder steps of the stages before this one
     for (int i = 1; i < stage; ++i) before += (i <= n_lowres() ? recipe.lowres[i - 1] : recipe.decoder).steps;
-    j["decoder_step"] = before + step;
+    const int64_t now = before + step;
+    j["decoder_step"] = now;
+    for (const auto& g : recipe.probe_gates)
+      if (g.decoder_step > last_probe && g.decoder_step <= now && stopped.empty() && r.overall < g.min_accuracy) {
+        char buf[256];
+        std::snprintf(buf, sizeof buf,
+                      "stopped by the held-out probe: overall accuracy %.3f at decoder step %ld is below the gate "
+                      "%.3f at step %ld (recipe probe_gates)",
+                      r.overall, (long)now, g.min_accuracy, (long)g.decoder_step);
+        stopped = buf;
+        j["stopped"] = stopped;
+      }
+    last_probe = now;
     std::ofstream(fs::path(out) / "probe.jsonl", std::ios::app) << j.dump() << "\n";
     std::fprintf(stderr, "probe [%s %ld] overall %.3f:", stage_name.c_str(), (long)step, r.overall);
     for (const auto& [f, a] : r.accuracy) std::fprintf(stderr, " %s %.2f", f.c_str(), a);
@@ -221,6 +235,8 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
     torch::load(s_->heads, (s_->ckpt() / "heads.pt").string());
     s_->stage = pos["stage"].get<int>();
     s_->step = pos["step"].get<int64_t>();
+    s_->last_probe = pos.value("last_probe", int64_t{0});
+    s_->stopped = pos.value("stopped", std::string());
     s_->begin_stage();
     if (s_->opt && fs::exists(s_->ckpt() / "optimizer.pt")) torch::load(*s_->opt, (s_->ckpt() / "optimizer.pt").string());
   } else {
@@ -231,6 +247,8 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
 Trainer::~Trainer() = default;
 
 bool Trainer::done() const { return s_->stage >= s_->done_stage(); }
+
+std::string Trainer::stopped_by_probe() const { return s_->stopped; }
 
 at::Tensor conversation_loss(VisionLanguageModel& m, const at::Tensor& images,
                              const std::vector<std::vector<std::pair<std::string, std::string>>>& turns,
@@ -440,6 +458,7 @@ StepReport Trainer::step() {
   auto images = at::stack(px).to(s.ctx.device);
   const auto& cfg = s.recipe.model;
   at::Tensor loss;
+  ConversationLoss parts;
   s.opt->zero_grad();
   if (s.stage == 0) {
     auto feats = s.net()->vision_tower->forward(images, cfg.n_vision_layers_used(), true).features;
@@ -505,7 +524,8 @@ StepReport Trainer::step() {
       keep = std::get<1>(at::maximum(fg_colour, fg_ink).topk(st.foreground_keep, 1));  // [B, K]
     }
     opts.visual_keep = keep;
-    loss = conversation_loss(*s.vlm, images, turns, opts).total;
+    parts = conversation_loss(*s.vlm, images, turns, opts);
+    loss = parts.total;
   }
   loss.backward();
   torch::nn::utils::clip_grad_norm_(s.trainable(), st.clip);
@@ -516,6 +536,11 @@ StepReport Trainer::step() {
             : st.foreground_keep > 0     ? "decoder-fg" + std::to_string(st.foreground_keep)
                                          : "decoder";
   r.loss = loss.item<double>();
+  if (parts.token.defined()) {
+    r.token_loss = parts.token.item<double>();
+    r.grounding_loss = parts.grounding.item<double>();
+    r.answer_loss = parts.answer.item<double>();
+  }
   r.lr = lr;
   r.step = ++s.step;
   r.steps = st.steps;
@@ -540,7 +565,10 @@ void Trainer::save_checkpoint() {
   torch::save(s.heads, (tmp / "heads.pt").string());
   if (s.opt && !done()) torch::save(*s.opt, (tmp / "optimizer.pt").string());
   std::ofstream pos(tmp / "position.json");
-  pos << nlohmann::json{{"stage", s.stage}, {"step", s.step}, {"recipe", to_json(s.recipe)}}.dump(2);
+  pos << nlohmann::json{{"stage", s.stage},           {"step", s.step},
+                        {"last_probe", s.last_probe}, {"stopped", s.stopped},
+                        {"recipe", to_json(s.recipe)}}
+             .dump(2);
   pos.close();
   fs::remove_all(s.ckpt());
   fs::rename(tmp, s.ckpt());
@@ -548,7 +576,7 @@ void Trainer::save_checkpoint() {
 
 bool Trainer::run(double max_seconds, const std::function<void(const StepReport&)>& on_step) {
   Stopwatch total, since_ckpt;
-  while (!done()) {
+  while (!done() && s_->stopped.empty()) {
     if (max_seconds > 0 && total.ms() / 1000.0 >= max_seconds) break;
     auto r = step();
     if (on_step) on_step(r);

@@ -68,5 +68,59 @@ TEST(HeldoutProbe, TrainerLogsEveryProbeStepAndTheEndOfEachDecoderStage) {
   EXPECT_EQ(lines[2]["step"], 3);
 }
 
+TEST(HeldoutProbe, AGateBelowItsAccuracyStopsTheRunForGood) {
+  auto r = testing_micro::micro_recipe();
+  r.vision.steps = 1;
+  r.decoder.steps = 4;
+  r.decoder.batch = 1;
+  r.probe_every = 2;
+  r.probe_per_family = 1;
+  r.probe_gates = {{.decoder_step = 1, .min_accuracy = 0.0}, {.decoder_step = 2, .min_accuracy = 1.0}};
+  testing::TempDir tmp;
+  {
+    Trainer t(r, tmp.str("run"), RunContext{});
+    // A random micro model answers 8 SynthVQA questions nowhere near all correctly: the second gate fails at
+    // the probe of decoder step 2 (the first, at 0 %, passes).
+    EXPECT_FALSE(t.run(0));
+    EXPECT_FALSE(t.done());
+    EXPECT_NE(t.stopped_by_probe().find("below the gate 1.000 at step 2"), std::string::npos) << t.stopped_by_probe();
+  }
+  std::ifstream in(tmp.path() / "run" / "probe.jsonl");
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(lines.size(), 1u) << "stopped at the first probe";
+  EXPECT_EQ(lines[0]["decoder_step"], 2);
+  EXPECT_TRUE(lines[0].contains("stopped"));
+  // The same command resumes into the stop: no further step, no further probe.
+  Trainer again(r, tmp.str("run"), RunContext{});
+  EXPECT_FALSE(again.stopped_by_probe().empty());
+  EXPECT_FALSE(again.run(0));
+  std::ifstream in2(tmp.path() / "run" / "probe.jsonl");
+  size_t n = 0;
+  for (std::string line; std::getline(in2, line);) ++n;
+  EXPECT_EQ(n, 1u);
+  // Gates that pass let the run finish.
+  r.probe_gates = {{.decoder_step = 2, .min_accuracy = 0.0}};
+  Trainer passing(r, tmp.str("run2"), RunContext{});
+  EXPECT_TRUE(passing.run(0));
+  EXPECT_TRUE(passing.stopped_by_probe().empty());
+}
+
+TEST(HeldoutProbe, GatesRoundTripAndNeedTheProbe) {
+  auto r = testing_micro::micro_recipe();
+  r.probe_every = 100;
+  r.probe_gates = {{.decoder_step = 500, .min_accuracy = 0.4}};
+  EXPECT_EQ(recipe_from_json(to_json(r)), r);
+  auto j = to_json(r);
+  j["probe_every"] = 0;
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  j = to_json(r);
+  j["probe_gates"][0]["min_accuracy"] = 1.5;
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  j = to_json(r);
+  j["probe_gates"][0]["step"] = 3;
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+}
+
 }  // namespace
 }  // namespace vispco::train
