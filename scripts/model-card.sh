@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Writes <model>/README.md: docs/model-card-synthvqa-small.md with its placeholders filled from a training run
 # folder — {{WALL_MIN}} (wall_seconds), {{TOWER_PROBE}} (tower_probe.json), {{EVAL_TABLE}} and {{EVAL_HEAD}}
-# (eval-test/summary.md), {{WEIGHTS_MB}} (size of the safetensors file).
+# (eval-test/summary.md), {{SHUFFLED_TABLE}} (eval-test-shuffled/summary.md), {{WEIGHTS_MB}} (size of the
+# safetensors file), {{LIMITS}} (RUN/limits.md: the weak families with the measurements that show why, written
+# by whoever ships the model; a placeholder line if absent).
 # Usage: scripts/model-card.sh RUN_DIR MODEL_DIR
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,11 +13,15 @@ wall=$(awk '{ printf "%.0f", $1 / 60 }' "$RUN/wall_seconds")
 probe=$(jq -r 'to_entries[] | "| \(.key) | \(.value.foreground_accuracy * 1000 | round / 10) | \(.value.foreground_patches) |"' \
   "$RUN/tower_probe.json")
 table=$(sed -n '/^| family/,$p' "$RUN/eval-test/summary.md")
+shuffled=$(sed -n '/^| family/,$p' "$RUN/eval-test-shuffled/summary.md" 2>/dev/null || echo "(not measured)")
+limits=$(cat "$RUN/limits.md" 2>/dev/null || echo "(to be written from the per-family figures above)")
 head=$(grep -E '^- (samples|per sample|model|dataset):' "$RUN/eval-test/summary.md")
 mb=$(du -m --apparent-size "$MODEL"/*.safetensors | awk '{ s += $1 } END { print s }')
-awk -v wall="$wall" -v probe="$probe" -v table="$table" -v head="$head" -v mb="$mb" '
+awk -v wall="$wall" -v probe="$probe" -v table="$table" -v shuffled="$shuffled" -v limits="$limits" -v head="$head" -v mb="$mb" '
   { gsub(/\{\{WALL_MIN\}\}/, wall); gsub(/\{\{WEIGHTS_MB\}\}/, mb)
     if ($0 == "{{TOWER_PROBE}}") { print probe; next }
     if ($0 == "{{EVAL_TABLE}}") { print table; next }
+    if ($0 == "{{SHUFFLED_TABLE}}") { print shuffled; next }
+    if ($0 == "{{LIMITS}}") { print limits; next }
     if ($0 == "{{EVAL_HEAD}}") { print head; next }
     print }' docs/model-card-synthvqa-small.md > "$MODEL/README.md"

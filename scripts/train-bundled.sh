@@ -3,11 +3,13 @@
 # configs/synthvqa-small.json (resumable: run it again after an interrupt and it continues from the last
 # checkpoint), exports bf16 safetensors, evaluates the export on the SynthVQA test split and writes the model
 # card (README.md in the model folder) from docs/model-card-synthvqa-small.md with the measured figures.
-# Environment: RUN (run folder, default out/train-synthvqa-small), MODEL (default models/synthvqa-small),
+# Environment: RECIPE (default configs/synthvqa-small.json), RUN (run folder, default out/train-synthvqa-small;
+# keep it outside the checkout for long runs), MODEL (default models/synthvqa-small),
 # EVAL_N (test samples for the card, default 2000 = the whole split), THREADS (intra-op threads; default 0 = all
 # cores; use 1 on a machine shared with other work, where OpenMP threads spin).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+RECIPE=${RECIPE:-configs/synthvqa-small.json}
 RUN=${RUN:-out/train-synthvqa-small}
 MODEL=${MODEL:-models/synthvqa-small}
 EVAL_N=${EVAL_N:-2000}
@@ -17,7 +19,7 @@ bash scripts/build.sh >/dev/null
 B=build/vispco
 mkdir -p "$RUN"
 start=$(date +%s)
-$B train --recipe configs/synthvqa-small.json --out "$RUN" --export "$MODEL" --threads "$THREADS" 2>&1 | tee -a "$RUN/train.log"
+$B train --recipe "$RECIPE" --out "$RUN" --export "$MODEL" --threads "$THREADS" 2>&1 | tee -a "$RUN/train.log"
 # Wall time accumulates over resumed runs.
 prev=$(cat "$RUN/wall_seconds" 2>/dev/null || echo 0)
 echo $((prev + $(date +%s) - start)) > "$RUN/wall_seconds"
@@ -25,5 +27,8 @@ echo $((prev + $(date +%s) - start)) > "$RUN/wall_seconds"
 [ -f out/synthvqa-test/manifest.json ] || $B data synth --split test --out out/synthvqa-test
 $B eval --model "$MODEL" --data out/synthvqa-test --limit "$EVAL_N" --batch 8 --out "$RUN/eval-test" \
   --store "$RUN/eval-test.sqlite" --threads "$THREADS" >/dev/null
+$B eval --model "$MODEL" --data out/synthvqa-test --limit "$EVAL_N" --batch 8 --out "$RUN/eval-test-shuffled" \
+  --store "$RUN/eval-test.sqlite" --threads "$THREADS" --shuffle-images 1 >/dev/null
+[ -s "$RUN/probe.jsonl" ] && bash scripts/plot-learning-curves.sh "$RUN" "$MODEL/learning_curves.png"
 bash scripts/model-card.sh "$RUN" "$MODEL"
 echo "model card: $MODEL/README.md"
