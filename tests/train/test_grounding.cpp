@@ -99,26 +99,49 @@ LlavaConfig micro_model() {
   return c;
 }
 
-TEST(ConversationLoss, TextLossCoversEveryTextTokenAfterTheImage) {
+// One single-turn conversation about sample 0 of seed 11 on a random micro model, and the same sequence laid out
+// by hand ("USER: <image>\n{q} ASSISTANT:{a}</s>", no padding) for the independent computations below.
+struct OneTurn {
   testing::TempDir tmp;
-  auto tok = question_tokenizer(tmp);
-  const auto cfg = micro_model();
-  VisionLanguageModel m(cfg, random_llava_net(cfg, 3, at::kFloat), tok, RunContext{});
-  auto s = make_sample(11, 0);
-  auto images = m.preprocess(s.rgb).unsqueeze(0);
-  std::vector<std::vector<std::pair<std::string, std::string>>> turns = {{{s.question, s.answer}}};
+  io::Tokenizer tok;
+  LlavaConfig cfg;
+  VisionLanguageModel m;
+  SynthSample s = make_sample(11, 0);
+  at::Tensor images;
+  std::vector<std::vector<std::pair<std::string, std::string>>> turns;
+  std::vector<int64_t> ans;  ///< answer ids + EOS
+  VlmRequest req;            ///< prompt + answer + EOS
+
+  explicit OneTurn(int64_t layers)
+      : tok(question_tokenizer(tmp)), cfg(with_layers(layers)), m(cfg, random_llava_net(cfg, 3, at::kFloat), tok, RunContext{}) {
+    images = m.preprocess(s.rgb).unsqueeze(0);
+    turns = {{{s.question, s.answer}}};
+    req.prompt_ids = io::encode_llava_prompt(tok, s.question, cfg.image_token_index);
+    ans = tok.encode(s.answer, false);
+    ans.push_back(tok.eos_id());
+    req.prompt_ids.insert(req.prompt_ids.end(), ans.begin(), ans.end());
+  }
+  static LlavaConfig with_layers(int64_t layers) {
+    auto c = micro_model();
+    c.text.num_hidden_layers = layers;
+    return c;
+  }
+  /// The prefill state of `req` built directly from the tower and projector.
+  TokenState state() {
+    auto feats = m.net()->vision_tower->forward(images, cfg.n_vision_layers_used(), true).features;
+    return build_prefill_state(m, {req}, m.net()->multi_modal_projector->forward(feats));
+  }
+};
+
+TEST(ConversationLoss, TextLossCoversEveryTextTokenAfterTheImage) {
+  OneTurn t(3);
+  auto& [tmp, tok, cfg, m, s, images, turns, ans, req] = t;
   at::NoGradGuard ng;
   ConversationOptions opts;
   opts.text_loss = true;
   const double got = conversation_loss(m, images, turns, opts).total.item<double>();
-  // By hand: the sequence "USER: <image>\n{q} ASSISTANT:{a}</s>", the NLL of every id after the image.
-  VlmRequest req;
-  req.prompt_ids = io::encode_llava_prompt(tok, s.question, cfg.image_token_index);
-  auto ans = tok.encode(s.answer, false);
-  ans.push_back(tok.eos_id());
-  req.prompt_ids.insert(req.prompt_ids.end(), ans.begin(), ans.end());
-  auto feats = m.net()->vision_tower->forward(images, cfg.n_vision_layers_used(), true).features;
-  auto state = build_prefill_state(m, {req}, m.net()->multi_modal_projector->forward(feats));
+  // By hand: the NLL of every id after the image.
+  auto state = t.state();
   KvCache cache(cfg.text.num_hidden_layers);
   auto logp = m.net()->language_model->logits(m.net()->language_model->forward(state, cache)).log_softmax(-1);
   const auto& ids = req.prompt_ids;
@@ -291,14 +314,8 @@ TEST(AttentionTargetLoss, IsCrossEntropyToTheTargetRowsAveragedOverRowsAndLayers
 }
 
 TEST(ConversationLoss, AnswerGroundingTargetsTheAnswerRowOfEachTurn) {
-  testing::TempDir tmp;
-  auto tok = question_tokenizer(tmp);
-  auto cfg = micro_model();
-  cfg.text.num_hidden_layers = 5;  // answer grounding records layer 3
-  VisionLanguageModel m(cfg, random_llava_net(cfg, 3, at::kFloat), tok, RunContext{});
-  auto s = make_sample(11, 0);
-  auto images = m.preprocess(s.rgb).unsqueeze(0);
-  std::vector<std::vector<std::pair<std::string, std::string>>> turns = {{{s.question, s.answer}}};
+  OneTurn t(5);  // answer grounding records layer 3
+  auto& [tmp, tok, cfg, m, s, images, turns, ans, req] = t;
   at::NoGradGuard ng;
   // Head 0 on the BOS sink only; then head 0 on two patches that are one object (head 1: no target).
   AnswerGrounding g;
@@ -313,13 +330,7 @@ TEST(ConversationLoss, AnswerGroundingTargetsTheAnswerRowOfEachTurn) {
   opts.turn_answers = {{g}};
   const auto with_patches = conversation_loss(m, images, turns, opts);
   // By hand: record layer 3 at the last prompt token (the one before the answer tokens and EOS).
-  VlmRequest req;
-  req.prompt_ids = io::encode_llava_prompt(tok, s.question, cfg.image_token_index);
-  auto ans = tok.encode(s.answer, false);
-  ans.push_back(tok.eos_id());
-  req.prompt_ids.insert(req.prompt_ids.end(), ans.begin(), ans.end());
-  auto feats = m.net()->vision_tower->forward(images, cfg.n_vision_layers_used(), true).features;
-  auto state = build_prefill_state(m, {req}, m.net()->multi_modal_projector->forward(feats));
+  auto state = t.state();
   const int64_t T = state.hidden.size(1), row = T - static_cast<int64_t>(ans.size()) - 1;
   AttentionRowRecorder rec({3}, at::full({1, 1}, row, at::kLong));
   KvCache cache(cfg.text.num_hidden_layers);
