@@ -85,15 +85,17 @@ struct Trainer::State {
   fs::path ckpt() const { return fs::path(out) / "checkpoint"; }
   int n_lowres() const { return static_cast<int>(recipe.lowres.size()); }
   int done_stage() const { return n_lowres() + 2; }
-  const StageSettings& settings() const {
-    if (stage == 0) return recipe.vision;
-    return stage <= n_lowres() ? recipe.lowres[stage - 1] : recipe.decoder;
+  // Settings of stage i (0 vision, 1…n lowres, n + 1 decoder).
+  const StageSettings& settings_of(int i) const {
+    if (i == 0) return recipe.vision;
+    return i <= n_lowres() ? recipe.lowres[i - 1] : recipe.decoder;
   }
+  const StageSettings& settings() const { return settings_of(stage); }
   // True when `stage` is the first decoder stage with steps (where the projector gets its data init).
   bool first_decoder_stage() const {
     if (stage < 1) return false;
     for (int i = 1; i < stage; ++i)
-      if ((i <= n_lowres() ? recipe.lowres[i - 1] : recipe.decoder).steps > 0) return false;
+      if (settings_of(i).steps > 0) return false;
     return true;
   }
 
@@ -155,7 +157,7 @@ struct Trainer::State {
     j["stage_index"] = stage;
     j["step"] = step;
     int64_t before = 0;  // decoder steps of the stages before this one
-    for (int i = 1; i < stage; ++i) before += (i <= n_lowres() ? recipe.lowres[i - 1] : recipe.decoder).steps;
+    for (int i = 1; i < stage; ++i) before += settings_of(i).steps;
     const int64_t now = before + step;
     j["decoder_step"] = now;
     for (const auto& g : recipe.probe_gates)
