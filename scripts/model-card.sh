@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Writes <model>/README.md: docs/model-card-synthvqa-small.md with its placeholders filled from a training run
-# folder — {{WALL_MIN}} (wall_seconds), {{TOWER_PROBE}} (tower_probe.json), {{EVAL_TABLE}} and {{EVAL_HEAD}}
+# folder — {{WALL_MIN}} (wall_seconds), {{TOWER_PROBE}} and {{TOWER_POSITION}} (tower_probe.json), {{EVAL_TABLE}} and {{EVAL_HEAD}}
 # (eval-test/summary.md), {{SHUFFLED_TABLE}} (eval-test-shuffled/summary.md), {{WEIGHTS_MB}} (size of the
 # safetensors file), {{LIMITS}} (RUN/limits.md: the weak families with the measurements that show why, written
 # by whoever ships the model; a placeholder line if absent).
@@ -10,15 +10,17 @@ cd "$(dirname "$0")/.."
 RUN=$1
 MODEL=$2
 wall=$(awk '{ printf "%.0f", $1 / 60 }' "$RUN/wall_seconds")
-probe=$(jq -r 'to_entries[] | "| \(.key) | \(.value.foreground_accuracy * 1000 | round / 10) | \(.value.foreground_patches) |"' \
+probe=$(jq -r 'to_entries[] | select(.value.foreground_accuracy != null) |
+  "| \(.key) | \(.value.foreground_accuracy * 1000 | round / 10) | \(.value.foreground_patches) |"' "$RUN/tower_probe.json")
+position=$(jq -r 'if .position then "Position head: mean absolute error \(.position.mean_abs_error_patches * 100 | round / 100) patches (the grid middle as a constant guess: 6.0)." else "" end' \
   "$RUN/tower_probe.json")
 table=$(sed -n '/^| family/,$p' "$RUN/eval-test/summary.md")
 shuffled=$(sed -n '/^| family/,$p' "$RUN/eval-test-shuffled/summary.md" 2>/dev/null || echo "(not measured)")
 limits=$(cat "$RUN/limits.md" 2>/dev/null || echo "(to be written from the per-family figures above)")
 head=$(grep -E '^- (samples|per sample|model|dataset):' "$RUN/eval-test/summary.md")
 mb=$(du -m --apparent-size "$MODEL"/*.safetensors | awk '{ s += $1 } END { print s }')
-awk -v wall="$wall" -v probe="$probe" -v table="$table" -v shuffled="$shuffled" -v limits="$limits" -v head="$head" -v mb="$mb" '
-  { gsub(/\{\{WALL_MIN\}\}/, wall); gsub(/\{\{WEIGHTS_MB\}\}/, mb)
+awk -v wall="$wall" -v probe="$probe" -v position="$position" -v table="$table" -v shuffled="$shuffled" -v limits="$limits" -v head="$head" -v mb="$mb" '
+  { gsub(/\{\{WALL_MIN\}\}/, wall); gsub(/\{\{WEIGHTS_MB\}\}/, mb); gsub(/\{\{TOWER_POSITION\}\}/, position)
     if ($0 == "{{TOWER_PROBE}}") { print probe; next }
     if ($0 == "{{EVAL_TABLE}}") { print table; next }
     if ($0 == "{{SHUFFLED_TABLE}}") { print shuffled; next }

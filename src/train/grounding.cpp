@@ -108,15 +108,19 @@ bool AnswerGrounding::empty() const {
   return true;
 }
 
-AnswerGrounding answer_grounding_of(const QaPair& q, const eval::synthvqa::Scene& scene, int64_t grid) {
+AnswerGrounding answer_grounding_of(const QaPair& q, const eval::synthvqa::Scene& scene, int64_t grid,
+                                    bool count_centres) {
   AnswerGrounding g;
   const auto patches = [&](int o) { return object_patches(scene, static_cast<size_t>(o), grid); };
+  const auto counted = [&](int o) {
+    return count_centres ? std::vector<int64_t>{object_centre_patch(scene, static_cast<size_t>(o), grid)} : patches(o);
+  };
   const auto& f = q.family;
   if (f == "color" || f == "shape") {
     if (q.objects.size() == 1) g.heads = {{patches(q.objects[0])}};
   } else if (f == "count_shape" || f == "count_color" || f.rfind("exist", 0) == 0) {
     g.heads.emplace_back();
-    for (int o : q.objects) g.heads[0].push_back(patches(o));
+    for (int o : q.objects) g.heads[0].push_back(counted(o));
     g.sink = true;
   } else if (f == "spatial" || f == "size") {
     if (q.objects.size() == 2) g.heads = {{patches(q.objects[0])}, {patches(q.objects[1])}};

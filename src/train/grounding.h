@@ -66,8 +66,12 @@ struct AnswerGrounding {
 /// The answer grounding of a SynthVQA question: color/shape → head 0 on the named object; count_* → head 0 on
 /// every counted object plus the sink; exist → head 0 on the matching objects plus the sink (only the sink for
 /// "no"); spatial/size → head 0 on the first named object, head 1 on the second; text and others → none.
+/// With `count_centres`, count and exist questions ground each object on its centre patch alone: one key per
+/// object, so under equal logits the sink's share is exactly 1/(n + 1) whatever the objects' sizes (over whole
+/// footprints a large object takes more of the softmax mass than a small one unless the logits learn its area).
 /// @param grid patches per side. @throws InvalidArgument for an object index outside the scene.
-AnswerGrounding answer_grounding_of(const QaPair& q, const eval::synthvqa::Scene& scene, int64_t grid);
+AnswerGrounding answer_grounding_of(const QaPair& q, const eval::synthvqa::Scene& scene, int64_t grid,
+                                    bool count_centres = false);
 
 /// Cross-entropy of attention rows to target distributions: −Σ_k q[k] log p[k] for each (batch, head, row)
 /// whose target sums to > 0, averaged over them and over the layers.

@@ -75,4 +75,18 @@ std::vector<int64_t> object_patches(const Scene& scene, size_t object, int64_t g
   return out;
 }
 
+int64_t object_centre_patch(const Scene& scene, size_t object, int64_t grid) {
+  if (object >= scene.objects.size())
+    throw InvalidArgument("object_centre_patch: object " + std::to_string(object) + " of a scene with " +
+                          std::to_string(scene.objects.size()) + " objects");
+  return centre_patch(scene.objects[object], grid, double(kImageSize) / grid);
+}
+
+at::Tensor patch_positions(int64_t grid) {
+  if (grid < 2) throw InvalidArgument("patch_positions: grid must be ≥ 2, got " + std::to_string(grid));
+  auto line = at::linspace(-1.0, 1.0, grid, at::kFloat);
+  auto col = line.repeat({grid}), row = line.repeat_interleave(grid);  // row-major: column varies fastest
+  return at::stack({col, row}, 1);
+}
+
 }  // namespace vispco::train

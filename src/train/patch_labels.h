@@ -34,4 +34,12 @@ at::Tensor patch_labels(const eval::synthvqa::Scene& scene, int64_t grid);
 /// @throws InvalidArgument when `object` is out of range.
 std::vector<int64_t> object_patches(const eval::synthvqa::Scene& scene, size_t object, int64_t grid);
 
+/// The patch (row-major index into the grid²) holding the centre of object `object` — the one patch per object
+/// that patch_labels() marks in its centre column. @throws InvalidArgument when `object` is out of range.
+int64_t object_centre_patch(const eval::synthvqa::Scene& scene, size_t object, int64_t grid);
+
+/// Where each patch is: fp32 [grid², 2], the patch centre's column and row scaled to [−1, 1]
+/// (−1 = left/top patch, +1 = right/bottom), the regression target of the tower's position head.
+at::Tensor patch_positions(int64_t grid);
+
 }  // namespace vispco::train

@@ -17,6 +17,8 @@ nlohmann::json stage_json(const StageSettings& s) {
   if (s.text_loss) j["text_loss"] = true;
   if (s.grounding != 0) j["grounding"] = s.grounding;
   if (s.answer_grounding != 0) j["answer_grounding"] = s.answer_grounding;
+  if (s.count_centres) j["count_centres"] = true;
+  if (s.position_loss != 0) j["position_loss"] = s.position_loss;
   return j;
 }
 
@@ -34,6 +36,8 @@ StageSettings stage_from(const nlohmann::json& j, const std::string& where) {
     else if (k == "text_loss") s.text_loss = v.get<bool>();
     else if (k == "grounding") s.grounding = v.get<double>();
     else if (k == "answer_grounding") s.answer_grounding = v.get<double>();
+    else if (k == "count_centres") s.count_centres = v.get<bool>();
+    else if (k == "position_loss") s.position_loss = v.get<double>();
     else throw InvalidArgument("recipe: unknown key '" + where + "." + k + "'");
   }
   return s;
@@ -49,6 +53,9 @@ void check_stage(const StageSettings& s, const std::string& w) {
   if (s.pool < 1) throw InvalidArgument("recipe: " + w + ".pool must be ≥ 1");
   if (!(s.grounding >= 0)) throw InvalidArgument("recipe: " + w + ".grounding must be ≥ 0");
   if (!(s.answer_grounding >= 0)) throw InvalidArgument("recipe: " + w + ".answer_grounding must be ≥ 0");
+  if (!(s.position_loss >= 0)) throw InvalidArgument("recipe: " + w + ".position_loss must be ≥ 0");
+  if (s.count_centres && s.answer_grounding == 0)
+    throw InvalidArgument("recipe: " + w + ".count_centres needs answer_grounding > 0");
 }
 
 }  // namespace
@@ -62,6 +69,9 @@ void TrainRecipe::validate() const {
     throw InvalidArgument("recipe: text_loss and grounding are for decoder stages only");
   if (vision.foreground_keep != 0 || decoder.foreground_keep != 0)
     throw InvalidArgument("recipe: foreground_keep is for lowres stages only");
+  bool decoder_position = decoder.position_loss != 0;
+  for (const auto& st : lowres) decoder_position = decoder_position || st.position_loss != 0;
+  if (decoder_position) throw InvalidArgument("recipe: position_loss is for the vision stage only");
   for (size_t i = 0; i < lowres.size(); ++i) {
     const auto w = "lowres[" + std::to_string(i) + "]";
     check_stage(lowres[i], w);

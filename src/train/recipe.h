@@ -37,6 +37,14 @@ struct StageSettings {
   /// heads 0 and 1 of decoder layer 3 at each answer position attend to the objects the answer is about);
   /// 0 = off.
   double answer_grounding = 0;
+  /// Decoder stages with answer_grounding only: count and exist answers attend to each object's centre patch
+  /// alone, not its footprint (grounding.h answer_grounding_of's count_centres).
+  bool count_centres = false;
+  /// Vision stage only, ≥ 0: weight of the patch-position regression (two more patch-head outputs regress each
+  /// patch's column and row in [−1, 1], mean squared error) that keeps where a patch is linearly readable in the
+  /// tower's features. The decoder needs it for spatial relations: RoPE rotates queries and keys, so attention
+  /// can find a token by position but the value it reads carries no position of its own. 0 = off.
+  double position_loss = 0;
   bool operator==(const StageSettings&) const = default;
 };
 

@@ -145,6 +145,12 @@ struct Trainer::State {
       std::fprintf(stderr, "tower probe: %-6s foreground accuracy %.3f over %ld patches\n", names[c], acc, (long)n);
       off += sizes[c];
     }
+    if (logits.size(-1) == PatchLabelSizes::kTotal + 2) {  // position head: mean error, in patches
+      auto err = (logits.narrow(-1, PatchLabelSizes::kTotal, 2) - patch_positions(cfg.vision.grid()).unsqueeze(0))
+                     .abs().mean().item<double>() * double(cfg.vision.grid() - 1) / 2.0;
+      j["position"] = {{"mean_abs_error_patches", err}};
+      std::fprintf(stderr, "tower probe: position mean abs error %.2f patches\n", err);
+    }
     std::ofstream(fs::path(out) / "tower_probe.json") << j.dump(2) << "\n";
   }
 
@@ -229,7 +235,8 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
   auto tok = io::Tokenizer::load(tok_path);
   auto net = random_llava_net(recipe.model, recipe.seed, at::kFloat);
   s_->vlm = std::make_unique<VisionLanguageModel>(recipe.model, net, tok, ctx);
-  s_->heads = torch::nn::Linear(recipe.model.vision.hidden_size, PatchLabelSizes::kTotal);
+  s_->heads = torch::nn::Linear(recipe.model.vision.hidden_size,
+                                PatchLabelSizes::kTotal + (recipe.vision.position_loss > 0 ? 2 : 0));
   if (resume) {
     std::ifstream in(s_->ckpt() / "position.json");
     auto pos = nlohmann::json::parse(in);
@@ -477,6 +484,10 @@ StepReport Trainer::step() {
       loss = loss + balanced_patch_loss(lg, lab.select(-1, c).reshape({-1}));
       off += sizes[c];
     }
+    if (st.position_loss > 0) {  // the two outputs after the label heads regress (column, row)
+      auto where = patch_positions(cfg.vision.grid()).to(logits.device()).unsqueeze(0).expand({logits.size(0), -1, -1});
+      loss = loss + st.position_loss * at::mse_loss(logits.narrow(-1, PatchLabelSizes::kTotal, 2), where);
+    }
   } else {
     std::vector<std::vector<std::pair<std::string, std::string>>> turns;
     ConversationOptions opts;
@@ -503,13 +514,13 @@ StepReport Trainer::step() {
         for (const auto& q : all_questions(scene))
           if (q.question == samples[b].question) {
             if (st.grounding > 0) refs[0] = patches_of(scene, q.objects);
-            if (st.answer_grounding > 0) answers[0] = answer_grounding_of(q, scene, grid);
+            if (st.answer_grounding > 0) answers[0] = answer_grounding_of(q, scene, grid, st.count_centres);
           }
       for (const auto& q : sample_questions(scene, rng, static_cast<size_t>(s.recipe.turns - 1)))
         if (q.question != samples[b].question) {
           conv.push_back({q.question, q.answer});
           refs.push_back(st.grounding > 0 ? patches_of(scene, q.objects) : std::vector<int64_t>{});
-          answers.push_back(st.answer_grounding > 0 ? answer_grounding_of(q, scene, grid) : AnswerGrounding{});
+          answers.push_back(st.answer_grounding > 0 ? answer_grounding_of(q, scene, grid, st.count_centres) : AnswerGrounding{});
         }
       turns.push_back(conv);
       opts.turn_patches.push_back(std::move(refs));
@@ -520,7 +531,7 @@ StepReport Trainer::step() {
       at::NoGradGuard no_grad;
       auto feats = s.net()->vision_tower->forward(images, cfg.n_vision_layers_used(), true).features;
       auto logits = s.heads(feats);  // [B, N_v, kTotal]
-      const int64_t ink_off = logits.size(-1) - PatchLabelSizes::kInk;
+      const int64_t ink_off = PatchLabelSizes::kTotal - PatchLabelSizes::kInk;
       auto fg_colour = 1 - logits.narrow(-1, 0, PatchLabelSizes::kColour).softmax(-1).select(-1, 0);
       auto fg_ink = 1 - logits.narrow(-1, ink_off, PatchLabelSizes::kInk).softmax(-1).select(-1, 0);
       keep = std::get<1>(at::maximum(fg_colour, fg_ink).topk(st.foreground_keep, 1));  // [B, K]

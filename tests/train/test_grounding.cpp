@@ -297,6 +297,54 @@ TEST(AnswerGrounding, FollowsEachFamilysRule) {
   EXPECT_THROW(g("color", {5}), InvalidArgument);
 }
 
+TEST(AnswerGrounding, CountCentresGroundEachCountedObjectOnItsCentrePatchAlone) {
+  const Scene s = two_objects();  // centres: a (42, 42) → row 3, col 3 = 75; b (56, 35) → row 2, col 4 = 52
+  EXPECT_EQ(object_centre_patch(s, 0, 24), 75);
+  EXPECT_EQ(object_centre_patch(s, 1, 24), 52);
+  EXPECT_THROW(object_centre_patch(s, 2, 24), InvalidArgument);
+  const auto g = [&](const char* family, std::vector<int> objects) {
+    return answer_grounding_of({family, "q", "a", std::move(objects)}, s, 24, /*count_centres=*/true);
+  };
+  auto n = g("count_color", {0, 1});
+  EXPECT_EQ(n.heads, (std::vector<std::vector<std::vector<int64_t>>>{{{75}, {52}}}));
+  EXPECT_TRUE(n.sink);
+  EXPECT_EQ(g("exist", {1}).heads, (std::vector<std::vector<std::vector<int64_t>>>{{{52}}}));
+  // Other families keep whole footprints.
+  EXPECT_EQ(g("color", {0}).heads, (std::vector<std::vector<std::vector<int64_t>>>{{{50, 74, 75}}}));
+  EXPECT_EQ(g("size", {0, 1}).heads, (std::vector<std::vector<std::vector<int64_t>>>{{{50, 74, 75}}, {{51, 52}}}));
+}
+
+TEST(TrainRecipe, CountCentresAndPositionLossRoundTripAndStayInTheirStages) {
+  TrainRecipe r;
+  r.model = micro_model();
+  r.tokenizer_vocab = 400;
+  r.vision.position_loss = 0.5;
+  r.lowres = {{.steps = 3, .batch = 2, .answer_grounding = 1.0, .count_centres = true}};
+  r.model.text.num_hidden_layers = 5;
+  EXPECT_EQ(recipe_from_json(to_json(r)), r);
+  auto j = to_json(r);
+  j["lowres"][0]["position_loss"] = 1.0;  // a decoder stage has no patch heads
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  j = to_json(r);
+  j["lowres"][0]["answer_grounding"] = 0;  // count_centres shapes answer grounding's targets
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  j = to_json(r);
+  j["vision"]["position_loss"] = -1;
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+}
+
+TEST(PatchPositions, AreColumnThenRowScaledToMinusOneOne) {
+  // Grid 3, row-major: patch 5 is row 1, column 2.
+  const auto p = patch_positions(3);
+  ASSERT_EQ(p.sizes(), (at::IntArrayRef{9, 2}));
+  const float want[9][2] = {{-1, -1}, {0, -1}, {1, -1}, {-1, 0}, {0, 0}, {1, 0}, {-1, 1}, {0, 1}, {1, 1}};
+  for (int i = 0; i < 9; ++i) {
+    EXPECT_FLOAT_EQ(p[i][0].item<float>(), want[i][0]) << i;
+    EXPECT_FLOAT_EQ(p[i][1].item<float>(), want[i][1]) << i;
+  }
+  EXPECT_THROW(patch_positions(1), InvalidArgument);
+}
+
 TEST(AttentionTargetLoss, IsCrossEntropyToTheTargetRowsAveragedOverRowsAndLayers) {
   auto p1 = at::full({1, 2, 2, 4}, 0.25);
   p1[0][0][0] = at::tensor({0.1, 0.6, 0.2, 0.1});
