@@ -52,7 +52,7 @@ void run_eval(const EvalArgs& a) {
   o.batch_size = static_cast<size_t>(a.batch);
   o.generation.max_new_tokens = a.max_new_tokens;
   const LlavaConfig cfg = load_llava_config(a.model);  // cheap: checks the plan before the slow steps
-  const PruningPlan plan = parse_plan(eval::canonical_plan(a.plan), cfg.n_visual_tokens());
+  const PruningPlan plan = parse_plan(eval::canonical_plan(a.plan), cfg);
   PlanHook hook(plan, cfg, /*seed=*/0, ScorerEnv{a.model});  // validates; loads a learned gate
   o.plan = hook.store_key();  // canonical text (+ the gate file's hash): the result-store key
   o.out_dir = a.out;
@@ -99,7 +99,7 @@ void register_eval(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("eval", "Evaluate a model on a jsonl VQA dataset (resumable)");
   cmd->add_option("--model", a->model, "Model folder (HF LLaVA layout)")->required();
   cmd->add_option("--data", a->data, "data.jsonl or its folder")->required();
-  cmd->add_option("--plan", a->plan, "Pruning plan: 'scorer:layer=L,keep=K[+…]', 'pdrop:layers=a/b/c,ratio=r', a .json file, or none")->capture_default_str();
+  cmd->add_option("--plan", a->plan, "Pruning plan: 'scorer:[layer=L,]keep=K[+…]' (layer defaults to the method's paper layer), 'pdrop:[layers=a/b/c,]ratio=r|keep=K', a .json file, or none")->capture_default_str();
   cmd->add_option("--limit", a->limit, "Only the first N samples (0 = all); applied before --shard")
       ->capture_default_str();
   cmd->add_option("--shard", a->shard, "Shard i/n: samples with index % n == i")->capture_default_str();

@@ -37,7 +37,7 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--device", o->device, "cpu | cuda[:N]")->capture_default_str();
   cmd->add_option("--threads", o->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--plan", o->plan,
-                  "Pruning plan: 'scorer:layer=L,keep=K[+…]', 'pdrop:layers=a/b/c,ratio=r', a .json file, or none")
+                  "Pruning plan: 'scorer:[layer=L,]keep=K[+…]' (layer defaults to the method's paper layer), 'pdrop:[layers=a/b/c,]ratio=r|keep=K', a .json file, or none")
       ->capture_default_str();
   cmd->add_option("--heatmap", o->heatmap, "Write the token heat-map of the plan's first scored stage (PNG)");
   cmd->add_flag("--json", o->json, "Print one JSON object instead of text");
@@ -50,7 +50,7 @@ void register_generate(CLI::App& app) {
     ctx.seed = o->gen.seed;
     apply_threads(ctx);
     const LlavaConfig cfg = load_llava_config(o->model);  // cheap: checks the plan before the slow steps
-    PlanHook hook(parse_plan(o->plan, cfg.n_visual_tokens()), cfg, o->gen.seed, ScorerEnv{o->model});
+    PlanHook hook(parse_plan(o->plan, cfg), cfg, o->gen.seed, ScorerEnv{o->model});
     auto rgb = io::load_image_rgb(o->image);
     auto model = VisionLanguageModel::load(o->model, ctx);
     if (!o->heatmap.empty() && hook.plan().empty()) throw InvalidArgument("--heatmap needs a pruning --plan");

@@ -53,7 +53,7 @@ PruningPlan PlanTemplate::at(int64_t p) const {
                           std::to_string(param_min()) + ", " + std::to_string(param_max_) + "]");
   if (param_ == TemplateParam::kPdropRatio) {
     try {
-      return parse_plan(text_ + ",ratio=" + ratio_text(p), cfg_.n_visual_tokens());
+      return parse_plan(text_ + ",ratio=" + ratio_text(p), cfg_);
     } catch (const InvalidArgument& e) {
       throw InvalidArgument("plan template '" + text_ + "': " + e.what());
     }

@@ -33,12 +33,22 @@ int64_t parse_int(const std::string& text, const std::string& what) {
   throw InvalidArgument("plan: " + what + " must be an integer (got '" + text + "')");
 }
 
-// "pdrop:layers=8/16/24,ratio=0.5[,scorer=fastv]" → one stage per layer, K_i = round(N_v · ratio^i).
-std::vector<PruneStage> expand_pdrop(const std::map<std::string, std::string>& opts, int64_t n_visual) {
+// A stage as written: which of layer= and keep= it names.
+struct ParsedStage {
+  PruneStage stage;
+  bool has_layer = false, has_keep = false;
+};
+
+// PyramidDrop (Xing et al., CVPR 2025 §3.2) as stages: "pdrop:[layers=ℓ1/ℓ2/…][,ratio=λ | ,keep=K][,scorer=fastv]"
+// → one stage per layer, K_i = round(N_v · λ^i). Layers default to the paper's L/4, L/2, 3L/4 (8/16/24 of
+// LLaMA's 32); keep=K sets λ so that the last stage keeps K; without either λ = 0.5 (the paper's).
+std::vector<PruneStage> expand_pdrop(const ParsedStage& p, int64_t n_visual, int64_t n_layers) {
   std::vector<int64_t> layers;
   double ratio = 0.5;
+  bool has_ratio = false;
   std::string scorer = "fastv";
-  for (const auto& [k, v] : opts) {
+  if (p.has_layer) throw InvalidArgument("plan: pdrop takes layers=ℓ1/ℓ2/…, not layer=");
+  for (const auto& [k, v] : p.stage.options) {
     if (k == "layers") {
       for (const auto& l : split(v, '/')) layers.push_back(parse_int(l, "pdrop layer"));
     } else if (k == "ratio") {
@@ -47,13 +57,25 @@ std::vector<PruneStage> expand_pdrop(const std::map<std::string, std::string>& o
       } catch (const std::exception&) {
         throw InvalidArgument("plan: pdrop ratio must be a number (got '" + v + "')");
       }
+      has_ratio = true;
     } else if (k == "scorer") {
       scorer = v;
     } else {
-      throw InvalidArgument("plan: unknown pdrop option '" + k + "' (valid: layers, ratio, scorer)");
+      throw InvalidArgument("plan: unknown pdrop option '" + k + "' (valid: layers, ratio, keep, scorer)");
     }
   }
-  if (layers.empty()) throw InvalidArgument("plan: pdrop needs layers=ℓ1/ℓ2/…");
+  if (layers.empty()) {
+    if (n_layers < 4)
+      throw InvalidArgument("plan: pdrop needs layers=ℓ1/ℓ2/… (its default L/4, L/2, 3L/4 needs a model of ≥ 4 layers)");
+    layers = {n_layers / 4, n_layers / 2, 3 * n_layers / 4};
+  }
+  if (p.has_keep) {
+    if (has_ratio) throw InvalidArgument("plan: pdrop takes ratio= or keep=, not both");
+    if (p.stage.keep < 1 || p.stage.keep > n_visual)
+      throw InvalidArgument("plan: pdrop keep " + std::to_string(p.stage.keep) + " is outside [1, N_v = " +
+                            std::to_string(n_visual) + "]");
+    ratio = std::pow(double(p.stage.keep) / double(n_visual), 1.0 / double(layers.size()));
+  }
   if (!(ratio > 0 && ratio <= 1)) throw InvalidArgument("plan: pdrop ratio must be in (0, 1]");
   std::vector<PruneStage> out;
   double keep = static_cast<double>(n_visual);
@@ -61,15 +83,16 @@ std::vector<PruneStage> expand_pdrop(const std::map<std::string, std::string>& o
     keep *= ratio;
     out.push_back({l, std::max<int64_t>(1, std::llround(keep)), scorer, {}});
   }
+  if (p.has_keep) out.back().keep = p.stage.keep;  // exact, whatever the rounding of λ^n
   return out;
 }
 
-PruneStage parse_stage(const std::string& text) {
+ParsedStage parse_stage(const std::string& text) {
   const auto colon = text.find(':');
-  PruneStage st;
+  ParsedStage p;
+  PruneStage& st = p.stage;
   st.scorer = text.substr(0, colon);
   if (st.scorer.empty()) throw InvalidArgument("plan: stage '" + text + "' has no scorer name");
-  bool has_layer = false, has_keep = false;
   if (colon != std::string::npos) {
     for (const auto& kv : split(text.substr(colon + 1), ',')) {
       const auto eq = kv.find('=');
@@ -78,18 +101,19 @@ PruneStage parse_stage(const std::string& text) {
       const auto key = kv.substr(0, eq), value = kv.substr(eq + 1);
       if (key == "layer") {
         st.layer = parse_int(value, "layer");
-        has_layer = true;
+        p.has_layer = true;
       } else if (key == "keep") {
         st.keep = parse_int(value, "keep");
-        has_keep = true;
+        p.has_keep = true;
       } else {
         st.options[key] = value;
       }
     }
   }
-  if (st.scorer != "pdrop" && (!has_layer || !has_keep))
-    throw InvalidArgument("plan: stage '" + text + "' needs layer=ℓ and keep=K");
-  return st;
+  if (st.scorer == "pdrop") return p;
+  if (!p.has_keep) throw InvalidArgument("plan: stage '" + text + "' needs keep=K");
+  if (!p.has_layer) st.layer = default_layer(st.scorer);
+  return p;
 }
 
 }  // namespace
@@ -129,7 +153,11 @@ void PruningPlan::validate(const LlavaConfig& cfg) const {
   }
 }
 
-PruningPlan parse_plan(const std::string& text, int64_t n_visual) {
+PruningPlan parse_plan(const std::string& text, const LlavaConfig& cfg) {
+  return parse_plan(text, cfg.n_visual_tokens(), cfg.text.num_hidden_layers);
+}
+
+PruningPlan parse_plan(const std::string& text, int64_t n_visual, int64_t n_layers) {
   PruningPlan plan;
   if (text.empty() || text == "none") return plan;
   if (text.size() > 5 && text.compare(text.size() - 5, 5, ".json") == 0) {
@@ -143,11 +171,11 @@ PruningPlan parse_plan(const std::string& text, int64_t n_visual) {
   }
   for (const auto& piece : split(text, '+')) {
     if (piece.empty()) throw InvalidArgument("plan: empty stage in '" + text + "'");
-    auto st = parse_stage(piece);
-    if (st.scorer == "pdrop") {
-      for (auto& s : expand_pdrop(st.options, n_visual)) plan.stages.push_back(s);
+    auto p = parse_stage(piece);
+    if (p.stage.scorer == "pdrop") {
+      for (auto& s : expand_pdrop(p, n_visual, n_layers)) plan.stages.push_back(s);
     } else {
-      plan.stages.push_back(st);
+      plan.stages.push_back(p.stage);
     }
   }
   return plan;

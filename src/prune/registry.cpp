@@ -13,7 +13,7 @@ const std::vector<ScorerEntry>& scorer_registry() {
   static const std::vector<ScorerEntry> table = {
       {"fastv",
        "FastV (Chen et al., ECCV 2024 §4): last prompt token's attention at layer ℓ−1, head mean, top-K",
-       make_fastv_scorer},
+       make_fastv_scorer, 2},
       {"visionzip",
        "VisionZip (Yang et al., CVPR 2025 §3): [CLS]-attention dominant tokens + merged contextual ones",
        make_visionzip_scorer},
@@ -22,10 +22,10 @@ const std::vector<ScorerEntry>& scorer_registry() {
       {"sparsevlm",
        "SparseVLM (Zhang et al., ICML 2025 §3): relevant text raters' attention at layer ℓ−1, pruned tokens "
        "recycled into merged ones",
-       make_sparsevlm_scorer},
+       make_sparsevlm_scorer, 2},
       {"dart",
        "DART (Wen et al., EMNLP 2025 §4): keep tokens least similar to key-norm pivots, no attention map",
-       make_dart_scorer},
+       make_dart_scorer, 2},
       {"cdpruner",
        "CDPruner (Zhang et al., NeurIPS 2025 §3): greedy DPP MAP on instruction-relevance-weighted "
        "similarity",
@@ -41,14 +41,22 @@ const std::vector<ScorerEntry>& scorer_registry() {
   return table;
 }
 
-std::unique_ptr<Scorer> make_scorer(const std::string& name) {
+namespace {
+
+const ScorerEntry& entry(const std::string& name) {
   std::string names;
   for (const auto& e : scorer_registry()) {
-    if (e.name == name) return e.make();
+    if (e.name == name) return e;
     names += (names.empty() ? "" : ", ") + e.name;
   }
   throw InvalidArgument("unknown scorer '" + name + "' (valid: " + names + ", and the shorthand pdrop)");
 }
+
+}  // namespace
+
+std::unique_ptr<Scorer> make_scorer(const std::string& name) { return entry(name).make(); }
+
+int64_t default_layer(const std::string& name) { return entry(name).default_layer; }
 
 void Scorer::check(const PruneStage& stage, const LlavaConfig& cfg) const {
   const std::string where = "plan stage " + stage.scorer + ":layer=" + std::to_string(stage.layer);

@@ -104,12 +104,17 @@ struct ScorerEntry {
   std::string name;
   std::string description;  ///< paper and section, one line
   std::function<std::unique_ptr<Scorer>()> make;
+  /// The layer ℓ a stage gets when its text names none: the method's paper setting (FastV §4, SparseVLM and
+  /// DART: ℓ = 2; methods before the LLM and the baselines: 0).
+  int64_t default_layer = 0;
 };
 
 /// The registry table (name → factory), in display order.
 const std::vector<ScorerEntry>& scorer_registry();
 /// @throws InvalidArgument listing the valid names.
 std::unique_ptr<Scorer> make_scorer(const std::string& name);
+/// ScorerEntry::default_layer of `name`. @throws InvalidArgument listing the valid names.
+int64_t default_layer(const std::string& name);
 
 /// Top-K indices of scores [B, N] along the last dim, K = k. @return [B, k] int64.
 at::Tensor top_k_indices(const at::Tensor& scores, int64_t k);

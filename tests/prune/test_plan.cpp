@@ -45,6 +45,46 @@ TEST(Plan, PyramidDropShorthandHalvesAtEachBoundary) {
   EXPECT_EQ(p.stages[2], (PruneStage{24, 72, "fastv", {}}));
 }
 
+TEST(Plan, AStageWithoutLayerActsAtItsMethodsPaperLayer) {
+  // FastV §4 (K pruned after layer 2), SparseVLM and DART at ℓ = 2; the methods before the LLM and the
+  // baselines at ℓ = 0 (issue 22's list).
+  const std::pair<const char*, int64_t> want[] = {{"fastv", 2},    {"sparsevlm", 2}, {"dart", 2},   {"visionzip", 0},
+                                                  {"divprune", 0}, {"cdpruner", 0},  {"gate", 0},   {"pool", 0},
+                                                  {"random", 0},   {"uniform", 0},   {"grad", 0}};
+  for (const auto& [name, layer] : want) {
+    auto p = parse_plan(std::string(name) + ":keep=64", 576);
+    ASSERT_EQ(p.stages.size(), 1u) << name;
+    EXPECT_EQ(p.stages[0].layer, layer) << name;
+    EXPECT_EQ(p.stages[0].keep, 64) << name;
+  }
+  // The resolved plan is what reports and result-store keys print.
+  EXPECT_EQ(parse_plan("fastv:keep=64", 576).to_string(), "fastv:layer=2,keep=64");
+  EXPECT_EQ(parse_plan("fastv:keep=64,layer=5", 576).stages[0].layer, 5);  // an explicit layer wins
+}
+
+TEST(Plan, PyramidDropDefaultsToQuarterLayersAndKeepSetsTheRatio) {
+  // L = 32: layers 8, 16, 24 with λ = 0.5, as PyramidDrop's LLaVA-1.5 setting.
+  auto p = parse_plan("pdrop:ratio=0.5", 576, 32);
+  ASSERT_EQ(p.stages.size(), 3u);
+  EXPECT_EQ(p.stages[0], (PruneStage{8, 288, "fastv", {}}));
+  EXPECT_EQ(p.stages[2], (PruneStage{24, 72, "fastv", {}}));
+  // keep=72 over three stages: λ = (72/576)^(1/3) = 0.5 exactly → the same plan.
+  EXPECT_EQ(parse_plan("pdrop:keep=72", 576, 32), p);
+  // L = 8, keep=64: layers 2, 4, 6; λ = (1/9)^(1/3) = 0.48075 → 576·λ = 276.9 → 277, 576·λ² = 133.1 → 133, 64.
+  auto q = parse_plan("pdrop:keep=64", 576, 8);
+  ASSERT_EQ(q.stages.size(), 3u);
+  EXPECT_EQ(q.stages[0], (PruneStage{2, 277, "fastv", {}}));
+  EXPECT_EQ(q.stages[1], (PruneStage{4, 133, "fastv", {}}));
+  EXPECT_EQ(q.stages[2], (PruneStage{6, 64, "fastv", {}}));
+  // Through the model's config: the tiny preset has 4 layers → 1, 2, 3.
+  auto t = parse_plan("pdrop:ratio=0.5", tiny_cfg());
+  EXPECT_EQ(t.to_string(), "fastv:layer=1,keep=8+fastv:layer=2,keep=4+fastv:layer=3,keep=2");
+  EXPECT_THROW(parse_plan("pdrop:ratio=0.5", 576), InvalidArgument);  // L unknown and no layers=
+  EXPECT_THROW(parse_plan("pdrop:ratio=0.5,keep=72", 576, 32), InvalidArgument);  // one or the other
+  EXPECT_THROW(parse_plan("pdrop:keep=600", 576, 32), InvalidArgument);
+  EXPECT_THROW(parse_plan("pdrop:layer=2,ratio=0.5", 576, 32), InvalidArgument);
+}
+
 TEST(Plan, ReadsJsonFile) {
   testing::TempDir tmp;
   testing::write_file(tmp.path() / "p.json",
@@ -65,7 +105,8 @@ TEST(Plan, InvalidPlansNameTheProblem) {
   EXPECT_NE(error_of("fastv:layer=0,keep=4").find("layer must be ≥ 1"), std::string::npos);
   EXPECT_NE(error_of("visionzip:layer=1,keep=4").find("before the LLM only"), std::string::npos);
   EXPECT_NE(error_of("pool:layer=0,keep=5").find("must be a square"), std::string::npos);
-  EXPECT_NE(error_of("fastv:keep=4").find("needs layer"), std::string::npos);
+  EXPECT_NE(error_of("fastv:layer=2").find("needs keep=K"), std::string::npos);
+  EXPECT_NE(error_of("magic:keep=4").find("unknown scorer 'magic'"), std::string::npos);
   EXPECT_NE(error_of("fastv:layer=two,keep=4").find("integer (got 'two')"), std::string::npos);
   EXPECT_EQ(error_of("fastv:layer=1,keep=16+fastv:layer=3,keep=1"), "");
 }
