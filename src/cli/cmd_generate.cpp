@@ -10,6 +10,7 @@
 #include "io/image.h"
 #include "model/generate.h"
 #include "model/llava.h"
+#include "model/logprobs.h"
 #include "prune/heatmap.h"
 #include "prune/plan_hook.h"
 
@@ -20,6 +21,7 @@ void register_generate(CLI::App& app) {
     std::string model, image, prompt, dtype = "fp32", device = "cpu", plan = "none", heatmap;
     GenerationConfig gen;
     int threads = 0;
+    int64_t top_logprobs = -1;  // −1: off
     bool json = false;
   };
   auto o = std::make_shared<Opts>();
@@ -39,10 +41,15 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--plan", o->plan,
                   "Pruning plan: 'scorer:[layer=L,]keep=K[+…]' (layer defaults to the method's paper layer), 'pdrop:[layers=a/b/c,]ratio=r|keep=K', a .json file, or none")
       ->capture_default_str();
+  cmd->add_option("--top-logprobs", o->top_logprobs,
+                  "Print each generated token's log-probability and the N most likely alternatives (0–20; "
+                  "log-softmax of the raw logits, as OpenAI's logprobs)");
   cmd->add_option("--heatmap", o->heatmap, "Write the token heat-map of the plan's first scored stage (PNG)");
   cmd->add_flag("--json", o->json, "Print one JSON object instead of text");
   cmd->callback([o] {
     o->gen.validate();
+    if (o->top_logprobs != -1 && (o->top_logprobs < 0 || o->top_logprobs > 20))
+      throw InvalidArgument("generate: --top-logprobs must be in [0, 20], got " + std::to_string(o->top_logprobs));
     RunContext ctx;
     ctx.dtype = parse_dtype(o->dtype);
     ctx.device = parse_device(o->device);
@@ -55,7 +62,10 @@ void register_generate(CLI::App& app) {
     auto model = VisionLanguageModel::load(o->model, ctx);
     if (!o->heatmap.empty() && hook.plan().empty()) throw InvalidArgument("--heatmap needs a pruning --plan");
     VlmRequest req{model.preprocess(rgb), model.prompt_ids(o->prompt)};
-    auto res = generate(model, {req}, o->gen, hook.plan().empty() ? nullptr : &hook);
+    const bool want_logprobs = o->top_logprobs >= 0;
+    auto res = generate(model, {req}, o->gen, hook.plan().empty() ? nullptr : &hook, want_logprobs);
+    std::vector<PositionLogprobs> logprobs;
+    if (want_logprobs) logprobs = token_logprobs(res.step_logits, 0, res.tokens[0], o->top_logprobs, model.tokenizer());
     if (!o->heatmap.empty() && !hook.traces().empty()) {
       at::Tensor scores;
       for (const auto& t : hook.traces())
@@ -69,10 +79,17 @@ void register_generate(CLI::App& app) {
       nlohmann::json j = {{"answer", res.texts[0]}, {"tokens", res.tokens[0]}, {"plan", hook.plan().to_string()},
                           {"stats", s.to_json()}};
       j["stats"]["peak_rss_mb"] = rss_mb;
+      if (want_logprobs) j["logprobs"] = {{"content", to_openai_json(logprobs)}};
       std::cout << j.dump() << "\n";
       return;
     }
     std::cout << res.texts[0] << "\n";
+    for (size_t i = 0; i < logprobs.size(); ++i) {  // one line per generated token
+      const auto& p = logprobs[i];
+      std::printf("%3zu %6ld %-12s %9.4f |", i, (long)p.chosen.id, p.chosen.piece.c_str(), p.chosen.logprob);
+      for (const auto& t : p.top) std::printf(" %s %.4f", t.piece.c_str(), t.logprob);
+      std::printf("\n");
+    }
     char prepass[64] = "";
     if (s.prepass_ms > 0)
       std::snprintf(prepass, sizeof prepass, " | gradient pre-pass %.1f ms", s.prepass_ms);

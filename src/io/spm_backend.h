@@ -20,6 +20,8 @@ class SpmProcessor {
   /// Text of `ids` (all must be in [0, piece_size())). @return false with `*error` set on failure.
   virtual bool decode(const std::vector<int>& ids, std::string* text, std::string* error) const = 0;
   virtual int piece_size() const = 0;
+  /// The piece of `id` (in [0, piece_size())), e.g. "▁star" or a byte-fallback piece "<0x0A>".
+  virtual std::string id_to_piece(int id) const = 0;
   virtual int bos_id() const = 0;
   virtual int eos_id() const = 0;
   /// −1 when the model defines no pad piece.

@@ -27,6 +27,7 @@ class Processor final : public SpmProcessor {
     return check(sp_.Decode(ids, text), error);
   }
   int piece_size() const override { return sp_.GetPieceSize(); }
+  std::string id_to_piece(int id) const override { return sp_.IdToPiece(id); }
   int bos_id() const override { return sp_.bos_id(); }
   int eos_id() const override { return sp_.eos_id(); }
   int pad_id() const override { return sp_.pad_id(); }

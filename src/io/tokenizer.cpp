@@ -2,6 +2,7 @@
 // Reference: HF `LlamaTokenizer` (slow, legacy) and LLaVA `llava/mm_utils.py` tokenizer_image_token.
 #include "io/tokenizer.h"
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -75,6 +76,34 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
   std::string text, error;
   if (!sp.decode(kept, &text, &error)) throw Error("SentencePiece failed to decode ids: " + error);
   return text;
+}
+
+std::string Tokenizer::piece(int64_t id) const {
+  const SpmProcessor& sp = checked(sp_);
+  if (id < 0 || id >= sp.piece_size())
+    throw InvalidArgument("token id " + std::to_string(id) + " is outside the tokenizer's [0, " +
+                          std::to_string(sp.piece_size()) + ")");
+  return sp.id_to_piece(static_cast<int>(id));
+}
+
+std::string Tokenizer::piece_bytes(int64_t id) const {
+  const std::string p = piece(id);
+  const SpmProcessor& sp = checked(sp_);
+  if (id == sp.bos_id() || id == sp.eos_id() || id == sp.pad_id()) return "";
+  if (p.size() == 6 && p.compare(0, 3, "<0x") == 0 && p[5] == '>' && std::isxdigit(static_cast<unsigned char>(p[3])) &&
+      std::isxdigit(static_cast<unsigned char>(p[4])))
+    return std::string(1, static_cast<char>(std::stoi(p.substr(3, 2), nullptr, 16)));
+  std::string out;
+  static const std::string kSpace = "\xe2\x96\x81";  // U+2581 "▁", SentencePiece's whitespace mark
+  for (size_t i = 0; i < p.size();) {
+    if (p.compare(i, kSpace.size(), kSpace) == 0) {
+      out += ' ';
+      i += kSpace.size();
+    } else {
+      out += p[i++];
+    }
+  }
+  return out;
 }
 
 int64_t Tokenizer::bos_id() const { return checked(sp_).bos_id(); }

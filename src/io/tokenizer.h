@@ -33,6 +33,13 @@ class Tokenizer {
   int64_t pad_id() const;
   /// Number of pieces in the SentencePiece model.
   int64_t vocab_size() const;
+  /// The SentencePiece piece of `id` ("▁star", "<0x0A>", "</s>"). @throws InvalidArgument outside
+  /// [0, vocab_size()).
+  std::string piece(int64_t id) const;
+  /// What `id` contributes to the text, as bytes (OpenAI's logprobs "bytes"): its piece with "▁" as a space,
+  /// a byte-fallback piece "<0xHH>" as that byte, control pieces (BOS, EOS, pad, unk's "<unk>" kept) as "".
+  /// @throws InvalidArgument outside [0, vocab_size()).
+  std::string piece_bytes(int64_t id) const;
 
  private:
   std::shared_ptr<const detail::SpmProcessor> sp_;
