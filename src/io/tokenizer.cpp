@@ -52,30 +52,81 @@ Tokenizer Tokenizer::from_serialized(const std::string& proto) {
   return tok;
 }
 
-std::vector<int64_t> Tokenizer::encode(const std::string& text, bool add_bos) const {
-  const SpmProcessor& sp = checked(sp_);
+namespace {
+
+std::vector<int> spm_encode(const SpmProcessor& sp, const std::string& text) {
   std::vector<int> ids;
   std::string error;
   if (!sp.encode(text, &ids, &error)) throw Error("SentencePiece failed to encode text: " + error);
+  return ids;
+}
+
+}  // namespace
+
+std::vector<int64_t> Tokenizer::encode(const std::string& text, bool add_bos) const {
+  const SpmProcessor& sp = checked(sp_);
   std::vector<int64_t> out;
-  out.reserve(ids.size() + 1);
   if (add_bos) out.push_back(sp.bos_id());
-  out.insert(out.end(), ids.begin(), ids.end());
+  size_t begin = 0;  // start of the text segment not yet encoded
+  const auto flush = [&](size_t end) {
+    if (end > begin)
+      for (int id : spm_encode(sp, text.substr(begin, end - begin))) out.push_back(id);
+  };
+  for (size_t i = 0; i < text.size() && !added_.empty();) {
+    const AddedToken* hit = nullptr;  // the longest added token starting at i
+    for (const auto& t : added_)
+      if (text.compare(i, t.content.size(), t.content) == 0 && (!hit || t.content.size() > hit->content.size()))
+        hit = &t;
+    if (!hit) {
+      ++i;
+      continue;
+    }
+    flush(i);
+    out.push_back(hit->id);
+    i += hit->content.size();
+    begin = i;
+  }
+  flush(text.size());
   return out;
 }
 
 std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
   const SpmProcessor& sp = checked(sp_);
   const int64_t n = sp.piece_size();
-  std::vector<int> kept;
-  kept.reserve(ids.size());
+  std::string text;
+  std::vector<int> run;  // SentencePiece ids since the last added token
+  const auto flush = [&] {
+    std::string part, error;
+    if (!sp.decode(run, &part, &error)) throw Error("SentencePiece failed to decode ids: " + error);
+    text += part;
+    run.clear();
+  };
   for (const int64_t id : ids) {
+    if (const AddedToken* t = added_token(id)) {
+      if (t->special) continue;
+      flush();
+      text += t->content;
+      continue;
+    }
     if (id < 0 || id >= n || id == sp.bos_id() || id == sp.eos_id() || id == sp.pad_id()) continue;
-    kept.push_back(static_cast<int>(id));
+    run.push_back(static_cast<int>(id));
   }
-  std::string text, error;
-  if (!sp.decode(kept, &text, &error)) throw Error("SentencePiece failed to decode ids: " + error);
+  flush();
   return text;
+}
+
+void Tokenizer::set_added_tokens(std::vector<AddedToken> tokens) {
+  for (const auto& t : tokens)
+    if (t.id < 0 || t.content.empty())
+      throw InvalidArgument("added token " + std::to_string(t.id) + " '" + t.content +
+                            "': ids must be ≥ 0 and contents non-empty");
+  added_ = std::move(tokens);
+}
+
+const AddedToken* Tokenizer::added_token(int64_t id) const {
+  for (const auto& t : added_)
+    if (t.id == id) return &t;
+  return nullptr;
 }
 
 std::string Tokenizer::piece(int64_t id) const {
@@ -112,13 +163,13 @@ int64_t Tokenizer::pad_id() const { return checked(sp_).pad_id(); }
 int64_t Tokenizer::vocab_size() const { return checked(sp_).piece_size(); }
 
 void train_sentencepiece(const std::vector<std::string>& sentences, int vocab_size,
-                         const std::string& out_path) {
+                         const std::string& out_path, const std::vector<std::string>& user_defined_symbols) {
   if (sentences.empty()) throw InvalidArgument("train_sentencepiece: no training sentences");
   if (vocab_size < 1)
     throw InvalidArgument("train_sentencepiece: vocab_size must be >= 1, got " + std::to_string(vocab_size));
   // Llama's tokenizer.model settings (identity normalizer, dummy prefix, whitespace kept, digits split,
   // byte fallback) so the prompt code behaves as with real checkpoints.
-  const std::vector<std::pair<std::string, std::string>> kwargs{
+  std::vector<std::pair<std::string, std::string>> kwargs{
       {"model_type", "bpe"},
       {"vocab_size", std::to_string(vocab_size)},
       {"hard_vocab_limit", "false"},  // a vocab larger than the corpus supports gives fewer pieces
@@ -136,6 +187,15 @@ void train_sentencepiece(const std::vector<std::string>& sentences, int vocab_si
       {"num_threads", "1"},  // deterministic
       {"minloglevel", "2"},  // silence training logs (sets the shim's SentencePiece-wide level)
   };
+  if (!user_defined_symbols.empty()) {
+    std::string list;
+    for (const auto& u : user_defined_symbols) {
+      if (u.empty() || u.find(',') != std::string::npos)
+        throw InvalidArgument("train_sentencepiece: user-defined symbol '" + u + "' must be non-empty without ','");
+      list += (list.empty() ? "" : ",") + u;
+    }
+    kwargs.emplace_back("user_defined_symbols", list);
+  }
   std::string proto, error;
   if (!detail::spm_shim().train(&sentences, &kwargs, &proto, &error))
     throw Error("SentencePiece training failed (vocab_size " + std::to_string(vocab_size) + ", " +
@@ -149,11 +209,11 @@ void train_sentencepiece(const std::vector<std::string>& sentences, int vocab_si
 
 std::vector<int64_t> encode_llava_prompt(const Tokenizer& tok, const std::string& question,
                                          int64_t image_token_index) {
-  if (image_token_index >= 0 && image_token_index < tok.vocab_size())
+  if (image_token_index >= 0 && image_token_index < tok.vocab_size() && !tok.added_token(image_token_index))
     throw InvalidArgument("encode_llava_prompt: image_token_index " + std::to_string(image_token_index) +
-                          " is a text piece of the tokenizer (vocab_size " +
-                          std::to_string(tok.vocab_size()) +
-                          "); expected an id >= vocab_size (HF: 32000) or < 0 (LLaVA: -200)");
+                          " is a text piece of the tokenizer (vocab_size " + std::to_string(tok.vocab_size()) +
+                          "); expected an id >= vocab_size (HF: 32000), < 0 (LLaVA: -200), or an added token "
+                          "declared in tokenizer_config.json's added_tokens_decoder");
   // Each text segment around <image> gets its own dummy prefix, as LLaVA's tokenizer_image_token and HF's
   // legacy Llama tokenizers do: "USER: " -> ▁US ER : ▁ ; "\n..." -> ▁ <0x0A> ...
   std::vector<int64_t> ids = tok.encode("USER: ", /*add_bos=*/true);

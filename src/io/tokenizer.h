@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "io/added_tokens.h"
+
 namespace vispco::io {
 namespace detail {
 class SpmProcessor;  // spm_backend.h
@@ -22,11 +24,20 @@ class Tokenizer {
   static Tokenizer from_serialized(const std::string& proto);
 
   /// Token ids of `text` (SentencePiece adds its dummy-prefix space as Llama's slow tokenizer does),
-  /// BOS prepended when `add_bos`.
+  /// BOS prepended when `add_bos`. Added tokens (set_added_tokens) are matched whole, longest first, and
+  /// never split; the text between them is encoded segment by segment, each with its own dummy prefix (HF's
+  /// legacy Llama tokenizer, LLaVA's tokenizer_image_token).
   std::vector<int64_t> encode(const std::string& text, bool add_bos) const;
-  /// Text of `ids`; BOS/EOS/pad, negative ids and ids ≥ vocab_size() (e.g. the image token) are skipped.
-  /// The leading dummy-prefix space is removed, as SentencePiece does.
+  /// Text of `ids`; BOS/EOS/pad, special added tokens, negative ids and ids ≥ vocab_size() that are not added
+  /// tokens (e.g. the image token) are skipped; a non-special added token gives its content. The leading
+  /// dummy-prefix space is removed, as SentencePiece does.
   std::string decode(const std::vector<int64_t>& ids) const;
+  /// The model folder's added tokens (io::load_added_tokens). @throws InvalidArgument for a negative id or an
+  /// empty content.
+  void set_added_tokens(std::vector<AddedToken> tokens);
+  const std::vector<AddedToken>& added_tokens() const { return added_; }
+  /// The added token of `id`, or null.
+  const AddedToken* added_token(int64_t id) const;
   int64_t bos_id() const;
   int64_t eos_id() const;
   /// Pad id, or −1 when the model defines none.
@@ -43,6 +54,7 @@ class Tokenizer {
 
  private:
   std::shared_ptr<const detail::SpmProcessor> sp_;
+  std::vector<AddedToken> added_;
 };
 
 /// Trains a SentencePiece BPE model on `sentences` with up to `vocab_size` pieces (ids: 0 unk, 1 <s>, 2 </s>,
@@ -52,8 +64,10 @@ class Tokenizer {
 /// pieces (hard_vocab_limit off). Deterministic for the same input (one thread).
 /// @throws InvalidArgument for no sentences or vocab_size < 1; Error when training fails (vocab_size below
 /// 259 + the number of distinct characters, needed by byte fallback); IoError when out_path is unwritable.
+/// `user_defined_symbols` become whole pieces right after the control ids (3, 4, …), as a checkpoint that
+/// keeps "<image>" inside its SentencePiece vocabulary has it.
 void train_sentencepiece(const std::vector<std::string>& sentences, int vocab_size,
-                         const std::string& out_path);
+                         const std::string& out_path, const std::vector<std::string>& user_defined_symbols = {});
 
 /// LLaVA-1.5 prompt ids for "USER: <image>\n{question} ASSISTANT:": [BOS] + encode("USER: ") +
 /// [image_token_index] + encode("\n{question} ASSISTANT:"), with exactly one image placeholder id (the
@@ -61,8 +75,11 @@ void train_sentencepiece(const std::vector<std::string>& sentences, int vocab_si
 /// LLaVA's tokenizer_image_token and HF's legacy (slow and fast) Llama tokenizers do; with Llama's model
 /// this gives [1, 3148, 1001, 29901, 29871, <image>, 29871, 13, ...] ("▁US" "ER" ":" "▁", image, "▁" "\n").
 /// HF tokenizers with legacy=false would drop the second segment's "▁" (29871); LLaVA-1.5 was trained with
-/// it, so it is kept. A "<image>" inside `question` is treated as plain text.
-/// @throws InvalidArgument when 0 ≤ image_token_index < tok.vocab_size() (it would be a text piece).
+/// it, so it is kept. A "<image>" inside `question` is treated as text (a second placeholder when the
+/// tokenizer declares it as an added token, which generate() then refuses). image_token_index may lie after
+/// the SentencePiece vocabulary (HF: 32000) or be negative (LLaVA: −200), or inside it when the tokenizer
+/// declares it as an added token (a user-defined piece, as HF's LlavaProcessor accepts).
+/// @throws InvalidArgument when image_token_index is an ordinary text piece of the tokenizer.
 std::vector<int64_t> encode_llava_prompt(const Tokenizer& tok, const std::string& question,
                                          int64_t image_token_index);
 

@@ -109,6 +109,11 @@ VisionLanguageModel VisionLanguageModel::load(const std::string& dir, const RunC
   auto cfg = load_llava_config(dir);
   const auto tok_path = (fs::path(dir) / "tokenizer.model").string();
   auto tok = io::Tokenizer::load(tok_path);
+  tok.set_added_tokens(io::load_added_tokens(dir));
+  for (const auto& t : tok.added_tokens())  // the processor's "<image>" must be the id the model replaces
+    if (t.content == "<image>" && t.id != cfg.image_token_index)
+      throw ConfigError(dir + ": the tokenizer's <image> is id " + std::to_string(t.id) +
+                        " but config.json's image_token_index is " + std::to_string(cfg.image_token_index));
   auto ckpt = io::CheckpointTensors::open_dir(dir);
   LlavaNet net(cfg);
   {

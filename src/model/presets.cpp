@@ -141,10 +141,22 @@ void write_preprocessor_config(const std::string& dir, const LlavaConfig& cfg) {
 }
 
 void write_random_llava(const std::string& dir, const LlavaConfig& cfg, uint64_t seed, c10::ScalarType dtype) {
+  if (cfg.image_token_index >= 0 && cfg.image_token_index < kImageTokenInsideVocab)
+    throw InvalidArgument("write_random_llava: image_token_index " + std::to_string(cfg.image_token_index) +
+                          " would be a control piece; use " + std::to_string(kImageTokenInsideVocab) +
+                          " (inside the vocabulary) or an id after it");
   auto net = random_llava_net(cfg, seed, dtype);
   save_llava(dir, cfg, net, dtype);
-  const int vocab = static_cast<int>(std::min<int64_t>(cfg.image_token_index, 4000));
-  io::train_sentencepiece(builtin_tokenizer_corpus(), vocab, (std::filesystem::path(dir) / "tokenizer.model").string());
+  const auto tok_path = (std::filesystem::path(dir) / "tokenizer.model").string();
+  if (cfg.image_token_index == kImageTokenInsideVocab) {  // "<image>" a user-defined piece, id 3
+    const int vocab = static_cast<int>(std::min<int64_t>(cfg.text.vocab_size, 4000));
+    io::train_sentencepiece(builtin_tokenizer_corpus(), vocab, tok_path, {"<image>"});
+  } else {
+    const int vocab = static_cast<int>(std::min<int64_t>(cfg.image_token_index, 4000));
+    io::train_sentencepiece(builtin_tokenizer_corpus(), vocab, tok_path);
+  }
+  // Either way transformers' processor learns what "<image>" is from the added tokens.
+  io::write_tokenizer_config(dir, {{cfg.image_token_index, "<image>", true}});
   write_preprocessor_config(dir, cfg);
 }
 

@@ -27,9 +27,16 @@ const ModelPreset& find_preset(const std::string& name);
 /// biases, unit norm weights), built directly in `dtype` to keep peak memory at one copy. Deterministic by seed.
 LlavaNet random_llava_net(const LlavaConfig& cfg, uint64_t seed, c10::ScalarType dtype);
 
+/// image_token_index that puts "<image>" inside the SentencePiece vocabulary (the first id after unk, BOS, EOS).
+inline constexpr int64_t kImageTokenInsideVocab = 3;
+
 /// Writes a random-weight LLaVA folder: config.json, model.safetensors (weights in `dtype`),
-/// tokenizer.model (a small SentencePiece model trained on a built-in VQA-style corpus with at most
-/// min(config.image_token_index, 4000) pieces) and preprocessor_config.json. @throws IoError, ConfigError.
+/// tokenizer.model (a small SentencePiece model trained on a built-in VQA-style corpus), tokenizer_config.json
+/// declaring "<image>" as a special added token at image_token_index, and preprocessor_config.json. Two
+/// tokenizer kinds, as checkpoints have them: image_token_index = kImageTokenInsideVocab makes "<image>" a
+/// user-defined piece (id 3) of a min(text vocab_size, 4000)-piece model; any larger id gets a model of
+/// min(image_token_index, 4000) pieces with the image token after them (HF llava-1.5: 32000).
+/// @throws IoError, ConfigError; InvalidArgument for image_token_index in [0, 3).
 void write_random_llava(const std::string& dir, const LlavaConfig& cfg, uint64_t seed, c10::ScalarType dtype);
 
 /// Writes `<dir>/preprocessor_config.json` (CLIPImageProcessor at the tower's size, CLIP mean/std). @throws IoError.
