@@ -20,6 +20,7 @@ packages=(
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
   gnuplot-nox             # plots of `vispco optimize` (run as an external program)
+  python3-torch           # independent float64 references in tests/reference/ (tests skip without it)
 )
 
 missing=()

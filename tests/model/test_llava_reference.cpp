@@ -1,0 +1,107 @@
+// vispco's LLaVA-1.5 forward against an independent float64 PyTorch implementation of transformers' semantics
+// (tests/reference/llava_reference.py, sharing no code with vispco) on random tiny checkpoints of both
+// tokenizer kinds: "<image>" after the SentencePiece vocabulary (HF llava-1.5: 32000) and inside it (a
+// user-defined piece). Compared: the projected image features, the logits at the last prompt position and
+// the greedy tokens. Skipped with a message where python3 with torch is absent.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "io/image.h"
+#include "model/generate.h"
+#include "model/llava.h"
+#include "model/presets.h"
+#include "test_util.h"
+
+namespace vispco {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Debian's python3 (where python3-torch lives) before whatever python3 is first on PATH.
+std::string python_with_torch() {
+  for (const char* py : {"/usr/bin/python3", "python3"})
+    if (std::system((std::string(py) + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0) return py;
+  return "";
+}
+
+std::string run(const std::string& cmd) {
+  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
+  std::string out;
+  std::array<char, 4096> buf{};
+  size_t n = 0;
+  while (p && (n = fread(buf.data(), 1, buf.size(), p.get())) > 0) out.append(buf.data(), n);
+  return out;
+}
+
+// A 56 × 56 binary PPM with a smooth colour pattern (no resize on either side: CLIP's bicubic resize differs
+// between PIL and OpenCV, so the comparison starts after it).
+void write_ppm(const fs::path& p) {
+  std::ofstream f(p, std::ios::binary);
+  f << "P6\n56 56\n255\n";
+  for (int y = 0; y < 56; ++y)
+    for (int x = 0; x < 56; ++x) {
+      const unsigned char rgb[3] = {static_cast<unsigned char>(4 * x), static_cast<unsigned char>(4 * y),
+                                    static_cast<unsigned char>((x * y) % 256)};
+      f.write(reinterpret_cast<const char*>(rgb), 3);
+    }
+}
+
+void compare_with_reference(int64_t image_token_index) {
+  const auto py = python_with_torch();
+  if (py.empty()) GTEST_SKIP() << "python3 with torch not found (Debian: apt-get install python3-torch)";
+  testing::TempDir tmp;
+  auto cfg = find_preset("tiny").config;
+  cfg.image_token_index = image_token_index;
+  write_random_llava(tmp.str("m"), cfg, 11, at::kFloat);
+  write_ppm(tmp.path() / "img.ppm");
+  auto m = VisionLanguageModel::load(tmp.str("m"), RunContext{});
+  const auto pixels = m.preprocess(io::load_image_rgb(tmp.str("img.ppm")));
+  const auto embeds = m.encode_images(pixels.unsqueeze(0)).embeds[0].to(at::kDouble);  // [N_v, D]
+  const auto ids = m.prompt_ids("What colour is the cube?");
+  GenerationConfig gc;
+  gc.max_new_tokens = 4;
+  gc.stop_at_eos = false;
+  auto out = generate(m, {{pixels, ids}}, gc, nullptr, /*record_logits=*/true);
+
+  std::string ids_text;
+  for (auto id : ids) {
+    if (!ids_text.empty()) ids_text += ',';
+    ids_text += std::to_string(id);
+  }
+  const auto script = fs::path(__FILE__).parent_path().parent_path() / "reference" / "llava_reference.py";
+  const auto text = run(py + " " + script.string() + " " + tmp.str("m") + " " + tmp.str("img.ppm") + " " +
+                        ids_text + " 4");
+  const auto ref = nlohmann::json::parse(text);
+  const auto rows = ref["image_embeds"].get<std::vector<std::vector<double>>>();
+  ASSERT_EQ(static_cast<int64_t>(rows.size()), embeds.size(0));
+  auto r = at::empty_like(embeds);
+  for (size_t i = 0; i < rows.size(); ++i) r[static_cast<int64_t>(i)] = at::tensor(rows[i], at::kDouble);
+  const double rel = ((embeds - r).norm() / r.norm()).item<double>();
+  const auto logits = out.step_logits[0][0].to(at::kDouble);
+  const auto ref_logits = at::tensor(ref["first_logits"].get<std::vector<double>>(), at::kDouble);
+  const double max_abs = (logits - ref_logits).abs().max().item<double>();
+  std::printf("image_token_index %ld: image features relative error %.2e, first logits max |diff| %.2e\n",
+              (long)image_token_index, rel, max_abs);
+  EXPECT_LE(rel, 1e-5);
+  EXPECT_LE(max_abs, 1e-4);
+  EXPECT_EQ(out.tokens[0], ref["greedy"].get<std::vector<int64_t>>());
+}
+
+TEST(LlavaReference, ImageTokenAfterTheVocabularyMatchesTheFloat64Reference) {
+  compare_with_reference(find_preset("tiny").config.image_token_index);
+}
+
+TEST(LlavaReference, ImageTokenInsideTheVocabularyMatchesTheFloat64Reference) {
+  compare_with_reference(kImageTokenInsideVocab);
+}
+
+}  // namespace
+}  // namespace vispco
