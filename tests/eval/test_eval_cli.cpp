@@ -158,7 +158,7 @@ TEST(EvalCli, BadInputGivesOneLineErrors) {
   expect_one_line_error(run_cli(base + data + " --batch 0"), "batch size must be ≥ 1");
   expect_one_line_error(run_cli(base + data + " --limit -1"), "--limit must be ≥ 0");
   expect_one_line_error(run_cli(base + data + " --shuffle-images -3"), "--shuffle-images takes a seed ≥ 0, got -3");
-  expect_one_line_error(run_cli(base + data + " --plan fastv"), "needs layer=ℓ and keep=K");
+  expect_one_line_error(run_cli(base + data + " --plan fastv"), "needs keep=K");
   expect_one_line_error(run_cli(base + data + " --plan fastv:layer=2,keep=99"), "keep 99 is outside");
   expect_one_line_error(run_cli("eval --model " + tmp.str("nomodel") + data + " --out " + tmp.str("o")),
                         "nomodel");

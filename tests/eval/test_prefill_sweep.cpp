@@ -175,7 +175,8 @@ TEST(PrefillSweep, PlanTemplates) {
             "fastv:layer=2,keep=9+fastv:layer=8,keep=9");
   EXPECT_THROW(sweep_plan("fastv:layer=2,keep=64", 32, 576), InvalidArgument);
   EXPECT_THROW(sweep_plan("fastv:layer=2+fastv:layer=4", 32, 576), InvalidArgument);
-  EXPECT_THROW(sweep_plan("fastv", 32, 576), InvalidArgument);  // no layer
+  // Without layer= the method's paper layer (FastV: ℓ = 2, issue 22).
+  EXPECT_EQ(sweep_plan("fastv", 32, 576).to_string(), "fastv:layer=2,keep=32");
 }
 
 TEST(PrefillSweep, SpecValidationNamesTemplateAndK) {
