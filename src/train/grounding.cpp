@@ -101,7 +101,7 @@ at::Tensor grounding_loss(const std::vector<at::Tensor>& probs, const at::Tensor
 }
 
 bool AnswerGrounding::empty() const {
-  if (sink) return false;
+  if (sink || !glyphs.empty()) return false;
   for (const auto& h : heads)
     for (const auto& o : h)
       if (!o.empty()) return false;
@@ -109,7 +109,8 @@ bool AnswerGrounding::empty() const {
 }
 
 AnswerGrounding answer_grounding_of(const QaPair& q, const eval::synthvqa::Scene& scene, int64_t grid,
-                                    bool count_centres) {
+                                    const AnswerGroundingOptions& options) {
+  const bool count_centres = options.count_centres;
   AnswerGrounding g;
   const auto patches = [&](int o) { return object_patches(scene, static_cast<size_t>(o), grid); };
   const auto counted = [&](int o) {
@@ -124,6 +125,12 @@ AnswerGrounding answer_grounding_of(const QaPair& q, const eval::synthvqa::Scene
     g.sink = true;
   } else if (f == "spatial" || f == "size") {
     if (q.objects.size() == 2) g.heads = {{patches(q.objects[0])}, {patches(q.objects[1])}};
+  } else if (f == "text" && options.text_glyphs) {
+    for (size_t i = 0; i < scene.texts.size(); ++i)
+      if (scene.texts[i].text == q.answer) {
+        g.glyphs = glyph_patches(scene, i, grid);
+        break;
+      }
   }
   return g;
 }

@@ -60,18 +60,31 @@ at::Tensor grounding_loss(const std::vector<at::Tensor>& probs, const at::Tensor
 struct AnswerGrounding {
   std::vector<std::vector<std::vector<int64_t>>> heads;  ///< [head][object] → grid patches of that object
   bool sink = false;                                     ///< one share on BOS
-  bool empty() const;                                    ///< no head has a target and no sink
+  /// Text questions: [character of the answer] → grid patches of that glyph. Head 0 at the row that predicts
+  /// each answer token attends evenly to the glyphs the token spells (reading in order), not only at the
+  /// first answer token.
+  std::vector<std::vector<int64_t>> glyphs;
+  bool empty() const;                                    ///< no head has a target, no sink, no glyphs
+};
+
+/// Which refinements answer_grounding_of() applies.
+struct AnswerGroundingOptions {
+  /// Count and exist questions ground each object on its centre patch alone: one key per object, so under
+  /// equal logits the sink's share is exactly 1/(n + 1) whatever the objects' sizes (over whole footprints a
+  /// large object takes more of the softmax mass than a small one unless the logits learn its area).
+  bool count_centres = false;
+  /// Text questions get per-glyph targets (AnswerGrounding::glyphs) for the asked string.
+  bool text_glyphs = false;
 };
 
 /// The answer grounding of a SynthVQA question: color/shape → head 0 on the named object; count_* → head 0 on
 /// every counted object plus the sink; exist → head 0 on the matching objects plus the sink (only the sink for
 /// "no"); spatial/size → head 0 on the first named object, head 1 on the second; text and others → none.
-/// With `count_centres`, count and exist questions ground each object on its centre patch alone: one key per
-/// object, so under equal logits the sink's share is exactly 1/(n + 1) whatever the objects' sizes (over whole
-/// footprints a large object takes more of the softmax mass than a small one unless the logits learn its area).
+/// With options (AnswerGroundingOptions): centre patches for counts, glyph targets for text (the string whose
+/// text is the answer; none when no string matches).
 /// @param grid patches per side. @throws InvalidArgument for an object index outside the scene.
 AnswerGrounding answer_grounding_of(const QaPair& q, const eval::synthvqa::Scene& scene, int64_t grid,
-                                    bool count_centres = false);
+                                    const AnswerGroundingOptions& options = {});
 
 /// Cross-entropy of attention rows to target distributions: −Σ_k q[k] log p[k] for each (batch, head, row)
 /// whose target sums to > 0, averaged over them and over the layers.

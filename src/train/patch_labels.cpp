@@ -82,6 +82,29 @@ int64_t object_centre_patch(const Scene& scene, size_t object, int64_t grid) {
   return centre_patch(scene.objects[object], grid, double(kImageSize) / grid);
 }
 
+std::vector<std::vector<int64_t>> glyph_patches(const Scene& scene, size_t text, int64_t grid) {
+  if (text >= scene.texts.size())
+    throw InvalidArgument("glyph_patches: string " + std::to_string(text) + " of a scene with " +
+                          std::to_string(scene.texts.size()) + " strings");
+  const auto& t = scene.texts[text];
+  const double cell = double(kImageSize) / grid, share = t.w / double(std::max<size_t>(1, t.text.size()));
+  std::vector<std::vector<int64_t>> out(t.text.size());
+  for (size_t k = 0; k < t.text.size(); ++k) {
+    const double x0 = t.x + k * share, x1 = x0 + share;
+    for (int64_t r = 0; r < grid; ++r)
+      for (int64_t c = 0; c < grid; ++c) {
+        const double px = (c + 0.5) * cell, py = (r + 0.5) * cell;
+        if (px >= x0 && px < x1 && py >= t.y && py < t.y + t.h) out[k].push_back(r * grid + c);
+      }
+    if (out[k].empty()) {  // narrower than a patch: the patch under the share's centre
+      const double cx = (x0 + x1) / 2, cy = t.y + t.h / 2.0;
+      out[k].push_back(std::min<int64_t>(grid - 1, int64_t(cy / cell)) * grid +
+                       std::min<int64_t>(grid - 1, int64_t(cx / cell)));
+    }
+  }
+  return out;
+}
+
 at::Tensor patch_positions(int64_t grid) {
   if (grid < 2) throw InvalidArgument("patch_positions: grid must be ≥ 2, got " + std::to_string(grid));
   auto line = at::linspace(-1.0, 1.0, grid, at::kFloat);

@@ -38,6 +38,12 @@ std::vector<int64_t> object_patches(const eval::synthvqa::Scene& scene, size_t o
 /// that patch_labels() marks in its centre column. @throws InvalidArgument when `object` is out of range.
 int64_t object_centre_patch(const eval::synthvqa::Scene& scene, size_t object, int64_t grid);
 
+/// Patches of each character of string `text` of `scene`, in reading order: those whose centre lies in the
+/// character's share of the string's box (patch_labels()'s char rule: the box split evenly among its
+/// characters), or, for a character narrower than that, the patch holding the centre of its share. The visual
+/// tokens answer token j of a text question should look at. @throws InvalidArgument when `text` is out of range.
+std::vector<std::vector<int64_t>> glyph_patches(const eval::synthvqa::Scene& scene, size_t text, int64_t grid);
+
 /// Where each patch is: fp32 [grid², 2], the patch centre's column and row scaled to [−1, 1]
 /// (−1 = left/top patch, +1 = right/bottom), the regression target of the tower's position head.
 at::Tensor patch_positions(int64_t grid);

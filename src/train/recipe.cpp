@@ -18,6 +18,7 @@ nlohmann::json stage_json(const StageSettings& s) {
   if (s.grounding != 0) j["grounding"] = s.grounding;
   if (s.answer_grounding != 0) j["answer_grounding"] = s.answer_grounding;
   if (s.count_centres) j["count_centres"] = true;
+  if (s.text_glyphs) j["text_glyphs"] = true;
   if (s.position_loss != 0) j["position_loss"] = s.position_loss;
   return j;
 }
@@ -37,6 +38,7 @@ StageSettings stage_from(const nlohmann::json& j, const std::string& where) {
     else if (k == "grounding") s.grounding = v.get<double>();
     else if (k == "answer_grounding") s.answer_grounding = v.get<double>();
     else if (k == "count_centres") s.count_centres = v.get<bool>();
+    else if (k == "text_glyphs") s.text_glyphs = v.get<bool>();
     else if (k == "position_loss") s.position_loss = v.get<double>();
     else throw InvalidArgument("recipe: unknown key '" + where + "." + k + "'");
   }
@@ -54,8 +56,8 @@ void check_stage(const StageSettings& s, const std::string& w) {
   if (!(s.grounding >= 0)) throw InvalidArgument("recipe: " + w + ".grounding must be ≥ 0");
   if (!(s.answer_grounding >= 0)) throw InvalidArgument("recipe: " + w + ".answer_grounding must be ≥ 0");
   if (!(s.position_loss >= 0)) throw InvalidArgument("recipe: " + w + ".position_loss must be ≥ 0");
-  if (s.count_centres && s.answer_grounding == 0)
-    throw InvalidArgument("recipe: " + w + ".count_centres needs answer_grounding > 0");
+  if ((s.count_centres || s.text_glyphs) && s.answer_grounding == 0)
+    throw InvalidArgument("recipe: " + w + ".count_centres and text_glyphs need answer_grounding > 0");
 }
 
 }  // namespace
@@ -109,12 +111,14 @@ nlohmann::json to_json(const TrainRecipe& r) {
   for (const auto& st : r.lowres) lowres_json.push_back(stage_json(st));
   auto gates = nlohmann::json::array();
   for (const auto& g : r.probe_gates) gates.push_back({{"decoder_step", g.decoder_step}, {"min_accuracy", g.min_accuracy}});
-  return {{"model", llava_config_to_json(r.model)}, {"tokenizer_vocab", r.tokenizer_vocab},
+  nlohmann::json j = {{"model", llava_config_to_json(r.model)}, {"tokenizer_vocab", r.tokenizer_vocab},
           {"tokenizer_images", r.tokenizer_images}, {"seed", r.seed},
           {"data_seed", r.data_seed}, {"vision", stage_json(r.vision)}, {"lowres", lowres_json},
           {"decoder", stage_json(r.decoder)},
           {"turns", r.turns}, {"checkpoint_seconds", r.checkpoint_seconds}, {"mimetic_init", r.mimetic_init},
           {"probe_every", r.probe_every}, {"probe_per_family", r.probe_per_family}, {"probe_gates", gates}};
+  if (r.tokenizer_split_glyphs) j["tokenizer_split_glyphs"] = true;
+  return j;
 }
 
 TrainRecipe recipe_from_json(const nlohmann::json& j) {
@@ -124,6 +128,7 @@ TrainRecipe recipe_from_json(const nlohmann::json& j) {
       if (k == "model") r.model = llava_config_from_json(v);
       else if (k == "tokenizer_vocab") r.tokenizer_vocab = v.get<int64_t>();
       else if (k == "tokenizer_images") r.tokenizer_images = v.get<int64_t>();
+      else if (k == "tokenizer_split_glyphs") r.tokenizer_split_glyphs = v.get<bool>();
       else if (k == "seed") r.seed = v.get<uint64_t>();
       else if (k == "data_seed") r.data_seed = v.get<uint64_t>();
       else if (k == "vision") r.vision = stage_from(v, "vision");

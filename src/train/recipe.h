@@ -40,6 +40,10 @@ struct StageSettings {
   /// Decoder stages with answer_grounding only: count and exist answers attend to each object's centre patch
   /// alone, not its footprint (grounding.h answer_grounding_of's count_centres).
   bool count_centres = false;
+  /// Decoder stages with answer_grounding only: text answers get per-glyph targets — head 0 of the grounded
+  /// layer, at the row predicting each answer token, attends to the glyphs that token spells
+  /// (AnswerGroundingOptions::text_glyphs).
+  bool text_glyphs = false;
   /// Vision stage only, ≥ 0: weight of the patch-position regression (two more patch-head outputs regress each
   /// patch's column and row in [−1, 1], mean squared error) that keeps where a patch is linearly readable in the
   /// tower's features. The decoder needs it for spatial relations: RoPE rotates queries and keys, so attention
@@ -62,6 +66,8 @@ struct TrainRecipe {
   LlavaConfig model;            ///< dimensions; text vocab_size/image_token_index must fit the tokenizer
   int64_t tokenizer_vocab = 512;///< SentencePiece pieces (image_token_index must be ≥ this)
   int64_t tokenizer_images = 1200;  ///< SynthVQA scenes whose questions form the tokenizer corpus, ≥ 1
+  /// Text answers enter the tokenizer corpus one character per word, so no piece spans two glyphs.
+  bool tokenizer_split_glyphs = false;
   uint64_t seed = 1;            ///< weight init and question sampling
   uint64_t data_seed = 7001;    ///< SynthVQA seed of training images (disjoint from the calib/test seeds)
   StageSettings vision;         ///< stage 1: tower + patch heads

@@ -44,13 +44,20 @@ double scheduled_lr(const StageSettings& s, int64_t step) {
   return s.lr * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(M_PI * t)));
 }
 
-std::vector<std::string> tokenizer_corpus(uint64_t seed, int64_t n_images) {
+// With split_glyphs, text answers enter the corpus one character per word ("K 7 Q"), so BPE learns no
+// multi-glyph pieces and each character of a string answer is one token (a per-glyph target, reading in order).
+std::vector<std::string> tokenizer_corpus(uint64_t seed, int64_t n_images, bool split_glyphs) {
   std::vector<std::string> out = {"USER: ASSISTANT:", "yes", "no", "left right above below", "bigger smaller"};
   for (uint64_t i = 0; i < static_cast<uint64_t>(n_images); ++i) {
     auto s = make_sample(seed, i);
     for (const auto& q : all_questions(s.scene)) {
-      out.push_back("USER: " + q.question + " ASSISTANT: " + q.answer);
-      out.push_back(q.answer);
+      std::string answer = q.answer;
+      if (split_glyphs && q.family == "text") {
+        answer.clear();
+        for (char c : q.answer) answer += std::string(answer.empty() ? "" : " ") + c;
+      }
+      out.push_back("USER: " + q.question + " ASSISTANT: " + answer);
+      out.push_back(answer);
     }
   }
   return out;
@@ -229,7 +236,8 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
       throw InvalidArgument("the checkpoint in " + s_->ckpt().string() +
                             " was made with another recipe; use a new --out folder or the same recipe");
   } else {
-    io::train_sentencepiece(tokenizer_corpus(recipe.data_seed + 99 * kStageSeedStride, recipe.tokenizer_images),
+    io::train_sentencepiece(tokenizer_corpus(recipe.data_seed + 99 * kStageSeedStride, recipe.tokenizer_images,
+                                             recipe.tokenizer_split_glyphs),
                             static_cast<int>(recipe.tokenizer_vocab), tok_path);
   }
   auto tok = io::Tokenizer::load(tok_path);
@@ -321,6 +329,11 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
   std::vector<std::vector<int64_t>> answer_pos(B);  // indices into ids of the tokens to predict
   std::vector<std::vector<std::pair<int64_t, size_t>>> words(B);  // (index into ids of an object word, turn)
   std::vector<std::vector<int64_t>> answer_rows(B);  // per turn, index into ids of the last prompt token
+  struct GlyphRow {
+    int64_t row;  // index into ids of the token that predicts answer token j
+    size_t turn, begin, end;  // the answer characters [begin, end) token j spells
+  };
+  std::vector<std::vector<GlyphRow>> glyph_rows(B);  // text answers with per-glyph grounding
   for (int64_t b = 0; b < B; ++b) {
     auto& ids = reqs[b].prompt_ids;
     if (ground && opts.turn_patches[b].size() != turns[b].size())
@@ -337,6 +350,16 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
       ids.insert(ids.end(), prompt.begin(), prompt.end());
       answer_rows[b].push_back(static_cast<int64_t>(ids.size()) - 1);
       auto ans = tok.encode(a, false);
+      if (ground_answer && !opts.turn_answers[b][t].glyphs.empty()) {
+        const size_t n_chars = opts.turn_answers[b][t].glyphs.size();
+        size_t begin = 0;
+        for (size_t j = 0; j < ans.size(); ++j) {  // token j spells the characters decode() adds
+          const size_t end = std::min(n_chars, tok.decode(std::vector<int64_t>(ans.begin(), ans.begin() + j + 1)).size());
+          if (end > begin)
+            glyph_rows[b].push_back({static_cast<int64_t>(ids.size() + j) - 1, t, begin, end});
+          begin = std::max(begin, end);
+        }
+      }
       ans.push_back(tok.eos_id());
       for (auto id : ans) {
         answer_pos[b].push_back(static_cast<int64_t>(ids.size()));
@@ -362,7 +385,7 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
     int64_t R = 1, H = cfg.text.num_attention_heads;
     for (int64_t b = 0; b < B; ++b)
       R = std::max<int64_t>(R, static_cast<int64_t>((ground ? words[b].size() : 0) +
-                                                    (ground_answer ? answer_rows[b].size() : 0)));
+                                                    (ground_answer ? answer_rows[b].size() + glyph_rows[b].size() : 0)));
     auto rows = at::zeros({B, R}, at::kLong);
     ground_target = at::zeros({B, R, T}, at::kBool);
     answer_target = at::zeros({B, H, R, T}, at::kFloat);
@@ -409,6 +432,22 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
               for (auto k : keys) aa[b][h][r][k] += 1.0f / float(shares * keys.size());
             if (g.sink) aa[b][h][r][pad] += 1.0f / float(shares);  // BOS
           }
+        }
+      if (ground_answer)  // head 0 at each text answer token's row on the glyphs it spells
+        for (const auto& gr : glyph_rows[b]) {
+          ra[b][r] = seq(gr.row);
+          std::vector<std::vector<int64_t>> glyphs;
+          for (size_t c = gr.begin; c < gr.end; ++c) {
+            std::vector<int64_t> keys;
+            for (auto patch : opts.turn_answers[b][gr.turn].glyphs[c])
+              if (key(patch) >= 0) keys.push_back(key(patch));
+            std::sort(keys.begin(), keys.end());
+            keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+            if (!keys.empty()) glyphs.push_back(std::move(keys));
+          }
+          for (const auto& keys : glyphs)
+            for (auto k : keys) aa[b][0][r][k] += 1.0f / float(glyphs.size() * keys.size());
+          ++r;
         }
     }
     rec = std::make_unique<AttentionRowRecorder>(layers, rows.to(state.hidden.device()));
@@ -503,6 +542,7 @@ StepReport Trainer::step() {
       return out;
     };
     opts.answer_grounding = st.answer_grounding;
+    const AnswerGroundingOptions grounding_options{.count_centres = st.count_centres, .text_glyphs = st.text_glyphs};
     for (int64_t b = 0; b < st.batch; ++b) {
       Rng rng(sample_seed(s.recipe.seed, static_cast<uint64_t>(s.step * st.batch + b)));
       const auto& scene = samples[b].scene;
@@ -514,13 +554,13 @@ StepReport Trainer::step() {
         for (const auto& q : all_questions(scene))
           if (q.question == samples[b].question) {
             if (st.grounding > 0) refs[0] = patches_of(scene, q.objects);
-            if (st.answer_grounding > 0) answers[0] = answer_grounding_of(q, scene, grid, st.count_centres);
+            if (st.answer_grounding > 0) answers[0] = answer_grounding_of(q, scene, grid, grounding_options);
           }
       for (const auto& q : sample_questions(scene, rng, static_cast<size_t>(s.recipe.turns - 1)))
         if (q.question != samples[b].question) {
           conv.push_back({q.question, q.answer});
           refs.push_back(st.grounding > 0 ? patches_of(scene, q.objects) : std::vector<int64_t>{});
-          answers.push_back(st.answer_grounding > 0 ? answer_grounding_of(q, scene, grid, st.count_centres) : AnswerGrounding{});
+          answers.push_back(st.answer_grounding > 0 ? answer_grounding_of(q, scene, grid, grounding_options) : AnswerGrounding{});
         }
       turns.push_back(conv);
       opts.turn_patches.push_back(std::move(refs));

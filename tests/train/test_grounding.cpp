@@ -303,7 +303,7 @@ TEST(AnswerGrounding, CountCentresGroundEachCountedObjectOnItsCentrePatchAlone) 
   EXPECT_EQ(object_centre_patch(s, 1, 24), 52);
   EXPECT_THROW(object_centre_patch(s, 2, 24), InvalidArgument);
   const auto g = [&](const char* family, std::vector<int> objects) {
-    return answer_grounding_of({family, "q", "a", std::move(objects)}, s, 24, /*count_centres=*/true);
+    return answer_grounding_of({family, "q", "a", std::move(objects)}, s, 24, {.count_centres = true});
   };
   auto n = g("count_color", {0, 1});
   EXPECT_EQ(n.heads, (std::vector<std::vector<std::vector<int64_t>>>{{{75}, {52}}}));
@@ -312,6 +312,26 @@ TEST(AnswerGrounding, CountCentresGroundEachCountedObjectOnItsCentrePatchAlone) 
   // Other families keep whole footprints.
   EXPECT_EQ(g("color", {0}).heads, (std::vector<std::vector<std::vector<int64_t>>>{{{50, 74, 75}}}));
   EXPECT_EQ(g("size", {0, 1}).heads, (std::vector<std::vector<std::vector<int64_t>>>{{{50, 74, 75}}, {{51, 52}}}));
+}
+
+TEST(GlyphPatches, SplitTheStringsBoxEvenlyAmongItsCharacters) {
+  Scene s;
+  SceneText t;
+  t.text = "AB3";
+  t.x = 14, t.y = 28, t.w = 42, t.h = 14;  // shares of 14 px; patch centres at 7 + 14k → columns 1, 2, 3, row 2
+  SceneText narrow;
+  narrow.text = "CD";
+  narrow.x = 14, narrow.y = 28, narrow.w = 6, narrow.h = 14;  // 3-px shares hold no patch centre
+  s.texts = {t, narrow};
+  EXPECT_EQ(glyph_patches(s, 0, 24), (std::vector<std::vector<int64_t>>{{49}, {50}, {51}}));
+  // The patch under each share's centre (x 15.5 and 18.5 → column 1; y 35 → row 2).
+  EXPECT_EQ(glyph_patches(s, 1, 24), (std::vector<std::vector<int64_t>>{{49}, {49}}));
+  EXPECT_THROW(glyph_patches(s, 2, 24), InvalidArgument);
+  // Text questions get them only when asked, for the string whose text is the answer.
+  const QaPair q{"text", "What does the text say?", "AB3", {}};
+  EXPECT_EQ(answer_grounding_of(q, s, 24, {.text_glyphs = true}).glyphs, glyph_patches(s, 0, 24));
+  EXPECT_TRUE(answer_grounding_of(q, s, 24).empty());
+  EXPECT_TRUE(answer_grounding_of({"text", "q", "XY", {}}, s, 24, {.text_glyphs = true}).empty());
 }
 
 TEST(TrainRecipe, CountCentresAndPositionLossRoundTripAndStayInTheirStages) {
@@ -330,6 +350,47 @@ TEST(TrainRecipe, CountCentresAndPositionLossRoundTripAndStayInTheirStages) {
   EXPECT_THROW(recipe_from_json(j), InvalidArgument);
   j = to_json(r);
   j["vision"]["position_loss"] = -1;
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+}
+
+// Pieces made of two or more characters of SynthVQA's text alphabet (the dummy-prefix "▁" aside).
+int multi_glyph_pieces(const io::Tokenizer& tok) {
+  int n = 0;
+  for (int64_t id = 0; id < tok.vocab_size(); ++id) {
+    std::string p = tok.piece_bytes(id);
+    if (!p.empty() && p[0] == ' ') p.erase(0, 1);
+    if (p.size() >= 2 && p.find_first_not_of(kTextAlphabet) == std::string::npos) ++n;
+  }
+  return n;
+}
+
+TEST(TrainRecipe, SplitGlyphsKeepsEveryCharacterOfAStringAnswerItsOwnPiece) {
+  testing::TempDir tmp;
+  auto r = testing_micro::micro_recipe();
+  r.tokenizer_images = 300;
+  r.vision.steps = 0;
+  r.decoder.steps = 0;
+  Trainer plain(r, tmp.str("plain"), RunContext{});
+  r.tokenizer_split_glyphs = true;
+  Trainer split(r, tmp.str("split"), RunContext{});
+  const auto a = io::Tokenizer::load(tmp.str("plain/tokenizer.model")),
+             b = io::Tokenizer::load(tmp.str("split/tokenizer.model"));
+  std::printf("multi-glyph pieces: %d without, %d with tokenizer_split_glyphs\n", multi_glyph_pieces(a),
+              multi_glyph_pieces(b));
+  EXPECT_GT(multi_glyph_pieces(a), 0);  // BPE merges glyphs that sit together in string answers
+  EXPECT_EQ(multi_glyph_pieces(b), 0);
+  int glyph_tokens = 0;  // "▁" may be a piece of its own; every other piece holds one glyph
+  for (auto id : b.encode("K7QX", false)) glyph_tokens += b.piece_bytes(id) == " " ? 0 : 1;
+  EXPECT_EQ(glyph_tokens, 4);
+  EXPECT_EQ(recipe_from_json(to_json(r)), r);
+  auto st = r.decoder;
+  st.answer_grounding = 1.0;
+  st.text_glyphs = true;
+  r.decoder = st;
+  r.model.text.num_hidden_layers = 5;
+  EXPECT_EQ(recipe_from_json(to_json(r)), r);
+  auto j = to_json(r);
+  j["decoder"]["answer_grounding"] = 0;
   EXPECT_THROW(recipe_from_json(j), InvalidArgument);
 }
 
@@ -392,6 +453,46 @@ TEST(ConversationLoss, AnswerGroundingTargetsTheAnswerRowOfEachTurn) {
   EXPECT_NEAR(with_patches.total.item<double>(), with_patches.token.item<double>() + with_patches.answer.item<double>(), 1e-5);
   opts.turn_answers = {};
   EXPECT_THROW(conversation_loss(m, images, turns, opts), InvalidArgument);
+}
+
+TEST(ConversationLoss, GlyphGroundingTargetsTheRowPredictingEachAnswerToken) {
+  OneTurn t(5);
+  auto& [tmp, tok, cfg, m, s, images, turns, ans, req] = t;
+  at::NoGradGuard ng;
+  // Pretend the answer is read from glyphs: character c of the answer at patch 30 + c.
+  AnswerGrounding g;
+  for (size_t c = 0; c < s.answer.size(); ++c) g.glyphs.push_back({static_cast<int64_t>(30 + c)});
+  ConversationOptions opts;
+  opts.answer_grounding = 1.0;
+  opts.turn_answers = {{g}};
+  const auto loss = conversation_loss(m, images, turns, opts);
+  // By hand: answer token j (of ans, EOS last) is predicted at row T − |ans| − 1 + j and spells the characters of
+  // its piece (the first piece's leading "▁" is SentencePiece's dummy prefix, not a character).
+  auto state = t.state();
+  const int64_t T = state.hidden.size(1), n_tok = static_cast<int64_t>(ans.size()) - 1;
+  const int64_t first = T - static_cast<int64_t>(ans.size()) - 1;  // the last prompt token
+  AttentionRowRecorder rec({3}, at::arange(first, first + n_tok, at::kLong).view({1, -1}));
+  KvCache cache(cfg.text.num_hidden_layers);
+  m.net()->language_model->forward(state, cache, &rec);
+  const auto p = rec.recorded().at(0)[0];  // [H, n_tok, T]
+  const int64_t p_img = std::find(req.prompt_ids.begin(), req.prompt_ids.end(), cfg.image_token_index) -
+                        req.prompt_ids.begin();
+  double sum = 0;
+  int rows = 0;
+  size_t c = 0;
+  for (int64_t j = 0; j < n_tok; ++j) {
+    std::string text = tok.piece_bytes(ans[static_cast<size_t>(j)]);
+    if (j == 0 && !text.empty() && text[0] == ' ') text.erase(0, 1);
+    if (text.empty()) continue;
+    double row = 0;
+    for (size_t k = 0; k < text.size(); ++k) row -= std::log(p[0][j][p_img + 30 + int64_t(c + k)].item<double>());
+    sum += row / double(text.size());
+    c += text.size();
+    ++rows;
+  }
+  ASSERT_GT(rows, 0);
+  std::printf("answer '%s': %d grounded rows\n", s.answer.c_str(), rows);
+  EXPECT_NEAR(loss.answer.item<double>(), sum / rows, 1e-5);
 }
 
 }  // namespace
