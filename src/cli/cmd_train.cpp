@@ -42,8 +42,8 @@ void register_train(CLI::App& app) {
       std::string parts;
       if (r.stage != "vision") {
         char buf[96];
-        std::snprintf(buf, sizeof buf, " [token %.3f ground %.3f answer %.3f]", r.token_loss, r.grounding_loss,
-                      r.answer_loss);
+        std::snprintf(buf, sizeof buf, " [token %.3f ground %.3f answer %.3f readout %.4f]", r.token_loss,
+                      r.grounding_loss, r.answer_loss, r.readout_loss);
         parts = buf;
       }
       std::fprintf(stderr, "[%s %ld/%ld] loss %.4f (ema %.4f)%s lr %.2e %.1f img/s elapsed %.1f min\n",

@@ -73,14 +73,20 @@ std::vector<int64_t> object_word_ends(const io::Tokenizer& tok, const std::vecto
 AttentionRowRecorder::AttentionRowRecorder(std::set<int64_t> layers, at::Tensor rows)
     : layers_(std::move(layers)), rows_(std::move(rows)) {}
 
-bool AttentionRowRecorder::acts_before(int64_t layer) const { return layers_.count(layer - 1) > 0; }
+bool AttentionRowRecorder::acts_before(int64_t layer) const {
+  return layers_.count(layer - 1) > 0 || (hidden_after_ >= 0 && layer == hidden_after_ + 1);
+}
 
 at::Tensor AttentionRowRecorder::attention_rows(int64_t layer, const TokenState&) {
   return layers_.count(layer) > 0 ? rows_ : at::Tensor();
 }
 
-bool AttentionRowRecorder::apply(int64_t, TokenState&, const LayerSignals& signals) {
+bool AttentionRowRecorder::apply(int64_t layer, TokenState& state, const LayerSignals& signals) {
   if (signals.attn_rows.defined()) recorded_.push_back(signals.attn_rows);
+  if (hidden_after_ >= 0 && layer == hidden_after_ + 1) {
+    const auto idx = rows_.to(state.hidden.device()).unsqueeze(-1).expand({-1, -1, state.hidden.size(2)});
+    hidden_ = state.hidden.gather(1, idx);  // [B, R, D]
+  }
   return false;
 }
 
@@ -123,8 +129,14 @@ AnswerGrounding answer_grounding_of(const QaPair& q, const eval::synthvqa::Scene
     g.heads.emplace_back();
     for (int o : q.objects) g.heads[0].push_back(counted(o));
     g.sink = true;
+    if (f.rfind("count", 0) == 0) g.readout[2] = float(q.objects.size()) / 6.0f;
   } else if (f == "spatial" || f == "size") {
     if (q.objects.size() == 2) g.heads = {{patches(q.objects[0])}, {patches(q.objects[1])}};
+    if (f == "spatial" && q.objects.size() == 2) {
+      const auto &a = scene.objects.at(static_cast<size_t>(q.objects[0])), &b = scene.objects.at(static_cast<size_t>(q.objects[1]));
+      g.readout[0] = float((a.x - b.x) / double(eval::synthvqa::kImageSize));
+      g.readout[1] = float((a.y - b.y) / double(eval::synthvqa::kImageSize));
+    }
   } else if (f == "text" && options.text_glyphs) {
     for (size_t i = 0; i < scene.texts.size(); ++i)
       if (scene.texts[i].text == q.answer) {

@@ -8,6 +8,8 @@
 #pragma once
 #include <ATen/core/Tensor.h>
 
+#include <array>
+#include <cmath>
 #include <set>
 #include <vector>
 
@@ -37,11 +39,17 @@ class AttentionRowRecorder : public PrefillHook {
   bool apply(int64_t layer, TokenState& state, const LayerSignals& signals) override;
   /// [B, H, R, T] fp32 attention probabilities of each recorded layer, in layer order.
   const std::vector<at::Tensor>& recorded() const { return recorded_; }
+  /// Also keep the hidden states at the rows after decoder layer `layer` (< L − 1), with their graph.
+  void record_hidden_after(int64_t layer) { hidden_after_ = layer; }
+  /// [B, R, D] the rows' hidden states after that layer, or undefined.
+  const at::Tensor& hidden() const { return hidden_; }
 
  private:
   std::set<int64_t> layers_;
   at::Tensor rows_;
   std::vector<at::Tensor> recorded_;
+  int64_t hidden_after_ = -1;
+  at::Tensor hidden_;
 };
 
 /// Grounding loss: for each recorded layer, head 0, and each query row with a target, −log of the attention
@@ -64,6 +72,10 @@ struct AnswerGrounding {
   /// each answer token attends evenly to the glyphs the token spells (reading in order), not only at the
   /// first answer token.
   std::vector<std::vector<int64_t>> glyphs;
+  /// Readout targets of the answer row (ConversationOptions::readout), NaN where the family has none:
+  /// [0, 1] = (x_A − x_B, y_A − y_B) / image size for spatial questions (the relation is the sign of the
+  /// larger one), [2] = n / 6 for counts.
+  std::array<float, 3> readout = {NAN, NAN, NAN};
   bool empty() const;                                    ///< no head has a target, no sink, no glyphs
 };
 

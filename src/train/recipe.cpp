@@ -19,6 +19,7 @@ nlohmann::json stage_json(const StageSettings& s) {
   if (s.answer_grounding != 0) j["answer_grounding"] = s.answer_grounding;
   if (s.count_centres) j["count_centres"] = true;
   if (s.text_glyphs) j["text_glyphs"] = true;
+  if (s.readout != 0) j["readout"] = s.readout;
   if (s.position_loss != 0) j["position_loss"] = s.position_loss;
   return j;
 }
@@ -39,6 +40,7 @@ StageSettings stage_from(const nlohmann::json& j, const std::string& where) {
     else if (k == "answer_grounding") s.answer_grounding = v.get<double>();
     else if (k == "count_centres") s.count_centres = v.get<bool>();
     else if (k == "text_glyphs") s.text_glyphs = v.get<bool>();
+    else if (k == "readout") s.readout = v.get<double>();
     else if (k == "position_loss") s.position_loss = v.get<double>();
     else throw InvalidArgument("recipe: unknown key '" + where + "." + k + "'");
   }
@@ -56,8 +58,9 @@ void check_stage(const StageSettings& s, const std::string& w) {
   if (!(s.grounding >= 0)) throw InvalidArgument("recipe: " + w + ".grounding must be ≥ 0");
   if (!(s.answer_grounding >= 0)) throw InvalidArgument("recipe: " + w + ".answer_grounding must be ≥ 0");
   if (!(s.position_loss >= 0)) throw InvalidArgument("recipe: " + w + ".position_loss must be ≥ 0");
-  if ((s.count_centres || s.text_glyphs) && s.answer_grounding == 0)
-    throw InvalidArgument("recipe: " + w + ".count_centres and text_glyphs need answer_grounding > 0");
+  if (!(s.readout >= 0)) throw InvalidArgument("recipe: " + w + ".readout must be ≥ 0");
+  if ((s.count_centres || s.text_glyphs || s.readout > 0) && s.answer_grounding == 0)
+    throw InvalidArgument("recipe: " + w + ".count_centres, text_glyphs and readout need answer_grounding > 0");
 }
 
 }  // namespace
@@ -71,6 +74,12 @@ void TrainRecipe::validate() const {
     throw InvalidArgument("recipe: text_loss and grounding are for decoder stages only");
   if (vision.foreground_keep != 0 || decoder.foreground_keep != 0)
     throw InvalidArgument("recipe: foreground_keep is for lowres stages only");
+  if (vision.readout != 0) throw InvalidArgument("recipe: readout is for decoder stages only");
+  bool readout = decoder.readout > 0;
+  for (const auto& st : lowres) readout = readout || st.readout > 0;
+  if (readout && model.text.num_hidden_layers < 6)
+    throw InvalidArgument("recipe: readout reads the hidden state after decoder layer 4, so it needs ≥ 6 decoder layers, got " +
+                          std::to_string(model.text.num_hidden_layers));
   bool decoder_position = decoder.position_loss != 0;
   for (const auto& st : lowres) decoder_position = decoder_position || st.position_loss != 0;
   if (decoder_position) throw InvalidArgument("recipe: position_loss is for the vision stage only");

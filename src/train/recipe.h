@@ -44,6 +44,10 @@ struct StageSettings {
   /// layer, at the row predicting each answer token, attends to the glyphs that token spells
   /// (AnswerGroundingOptions::text_glyphs).
   bool text_glyphs = false;
+  /// Decoder stages with answer_grounding only, ≥ 0: weight of the answer-row readout loss
+  /// (ConversationOptions::readout: a training-only linear head regresses the spatial offset and the count from
+  /// the hidden state after decoder layer 4 at each answer row; needs ≥ 6 decoder layers). 0 = off.
+  double readout = 0;
   /// Vision stage only, ≥ 0: weight of the patch-position regression (two more patch-head outputs regress each
   /// patch's column and row in [−1, 1], mean squared error) that keeps where a patch is linearly readable in the
   /// tower's features. The decoder needs it for spatial relations: RoPE rotates queries and keys, so attention

@@ -82,6 +82,7 @@ struct Trainer::State {
   RunContext ctx;
   std::unique_ptr<VisionLanguageModel> vlm;
   torch::nn::Linear heads{nullptr};
+  torch::nn::Linear readout{nullptr};  // the answer-row readout head (recipe stage "readout"), or null
   int stage = 0;  // 0 vision, 1…n recipe.lowres, n + 1 decoder, n + 2 done
   int64_t step = 0;
   int64_t last_probe = 0;  // decoder step of the last held-out probe (gates after it are still to check)
@@ -117,6 +118,7 @@ struct Trainer::State {
     } else {
       add(*net()->multi_modal_projector);
       add(*net()->language_model);
+      if (readout) add(*readout);
     }
     return ps;
   }
@@ -245,11 +247,15 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
   s_->vlm = std::make_unique<VisionLanguageModel>(recipe.model, net, tok, ctx);
   s_->heads = torch::nn::Linear(recipe.model.vision.hidden_size,
                                 PatchLabelSizes::kTotal + (recipe.vision.position_loss > 0 ? 2 : 0));
+  bool readout = recipe.decoder.readout > 0;
+  for (const auto& st : recipe.lowres) readout = readout || st.readout > 0;
+  if (readout) s_->readout = torch::nn::Linear(recipe.model.text.hidden_size, 3);
   if (resume) {
     std::ifstream in(s_->ckpt() / "position.json");
     auto pos = nlohmann::json::parse(in);
     torch::load(net, (s_->ckpt() / "net.pt").string());
     torch::load(s_->heads, (s_->ckpt() / "heads.pt").string());
+    if (s_->readout) torch::load(s_->readout, (s_->ckpt() / "readout.pt").string());
     s_->stage = pos["stage"].get<int>();
     s_->step = pos["step"].get<int64_t>();
     s_->last_probe = pos.value("last_probe", int64_t{0});
@@ -325,6 +331,9 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
     throw InvalidArgument("conversation_loss: grounding needs turn_patches for every conversation");
   if (ground_answer && opts.turn_answers.size() != turns.size())
     throw InvalidArgument("conversation_loss: answer grounding needs turn_answers for every conversation");
+  const bool readout = opts.readout > 0;
+  if (readout && (!ground_answer || !opts.readout_head))
+    throw InvalidArgument("conversation_loss: the readout needs answer_grounding > 0 and a readout_head");
   std::vector<VlmRequest> reqs(B);
   std::vector<std::vector<int64_t>> answer_pos(B);  // indices into ids of the tokens to predict
   std::vector<std::vector<std::pair<int64_t, size_t>>> words(B);  // (index into ids of an object word, turn)
@@ -377,7 +386,7 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
   auto target = answer_targets(reqs, answer_pos, cfg.image_token_index, n_v, T);
   // Recorded query rows: the object words (word grounding), then each turn's answer row (answer grounding).
   std::unique_ptr<AttentionRowRecorder> rec;
-  at::Tensor ground_target, answer_target;
+  at::Tensor ground_target, answer_target, readout_target;  // readout_target [B, R, 3], NaN = none
   std::set<int64_t> layers;
   if (ground) layers.insert(opts.grounding_layers.begin(), opts.grounding_layers.end());
   if (ground_answer) layers.insert(opts.answer_grounding_layers.begin(), opts.answer_grounding_layers.end());
@@ -389,6 +398,8 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
     auto rows = at::zeros({B, R}, at::kLong);
     ground_target = at::zeros({B, R, T}, at::kBool);
     answer_target = at::zeros({B, H, R, T}, at::kFloat);
+    readout_target = at::full({B, R, 3}, NAN, at::kFloat);
+    auto ro = readout_target.accessor<float, 3>();
     auto ra = rows.accessor<int64_t, 2>();
     auto ta = ground_target.accessor<bool, 3>();
     auto aa = answer_target.accessor<float, 4>();
@@ -416,6 +427,7 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
         for (size_t t = 0; t < answer_rows[b].size(); ++t, ++r) {
           ra[b][r] = seq(answer_rows[b][t]);
           const AnswerGrounding& g = opts.turn_answers[b][t];
+          for (int k = 0; k < 3; ++k) ro[b][r][k] = g.readout[static_cast<size_t>(k)];
           for (size_t h = 0; h < g.heads.size() && static_cast<int64_t>(h) < H; ++h) {
             std::vector<std::vector<int64_t>> objects;  // keys of each object that reaches the decoder
             for (const auto& patches : g.heads[h]) {
@@ -451,6 +463,11 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
         }
     }
     rec = std::make_unique<AttentionRowRecorder>(layers, rows.to(state.hidden.device()));
+    if (readout) {
+      if (opts.readout_layer < 0 || opts.readout_layer >= cfg.text.num_hidden_layers - 1)
+        throw InvalidArgument("conversation_loss: readout_layer must be in [0, L − 1)");
+      rec->record_hidden_after(opts.readout_layer);
+    }
   }
   KvCache cache(cfg.text.num_hidden_layers);
   auto& lm = net->language_model;
@@ -473,7 +490,18 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
                          : at::zeros({}, out.token.options());
   out.answer = ground_answer ? attention_target_loss(answer_probs, answer_target.to(logits.device()))
                              : at::zeros({}, out.token.options());
+  out.readout = at::zeros({}, out.token.options());
+  if (readout) {  // mean squared error over the (row, target) entries a family defines
+    const auto y = readout_target.to(logits.device());
+    const auto has = y.isnan().logical_not();
+    if (has.any().item<bool>()) {
+      auto head = opts.readout_head;  // a holder copy shares the module
+      const auto pred = head->forward(rec->hidden());  // [B, R, 3]
+      out.readout = (pred - y.nan_to_num()).pow(2).masked_select(has).mean();
+    }
+  }
   out.total = out.token;
+  if (readout) out.total = out.total + opts.readout * out.readout;
   if (ground) out.total = out.total + opts.grounding * out.grounding;
   if (ground_answer) out.total = out.total + opts.answer_grounding * out.answer;
   return out;
@@ -543,6 +571,8 @@ StepReport Trainer::step() {
     };
     opts.answer_grounding = st.answer_grounding;
     const AnswerGroundingOptions grounding_options{.count_centres = st.count_centres, .text_glyphs = st.text_glyphs};
+    opts.readout = st.readout;
+    opts.readout_head = s.readout;
     for (int64_t b = 0; b < st.batch; ++b) {
       Rng rng(sample_seed(s.recipe.seed, static_cast<uint64_t>(s.step * st.batch + b)));
       const auto& scene = samples[b].scene;
@@ -593,6 +623,7 @@ StepReport Trainer::step() {
     r.token_loss = parts.token.item<double>();
     r.grounding_loss = parts.grounding.item<double>();
     r.answer_loss = parts.answer.item<double>();
+    r.readout_loss = parts.readout.defined() ? parts.readout.item<double>() : 0.0;
   }
   r.lr = lr;
   r.step = ++s.step;
@@ -616,6 +647,7 @@ void Trainer::save_checkpoint() {
   fs::create_directories(tmp);
   torch::save(s.net(), (tmp / "net.pt").string());
   torch::save(s.heads, (tmp / "heads.pt").string());
+  if (s.readout) torch::save(s.readout, (tmp / "readout.pt").string());
   if (s.opt && !done()) torch::save(*s.opt, (tmp / "optimizer.pt").string());
   std::ofstream pos(tmp / "position.json");
   pos << nlohmann::json{{"stage", s.stage},           {"step", s.step},

@@ -27,7 +27,7 @@ struct StepReport {
   int64_t steps = 0;         ///< steps of this stage
   double loss = 0;           ///< mean loss of the step (total)
   /// Decoder stages: the parts of the loss (ConversationLoss token / grounding / answer); 0 where unused.
-  double token_loss = 0, grounding_loss = 0, answer_loss = 0;
+  double token_loss = 0, grounding_loss = 0, answer_loss = 0, readout_loss = 0;
   double lr = 0;             ///< learning rate used
   double samples_per_s = 0;  ///< images per second over the step
 };
@@ -99,16 +99,24 @@ struct ConversationOptions {
   /// [B][turn] what each turn's answer position attends to; needed when answer_grounding > 0 (an empty entry
   /// is not grounded).
   std::vector<std::vector<AnswerGrounding>> turn_answers;
+  /// Weight of the answer-row readout loss, ≥ 0 (0 = off; needs answer_grounding > 0 for the rows): a linear
+  /// head (training only, `readout_head`, D → 3) reads the hidden state after decoder layer `readout_layer`
+  /// at each turn's answer row and regresses AnswerGrounding::readout (the two objects' offset for spatial
+  /// questions, the count for counting ones) by mean squared error — the intermediate step those families
+  /// need, supervised where the answer is computed.
+  double readout = 0;
+  int64_t readout_layer = 4;
+  torch::nn::Linear readout_head{nullptr};
 };
 
 /// The parts of a stage-2 loss. total = token + grounding weight · grounding + answer weight · answer.
 struct ConversationLoss {
-  at::Tensor total, token, grounding, answer;
+  at::Tensor total, token, grounding, answer, readout;
 };
 
 /// Stage-2 loss with the options above: cross-entropy of the answer tokens (or, with text_loss, of every text
 /// token after the image) plus the weighted grounding loss at the object words of each question
-/// (object_word_ends()) plus the weighted answer-position grounding loss. @throws InvalidArgument as
+/// (object_word_ends()) plus the weighted answer-position grounding loss plus the weighted readout loss. @throws InvalidArgument as
 /// conversation_loss(), or when grounding > 0 (answer_grounding > 0) and turn_patches (turn_answers) does not
 /// have one entry per turn.
 ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& images,

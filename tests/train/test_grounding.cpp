@@ -455,6 +455,62 @@ TEST(ConversationLoss, AnswerGroundingTargetsTheAnswerRowOfEachTurn) {
   EXPECT_THROW(conversation_loss(m, images, turns, opts), InvalidArgument);
 }
 
+// Keeps the full hidden state entering decoder layer `layer` (the engine's PrefillHook contract).
+struct HiddenTap : PrefillHook {
+  int64_t layer;
+  at::Tensor hidden;
+  explicit HiddenTap(int64_t l) : layer(l) {}
+  bool acts_before(int64_t l) const override { return l == layer; }
+  bool apply(int64_t l, TokenState& state, const LayerSignals&) override {
+    if (l == layer) hidden = state.hidden.clone();
+    return false;
+  }
+};
+
+TEST(ConversationLoss, ReadoutRegressesTheAnswerRowsHiddenStateOntoTheFamilysTargets) {
+  OneTurn t(6);  // the readout reads after layer 4
+  auto& [tmp, tok, cfg, m, s, images, turns, ans, req] = t;
+  at::NoGradGuard ng;
+  at::manual_seed(5);
+  torch::nn::Linear head(cfg.text.hidden_size, 3);
+  AnswerGrounding g;
+  g.heads = {{{50}}};
+  g.readout = {0.25f, -0.5f, NAN};  // a spatial-style target: offsets only
+  ConversationOptions opts;
+  opts.answer_grounding = 1.0;
+  opts.turn_answers = {{g}};
+  opts.readout = 2.0;
+  opts.readout_head = head;
+  const auto loss = conversation_loss(m, images, turns, opts);
+  // By hand: the hidden state entering layer 5 at the last prompt token, through the same head.
+  auto state = t.state();
+  const int64_t T = state.hidden.size(1), row = T - static_cast<int64_t>(ans.size()) - 1;
+  HiddenTap tap(5);
+  KvCache cache(cfg.text.num_hidden_layers);
+  m.net()->language_model->forward(state, cache, &tap);
+  const auto pred = head(tap.hidden[0][row]);  // [3]
+  const double want = 0.5 * (std::pow(pred[0].item<double>() - 0.25, 2) + std::pow(pred[1].item<double>() + 0.5, 2));
+  EXPECT_NEAR(loss.readout.item<double>(), want, 1e-5);
+  EXPECT_NEAR(loss.total.item<double>(), loss.token.item<double>() + loss.answer.item<double>() + 2.0 * want, 1e-4);
+  // A turn without readout targets adds nothing; a readout without its head is refused.
+  opts.turn_answers = {{AnswerGrounding{.heads = {{{50}}}}}};
+  EXPECT_EQ(conversation_loss(m, images, turns, opts).readout.item<double>(), 0.0);
+  opts.readout_head = torch::nn::Linear(nullptr);
+  EXPECT_THROW(conversation_loss(m, images, turns, opts), InvalidArgument);
+}
+
+TEST(AnswerGrounding, ReadoutTargetsAreTheSpatialOffsetAndTheCount) {
+  const Scene s = two_objects();  // a at (42, 42), b at (56, 35); image 336 px
+  auto sp = answer_grounding_of({"spatial", "q", "left", {0, 1}}, s, 24);
+  EXPECT_FLOAT_EQ(sp.readout[0], float((42.0 - 56.0) / 336.0));
+  EXPECT_FLOAT_EQ(sp.readout[1], float((42.0 - 35.0) / 336.0));
+  EXPECT_TRUE(std::isnan(sp.readout[2]));
+  auto n = answer_grounding_of({"count_shape", "q", "2", {0, 1}}, s, 24);
+  EXPECT_FLOAT_EQ(n.readout[2], 2.0f / 6.0f);
+  EXPECT_TRUE(std::isnan(n.readout[0]));
+  EXPECT_TRUE(std::isnan(answer_grounding_of({"color", "q", "red", {0}}, s, 24).readout[2]));
+}
+
 TEST(ConversationLoss, GlyphGroundingTargetsTheRowPredictingEachAnswerToken) {
   OneTurn t(5);
   auto& [tmp, tok, cfg, m, s, images, turns, ans, req] = t;
