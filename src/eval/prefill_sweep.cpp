@@ -56,7 +56,7 @@ std::vector<int64_t> parse_keep_list(const std::string& text) {
   return out;
 }
 
-PruningPlan sweep_plan(const std::string& plan_template, int64_t keep, int64_t n_visual) {
+PruningPlan sweep_plan(const std::string& plan_template, int64_t keep, int64_t n_visual, int64_t n_layers) {
   const std::string k = std::to_string(keep);
   std::string text = plan_template;
   if (text.find("{K}") != std::string::npos) {
@@ -72,7 +72,7 @@ PruningPlan sweep_plan(const std::string& plan_template, int64_t keep, int64_t n
     text += (text.find(':') == std::string::npos ? ":keep=" : ",keep=") + k;
   }
   try {
-    return parse_plan(text, n_visual);
+    return parse_plan(text, n_visual, n_layers);
   } catch (const InvalidArgument& e) {
     rethrow_for(plan_template, keep, e);
   }
@@ -89,7 +89,7 @@ void PrefillSweepSpec::validate(const LlavaConfig& cfg) const {
                             "]");
   for (const auto& t : plan_templates)
     for (const auto k : keeps) {
-      const auto plan = sweep_plan(t, k, n_v);
+      const auto plan = sweep_plan(t, k, n_v, cfg.text.num_hidden_layers);
       if (plan.empty()) throw InvalidArgument("sweep plan '" + t + "' is empty (the reference runs anyway)");
       try {
         plan.validate(cfg);
@@ -213,7 +213,7 @@ PrefillSweepResult run_prefill_sweep(const PrefillBenchConfig& cfg, const Prefil
   bool any_cls = false;
   for (const auto& t : spec.plan_templates)
     any_cls =
-        any_cls || PlanHook(sweep_plan(t, spec.keeps.front(), n_v), model_cfg, 0, ScorerEnv{cfg.model_dir})
+        any_cls || PlanHook(sweep_plan(t, spec.keeps.front(), n_v, model_cfg.text.num_hidden_layers), model_cfg, 0, ScorerEnv{cfg.model_dir})
                        .wants_vision_attention();
   say("vision encode ...");
   at::Tensor visual;
@@ -259,7 +259,7 @@ PrefillSweepResult run_prefill_sweep(const PrefillBenchConfig& cfg, const Prefil
       PrefillSweepRow row;
       row.plan_template = t;
       row.keep = k;
-      PlanHook hook(sweep_plan(t, k, n_v), model_cfg, cfg.seed, ScorerEnv{cfg.model_dir});
+      PlanHook hook(sweep_plan(t, k, n_v, model_cfg.text.num_hidden_layers), model_cfg, cfg.seed, ScorerEnv{cfg.model_dir});
       row.plan = hook.plan().to_string();
       say("prefill, " + row.plan + " ...");
       measure(row, &hook);

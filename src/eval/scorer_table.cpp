@@ -155,7 +155,7 @@ ScorerTable run_scorer_table(VisionLanguageModel& model, const std::string& mode
       if (s == "pool" && text != "pool:layer=0,keep=" + std::to_string(k))
         t.notes.push_back("pool at K = " + std::to_string(k) + " keeps the largest square ≤ K: `" + text +
                           "`");
-      Job j{s, k, parse_plan(text, t.n_visual), nullptr};
+      Job j{s, k, parse_plan(text, cfg), nullptr};
       j.hook = std::make_unique<PlanHook>(j.plan, cfg, /*seed=*/0, ScorerEnv{model_dir});
       jobs.push_back(std::move(j));
     }

@@ -95,9 +95,12 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
   const int64_t n = sp.piece_size();
   std::string text;
   std::vector<int> run;  // SentencePiece ids since the last added token
+  bool after_added = false;  // the run follows a non-special added token
   const auto flush = [&] {
     std::string part, error;
     if (!sp.decode(run, &part, &error)) throw Error("SentencePiece failed to decode ids: " + error);
+    // SentencePiece drops a run's leading "▁" as the text's dummy prefix; after an added token it is a space.
+    if (after_added && !run.empty() && sp.id_to_piece(run.front()).rfind("\xe2\x96\x81", 0) == 0) text += ' ';
     text += part;
     run.clear();
   };
@@ -106,6 +109,7 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
       if (t->special) continue;
       flush();
       text += t->content;
+      after_added = true;
       continue;
     }
     if (id < 0 || id >= n || id == sp.bos_id() || id == sp.eos_id() || id == sp.pad_id()) continue;

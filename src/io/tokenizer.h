@@ -35,6 +35,7 @@ class Tokenizer {
   /// The model folder's added tokens (io::load_added_tokens). @throws InvalidArgument for a negative id or an
   /// empty content.
   void set_added_tokens(std::vector<AddedToken> tokens);
+  /// The added tokens set by set_added_tokens(), in the order given (load_added_tokens: by id).
   const std::vector<AddedToken>& added_tokens() const { return added_; }
   /// The added token of `id`, or null.
   const AddedToken* added_token(int64_t id) const;
@@ -65,7 +66,8 @@ class Tokenizer {
 /// @throws InvalidArgument for no sentences or vocab_size < 1; Error when training fails (vocab_size below
 /// 259 + the number of distinct characters, needed by byte fallback); IoError when out_path is unwritable.
 /// `user_defined_symbols` become whole pieces right after the control ids (3, 4, …), as a checkpoint that
-/// keeps "<image>" inside its SentencePiece vocabulary has it.
+/// keeps "<image>" inside its SentencePiece vocabulary has it; an empty one or one holding ',' throws
+/// InvalidArgument.
 void train_sentencepiece(const std::vector<std::string>& sentences, int vocab_size,
                          const std::string& out_path, const std::vector<std::string>& user_defined_symbols = {});
 

@@ -12,7 +12,8 @@ namespace vispco {
 namespace {
 
 TokenLogprob candidate(int64_t id, double logprob, const io::Tokenizer& tok) {
-  // Ids beyond the tokenizer (a model's vocab may be padded past it) have no piece.
+  if (const auto* added = tok.added_token(id)) return {id, added->content, added->content, logprob};
+  // Other ids beyond the tokenizer (a model's vocab may be padded past it) have no piece.
   const bool known = id >= 0 && id < tok.vocab_size();
   return {id, known ? tok.piece(id) : "", known ? tok.piece_bytes(id) : "", logprob};
 }

@@ -17,7 +17,7 @@ namespace vispco {
 /// One candidate token at a position.
 struct TokenLogprob {
   int64_t id = 0;
-  std::string piece;    ///< SentencePiece piece ("▁star")
+  std::string piece;    ///< SentencePiece piece ("▁star"); an added token's content ("<image>")
   std::string bytes;    ///< its text as bytes (io::Tokenizer::piece_bytes: " star")
   double logprob = 0;   ///< natural log of its probability
 };

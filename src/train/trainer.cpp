@@ -332,8 +332,10 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
   if (ground_answer && opts.turn_answers.size() != turns.size())
     throw InvalidArgument("conversation_loss: answer grounding needs turn_answers for every conversation");
   const bool readout = opts.readout > 0;
-  if (readout && (!ground_answer || !opts.readout_head))
-    throw InvalidArgument("conversation_loss: the readout needs answer_grounding > 0 and a readout_head");
+  if (readout && (!ground_answer || !opts.readout_head || opts.answer_grounding_layers.empty()))
+    throw InvalidArgument("conversation_loss: the readout needs answer_grounding > 0 (with its layers) and a readout_head");
+  if (readout && (opts.readout_layer < 0 || opts.readout_layer >= cfg.text.num_hidden_layers - 1))
+    throw InvalidArgument("conversation_loss: readout_layer must be in [0, L − 1)");
   std::vector<VlmRequest> reqs(B);
   std::vector<std::vector<int64_t>> answer_pos(B);  // indices into ids of the tokens to predict
   std::vector<std::vector<std::pair<int64_t, size_t>>> words(B);  // (index into ids of an object word, turn)
@@ -463,11 +465,7 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
         }
     }
     rec = std::make_unique<AttentionRowRecorder>(layers, rows.to(state.hidden.device()));
-    if (readout) {
-      if (opts.readout_layer < 0 || opts.readout_layer >= cfg.text.num_hidden_layers - 1)
-        throw InvalidArgument("conversation_loss: readout_layer must be in [0, L − 1)");
-      rec->record_hidden_after(opts.readout_layer);
-    }
+    if (readout) rec->record_hidden_after(opts.readout_layer);
   }
   KvCache cache(cfg.text.num_hidden_layers);
   auto& lm = net->language_model;
@@ -680,6 +678,8 @@ void Trainer::export_model(const std::string& dir, c10::ScalarType dtype) {
   fs::copy_file(fs::path(s_->out) / "tokenizer.model", fs::path(dir) / "tokenizer.model",
                 fs::copy_options::overwrite_existing);
   write_preprocessor_config(dir, s_->recipe.model);
+  // transformers' LlavaProcessor learns what "<image>" is from the added tokens.
+  io::write_tokenizer_config(dir, {{s_->recipe.model.image_token_index, "<image>", true}});
 }
 
 }  // namespace vispco::train

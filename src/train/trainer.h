@@ -26,7 +26,7 @@ struct StepReport {
   int64_t step = 0;          ///< steps done in this stage (1-based after the step)
   int64_t steps = 0;         ///< steps of this stage
   double loss = 0;           ///< mean loss of the step (total)
-  /// Decoder stages: the parts of the loss (ConversationLoss token / grounding / answer); 0 where unused.
+  /// Decoder stages: the parts of the loss (ConversationLoss token / grounding / answer / readout); 0 where unused.
   double token_loss = 0, grounding_loss = 0, answer_loss = 0, readout_loss = 0;
   double lr = 0;             ///< learning rate used
   double samples_per_s = 0;  ///< images per second over the step
@@ -105,11 +105,14 @@ struct ConversationOptions {
   /// questions, the count for counting ones) by mean squared error — the intermediate step those families
   /// need, supervised where the answer is computed.
   double readout = 0;
+  /// The decoder layer whose output the readout reads, in [0, L − 1).
   int64_t readout_layer = 4;
+  /// The readout head, D → 3 (fp32, trained with the decoder); needed when readout > 0.
   torch::nn::Linear readout_head{nullptr};
 };
 
-/// The parts of a stage-2 loss. total = token + grounding weight · grounding + answer weight · answer.
+/// The parts of a stage-2 loss, fp32 scalars: total = token + grounding weight · grounding + answer weight ·
+/// answer + readout weight · readout (a part that is off is 0).
 struct ConversationLoss {
   at::Tensor total, token, grounding, answer, readout;
 };
@@ -118,7 +121,8 @@ struct ConversationLoss {
 /// token after the image) plus the weighted grounding loss at the object words of each question
 /// (object_word_ends()) plus the weighted answer-position grounding loss plus the weighted readout loss. @throws InvalidArgument as
 /// conversation_loss(), or when grounding > 0 (answer_grounding > 0) and turn_patches (turn_answers) does not
-/// have one entry per turn.
+/// have one entry per turn, or when readout > 0 without answer grounding, its layers or a readout_head, or with
+/// readout_layer outside [0, L − 1).
 ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& images,
                                    const std::vector<std::vector<std::pair<std::string, std::string>>>& turns,
                                    const ConversationOptions& opts);

@@ -72,6 +72,8 @@ TEST(AddedTokens, AreNeverSplitWhenEncodingAndSpecialOnesVanishWhenDecoding) {
   auto with_sep = tok.encode("red<sep>", false);
   EXPECT_EQ(with_sep.back(), sep);
   EXPECT_EQ(tok.decode(with_sep), "red<sep>");  // a non-special added token decodes to its content
+  // The segment after it got its own dummy prefix when encoded; decoding keeps it as a space (HF's fast decode).
+  EXPECT_EQ(tok.decode(tok.encode("red<sep>cube", false)), "red<sep> cube");
   EXPECT_THROW(tok.set_added_tokens({{-1, "<x>", true}}), InvalidArgument);
 }
 
@@ -88,7 +90,9 @@ TEST(AddedTokens, AModelWhoseImageTokenIsInsideTheVocabularyRuns) {
   GenerationConfig gc;
   gc.max_new_tokens = 2;
   auto out = generate(m, {{m.preprocess(cv::Mat(40, 40, CV_8UC3, cv::Scalar(0, 0, 255))), ids}}, gc);
-  EXPECT_EQ(out.stats.n_visual, 16);  // the placeholder expanded to N_v visual tokens
+  // The placeholder expanded to N_v = 16 visual tokens in the sequence the decoder saw.
+  ASSERT_FALSE(out.stats.tokens_per_layer.empty());
+  EXPECT_EQ(out.stats.tokens_per_layer[0], static_cast<int64_t>(ids.size()) - 1 + 16);
   // Without the added-token declaration, id 3 is an ordinary piece: refused with one clear line.
   std::filesystem::remove(tmp.path() / "m" / "tokenizer_config.json");
   auto plain = VisionLanguageModel::load(tmp.str("m"), RunContext{});

@@ -5,6 +5,7 @@
 
 #include <torch/optim/adamw.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -142,6 +143,30 @@ TEST(Training, ResumeGivesTheSameNextStepLoss) {
   auto other = r;
   other.seed = 99;
   EXPECT_THROW(Trainer(other, tmp.str("a"), RunContext{}), InvalidArgument);
+}
+
+TEST(Training, ReadoutHeadTrainsAndResumesWithTheRun) {
+  auto r = micro_recipe();
+  r.model.text.num_hidden_layers = 6;  // the readout reads after layer 4
+  r.vision.steps = 1;
+  r.turns = 6;  // enough turns that spatial and counting questions (the readout's targets) occur
+  r.decoder.answer_grounding = 1.0;
+  r.decoder.readout = 1.0;
+  r.decoder.steps = 6;
+  testing::TempDir tmp;
+  double uninterrupted = 0, readout_seen = 0;
+  {
+    Trainer t(r, tmp.str("a"), RunContext{});
+    for (int i = 0; i < 3; ++i) readout_seen = std::max(readout_seen, t.step().readout_loss);
+    t.save_checkpoint();
+    uninterrupted = t.step().loss;
+  }
+  EXPECT_GT(readout_seen, 0.0);  // a readout target was regressed in the first decoder steps
+  EXPECT_TRUE(std::filesystem::exists(tmp.path() / "a" / "checkpoint" / "readout.pt"));
+  Trainer resumed(r, tmp.str("a"), RunContext{});
+  const double again = resumed.step().loss;
+  std::printf("next-step loss with a readout head: uninterrupted %.8f, resumed %.8f\n", uninterrupted, again);
+  EXPECT_NEAR(again, uninterrupted, 1e-6 * std::abs(uninterrupted));
 }
 
 TEST(SceneQuestions, IncludeTheGeneratorsOwnQuestionAndAnswer) {
