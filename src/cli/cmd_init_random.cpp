@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "core/context.h"
 #include "core/errors.h"
+#include "core/json_file.h"
 #include "model/presets.h"
 
 namespace vispco::cli {
@@ -30,15 +31,9 @@ void register_init_random(CLI::App& app) {
     if (!o->preset.empty()) {
       cfg = find_preset(o->preset).config;
     } else if (!o->config.empty()) {
-      std::ifstream in(o->config);
-      if (!in) throw IoError("cannot read config file '" + o->config + "'");
-      try {
-        auto j = nlohmann::json::parse(in);
-        // A training recipe (configs/*.json) holds the model config under "model".
-        cfg = llava_config_from_json(j.contains("model") && j["model"].is_object() ? j["model"] : j);
-      } catch (const nlohmann::json::parse_error& e) {
-        throw FormatError(o->config + " is not valid JSON: " + e.what());
-      }
+      const auto j = read_json_file(o->config, "config file");
+      // A training recipe (configs/*.json) holds the model config under "model".
+      cfg = llava_config_from_json(j.contains("model") && j["model"].is_object() ? j["model"] : j);
     } else {
       throw InvalidArgument("init-random needs --preset NAME or --config FILE");
     }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "core/json_file.h"
 
 namespace vispco::io {
 
@@ -17,14 +18,7 @@ namespace {
 
 // The parsed file, or null when absent. @throws FormatError when it is not JSON.
 nlohmann::json read_json(const fs::path& p) {
-  if (!fs::exists(p)) return nullptr;
-  std::ifstream in(p);
-  if (!in) throw IoError("cannot read '" + p.string() + "'");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw FormatError(p.string() + " is not valid JSON: " + e.what());
-  }
+  return fs::exists(p) ? read_json_file(p.string(), "tokenizer file") : nlohmann::json(nullptr);
 }
 
 void add(std::map<int64_t, AddedToken>& by_id, AddedToken t, const fs::path& from) {

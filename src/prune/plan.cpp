@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "core/json_file.h"
 #include "prune/scorer.h"
 
 namespace vispco {
@@ -161,13 +162,7 @@ PruningPlan parse_plan(const std::string& text, int64_t n_visual, int64_t n_laye
   PruningPlan plan;
   if (text.empty() || text == "none") return plan;
   if (text.size() > 5 && text.compare(text.size() - 5, 5, ".json") == 0) {
-    std::ifstream in(text);
-    if (!in) throw IoError("cannot read plan file '" + text + "'");
-    try {
-      return plan_from_json(nlohmann::json::parse(in));
-    } catch (const nlohmann::json::parse_error& e) {
-      throw FormatError(text + " is not valid JSON: " + e.what());
-    }
+    return plan_from_json(read_json_file(text, "plan file"));
   }
   for (const auto& piece : split(text, '+')) {
     if (piece.empty()) throw InvalidArgument("plan: empty stage in '" + text + "'");

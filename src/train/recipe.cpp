@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "core/errors.h"
+#include "core/json_file.h"
 
 namespace vispco::train {
 
@@ -171,13 +172,7 @@ TrainRecipe recipe_from_json(const nlohmann::json& j) {
 }
 
 TrainRecipe load_recipe(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw IoError("cannot read recipe '" + path + "'");
-  try {
-    return recipe_from_json(nlohmann::json::parse(in));
-  } catch (const nlohmann::json::parse_error& e) {
-    throw FormatError(path + " is not valid JSON: " + e.what());
-  }
+  return recipe_from_json(read_json_file(path, "recipe"));
 }
 
 }  // namespace vispco::train
