@@ -118,8 +118,23 @@ at::Tensor sample_next(const at::Tensor& logits, const GenerationConfig& gc, at:
 
 GenerationOutput generate(VisionLanguageModel& m, const std::vector<VlmRequest>& reqs, const GenerationConfig& gc,
                           PrefillHook* hook, bool record_logits) {
-  gc.validate();
+  return generate(m, reqs, std::vector<GenerationConfig>(reqs.size(), gc), hook, record_logits);
+}
+
+GenerationOutput generate(VisionLanguageModel& m, const std::vector<VlmRequest>& reqs,
+                          const std::vector<GenerationConfig>& row_configs, PrefillHook* hook, bool record_logits,
+                          const TokenCallback& on_token) {
   if (reqs.empty()) throw InvalidArgument("generate: empty batch");
+  if (row_configs.size() != reqs.size())
+    throw InvalidArgument("generate: " + std::to_string(row_configs.size()) + " decoding configs for " +
+                          std::to_string(reqs.size()) + " requests");
+  int64_t max_steps = 0;
+  bool all_greedy = true;
+  for (const auto& gc : row_configs) {
+    gc.validate();
+    max_steps = std::max(max_steps, gc.max_new_tokens);
+    all_greedy = all_greedy && gc.temperature == 0;
+  }
   c10::InferenceMode guard;
   const auto dev = m.context().device;
   const int64_t B = static_cast<int64_t>(reqs.size());
@@ -155,39 +170,77 @@ GenerationOutput generate(VisionLanguageModel& m, const std::vector<VlmRequest>&
   st.tokens_per_layer = dstats.tokens_per_layer;
   st.n_visual_kept = state.visual[0].sum().item<int64_t>();
 
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(gc.seed);
+  std::vector<at::Generator> gens;
+  for (const auto& gc : row_configs) gens.push_back(at::make_generator<at::CPUGeneratorImpl>(gc.seed));
   const int64_t eos = m.tokenizer().eos_id();
   out.tokens.assign(B, {});
-  std::vector<bool> done(B, false);
-  auto next_pos = state.positions.narrow(1, state.positions.size(1) - 1, 1) + 1;  // [B, 1]
+  out.finish_reasons.assign(B, "length");
+  std::vector<int64_t> active(B);  // request index of each row of the decode batch
+  for (int64_t b = 0; b < B; ++b) active[b] = b;
+  auto next_pos = state.positions.narrow(1, state.positions.size(1) - 1, 1) + 1;  // [B', 1]
   Stopwatch decode;
-  for (int64_t step = 0; step < gc.max_new_tokens; ++step) {
-    if (record_logits) out.step_logits.push_back(logits.to(at::kCPU, at::kFloat));
-    auto next = sample_next(logits, gc, gen);  // [B] CPU
+  for (int64_t step = 0; step < max_steps && !active.empty(); ++step) {
+    auto cpu_logits = logits.to(at::kCPU, at::kFloat);  // [B', V]
+    if (record_logits) {
+      auto full = at::full({B, cpu_logits.size(1)}, NAN, cpu_logits.options());
+      full.index_copy_(0, at::tensor(active, at::kLong), cpu_logits);
+      out.step_logits.push_back(full);
+    }
+    std::vector<int64_t> next(active.size());
+    if (all_greedy) {
+      auto am = cpu_logits.argmax(-1);
+      auto acc = am.accessor<int64_t, 1>();
+      for (size_t i = 0; i < active.size(); ++i) next[i] = acc[static_cast<int64_t>(i)];
+    } else {
+      for (size_t i = 0; i < active.size(); ++i) {
+        const auto r = static_cast<size_t>(active[i]);
+        next[i] = sample_next(cpu_logits.narrow(0, static_cast<int64_t>(i), 1), row_configs[r], gens[r])
+                      .item<int64_t>();
+      }
+    }
     if (step == 0) {
       st.ttft_ms = total.ms();
       decode.reset();
     }
-    auto acc = next.accessor<int64_t, 1>();
-    bool all_done = true;
-    for (int64_t b = 0; b < B; ++b) {
-      if (done[b]) continue;
-      if (gc.stop_at_eos && acc[b] == eos) {
-        done[b] = true;
+    std::vector<int64_t> keep;  // positions in `active` of the rows that go on
+    for (size_t i = 0; i < active.size(); ++i) {
+      const auto r = static_cast<size_t>(active[i]);
+      const auto& gc = row_configs[r];
+      bool done = false;
+      if (gc.stop_at_eos && next[i] == eos) {
+        out.finish_reasons[r] = "stop";
+        done = true;
       } else {
-        out.tokens[b].push_back(acc[b]);
+        out.tokens[r].push_back(next[i]);
         ++st.n_generated;
-        if (static_cast<int64_t>(out.tokens[b].size()) >= gc.max_new_tokens) done[b] = true;
+        if (on_token && !on_token(r, next[i])) {
+          out.finish_reasons[r] = "stop";
+          done = true;
+        } else if (static_cast<int64_t>(out.tokens[r].size()) >= gc.max_new_tokens) {
+          done = true;  // "length"
+        }
       }
-      all_done = all_done && done[b];
+      if (!done) keep.push_back(static_cast<int64_t>(i));
     }
-    if (all_done) break;
+    st.kv_cache_bytes = std::max(st.kv_cache_bytes, cache.bytes());
+    if (keep.empty()) break;
+    std::vector<int64_t> next_kept;
+    for (auto i : keep) next_kept.push_back(next[static_cast<size_t>(i)]);
+    if (keep.size() < active.size()) {  // finished rows leave the batch
+      const auto idx = at::tensor(keep, at::kLong);
+      cache.select_rows(idx);
+      next_pos = next_pos.index_select(0, idx.to(next_pos.device()));
+      std::vector<int64_t> still;
+      for (auto i : keep) still.push_back(active[static_cast<size_t>(i)]);
+      active = std::move(still);
+    }
+    const int64_t Bk = static_cast<int64_t>(active.size());
     TokenState step_state;
-    step_state.hidden = lm->embed(next.to(dev).view({B, 1}));
+    step_state.hidden = lm->embed(at::tensor(next_kept, at::kLong).to(dev).view({Bk, 1}));
     step_state.positions = next_pos;
-    step_state.valid = at::ones({B, 1}, at::TensorOptions().dtype(at::kBool).device(dev));
-    step_state.visual = at::zeros({B, 1}, at::TensorOptions().dtype(at::kBool).device(dev));
-    step_state.grid_index = at::full({B, 1}, -1, at::TensorOptions().dtype(at::kLong).device(dev));
+    step_state.valid = at::ones({Bk, 1}, at::TensorOptions().dtype(at::kBool).device(dev));
+    step_state.visual = at::zeros({Bk, 1}, at::TensorOptions().dtype(at::kBool).device(dev));
+    step_state.grid_index = at::full({Bk, 1}, -1, at::TensorOptions().dtype(at::kLong).device(dev));
     next_pos = next_pos + 1;
     logits = lm->logits(lm->forward(step_state, cache)).squeeze(1);
   }
@@ -195,7 +248,7 @@ GenerationOutput generate(VisionLanguageModel& m, const std::vector<VlmRequest>&
   st.decode_ms = decode.ms();
   const int64_t after_first = st.n_generated - std::min<int64_t>(st.n_generated, B);
   st.decode_tokens_per_s = st.decode_ms > 0 ? after_first / (st.decode_ms / 1000.0) : 0.0;
-  st.kv_cache_bytes = cache.bytes();
+  st.kv_cache_bytes = std::max(st.kv_cache_bytes, cache.bytes());
   for (const auto& t : out.tokens) {
     auto text = m.tokenizer().decode(t);
     const auto a = text.find_first_not_of(" \t\n"), z = text.find_last_not_of(" \t\n");

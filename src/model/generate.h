@@ -5,6 +5,7 @@
 #include <ATen/core/Tensor.h>
 #include <nlohmann/json_fwd.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -61,9 +62,18 @@ struct GenerationStats {
 struct GenerationOutput {
   std::vector<std::vector<int64_t>> tokens;  ///< generated ids (EOS excluded)
   std::vector<std::string> texts;            ///< decoded, whitespace-trimmed
+  /// Why each row ended, in OpenAI's words: "stop" (EOS, or the token callback ended it) or "length"
+  /// (max_new_tokens reached).
+  std::vector<std::string> finish_reasons;
   GenerationStats stats;
-  std::vector<at::Tensor> step_logits;       ///< when asked: [B, V] fp32 logits of every step
+  /// When asked: [B, V] fp32 logits of every step; rows that had already finished are NaN.
+  std::vector<at::Tensor> step_logits;
 };
+
+/// Called for each token a row generates (EOS excluded), in order, as soon as it is sampled: `row` indexes
+/// the request list. Returning false ends that row after this token (a stop sequence matched, the client
+/// went away); its finish reason is then "stop".
+using TokenCallback = std::function<bool(size_t row, int64_t token)>;
 
 /// Builds the decoder's prefill input for a batch: each row's prompt embeddings with its N_v visual tokens
 /// spliced in at the image placeholder, rows left-padded to the longest (padding invalid, zeros), RoPE
@@ -71,12 +81,21 @@ struct GenerationOutput {
 /// @throws InvalidArgument when a prompt does not hold exactly one image placeholder.
 TokenState build_prefill_state(VisionLanguageModel& m, const std::vector<VlmRequest>& reqs, const at::Tensor& visual);
 
-/// Generates for a batch of requests. Batching is by left padding with key masks; rows finish independently
-/// (finished rows keep stepping until every row is done, their outputs ignored).
-/// @param hook optional pruning plan acting inside the prefill. @param record_logits keep each step's logits.
+/// Generates for a batch of requests with one decoding config. Batching is by left padding with key masks;
+/// rows finish independently and a finished row leaves the decode batch (its KV-cache rows are dropped), so
+/// the remaining rows step on without it. @param hook optional pruning plan acting inside the prefill.
+/// @param record_logits keep each step's logits.
 /// @throws InvalidArgument for an empty batch, a bad config or a prompt without its image placeholder.
 GenerationOutput generate(VisionLanguageModel& m, const std::vector<VlmRequest>& reqs, const GenerationConfig& gc,
                           PrefillHook* hook = nullptr, bool record_logits = false);
+
+/// As above with one decoding config per row (max_new_tokens, temperature, top_p, seed, stop_at_eos): each
+/// row samples with its own generator seeded by its own seed, so a row's tokens equal those it gets alone
+/// (greedy exactly; sampled up to the batched logits' rounding). @param on_token optional per-token callback.
+/// @throws InvalidArgument also when row_configs.size() != reqs.size().
+GenerationOutput generate(VisionLanguageModel& m, const std::vector<VlmRequest>& reqs,
+                          const std::vector<GenerationConfig>& row_configs, PrefillHook* hook, bool record_logits,
+                          const TokenCallback& on_token = {});
 
 /// Samples one token per row. @param logits [B, V] fp32 @return [B] int64 (greedy when temperature == 0).
 at::Tensor sample_next(const at::Tensor& logits, const GenerationConfig& gc, at::Generator& gen);

@@ -3,6 +3,8 @@
 
 #include <ATen/ATen.h>
 
+#include "core/errors.h"
+
 namespace vispco {
 
 void LayerKvCache::append(const at::Tensor& k, const at::Tensor& v, const at::Tensor& valid) {
@@ -43,6 +45,20 @@ at::Tensor LayerKvCache::valid() const { return valid_.narrow(1, 0, length_); }
 int64_t LayerKvCache::bytes() const {
   if (!k_.defined()) return 0;
   return k_.numel() * k_.element_size() + v_.numel() * v_.element_size() + valid_.numel();
+}
+
+void LayerKvCache::select_rows(const at::Tensor& rows) {
+  if (!k_.defined()) return;
+  if (rows.numel() > 0 && (rows.min().item<int64_t>() < 0 || rows.max().item<int64_t>() >= k_.size(0)))
+    throw InvalidArgument("KV cache: row index outside the batch of " + std::to_string(k_.size(0)));
+  const auto idx = rows.to(k_.device());
+  k_ = k_.index_select(0, idx);
+  v_ = v_.index_select(0, idx);
+  valid_ = valid_.index_select(0, idx.to(valid_.device()));
+}
+
+void KvCache::select_rows(const at::Tensor& rows) {
+  for (auto& l : layers) l.select_rows(rows);
 }
 
 int64_t KvCache::bytes() const {

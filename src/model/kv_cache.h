@@ -22,6 +22,9 @@ class LayerKvCache {
   int64_t length() const { return length_; }
   /// Bytes held by the buffers (capacity, not length).
   int64_t bytes() const;
+  /// Keeps only the batch rows `rows` ([B'] int64 indices into the batch, in the new order): how a finished
+  /// request leaves a decode batch. @throws InvalidArgument for an index outside the batch.
+  void select_rows(const at::Tensor& rows);
 
  private:
   at::Tensor k_, v_, valid_;  // [B, H_kv, capacity, D_h], same, [B, capacity]
@@ -34,6 +37,8 @@ struct KvCache {
   explicit KvCache(int64_t n_layers = 0) : layers(n_layers) {}
   /// Sum of the layers' buffer bytes.
   int64_t bytes() const;
+  /// LayerKvCache::select_rows on every layer.
+  void select_rows(const at::Tensor& rows);
 };
 
 }  // namespace vispco

@@ -127,5 +127,74 @@ TEST(Sampling, TemperatureFrequenciesFollowSoftmaxAndSeedRepeats) {
   EXPECT_TRUE(at::equal(sample_next(logits, gc, g2), draws));
 }
 
+// Rows with their own max_new_tokens in one batch: each leaves the decode batch when done (its KV-cache rows
+// dropped), and every row's tokens and logits equal those it gets alone.
+TEST(Generate, RowsWithTheirOwnLimitsLeaveTheBatchAndEqualAlone) {
+  auto m = tiny();
+  std::vector<VlmRequest> reqs = {{test_pixels(56, 5), m.prompt_ids("How many cubes?")},
+                                  {test_pixels(56, 6), m.prompt_ids("Is there a red sphere in the image?")},
+                                  {test_pixels(56, 7), m.prompt_ids("What colour?")}};
+  std::vector<GenerationConfig> cfgs(3);
+  const int64_t limits[] = {2, 6, 4};
+  for (size_t i = 0; i < 3; ++i) {
+    cfgs[i].max_new_tokens = limits[i];
+    cfgs[i].stop_at_eos = false;
+  }
+  auto batched = generate(m, reqs, cfgs, nullptr, /*record_logits=*/true);
+  ASSERT_EQ(batched.step_logits.size(), 6u);
+  for (size_t i = 0; i < 3; ++i) {
+    auto alone = generate(m, {reqs[i]}, cfgs[i], nullptr, true);
+    EXPECT_EQ(batched.tokens[i], alone.tokens[0]) << i;
+    EXPECT_EQ(static_cast<int64_t>(batched.tokens[i].size()), limits[i]);
+    EXPECT_EQ(batched.finish_reasons[i], "length");
+    double worst = 0;
+    for (size_t s = 0; s < alone.step_logits.size(); ++s)
+      worst = std::max(worst, max_diff(alone.step_logits[s][0], batched.step_logits[s][static_cast<int64_t>(i)]));
+    std::printf("row %zu batched vs alone max |logit diff| = %.3g\n", i, worst);
+    EXPECT_LT(worst, 1e-4);
+    // After a row has finished its logits are NaN: it is no longer computed.
+    if (limits[i] < 6) EXPECT_TRUE(batched.step_logits[limits[i]][static_cast<int64_t>(i)].isnan().all().item<bool>());
+  }
+}
+
+// The token callback sees every token in order and ends its row when it returns false.
+TEST(Generate, TokenCallbackEndsItsRow) {
+  auto m = tiny();
+  std::vector<VlmRequest> reqs = {{test_pixels(56, 8), m.prompt_ids("How many cubes?")},
+                                  {test_pixels(56, 9), m.prompt_ids("What colour?")}};
+  GenerationConfig gc;
+  gc.max_new_tokens = 5;
+  gc.stop_at_eos = false;
+  std::vector<std::vector<int64_t>> seen(2);
+  auto out = generate(m, reqs, {gc, gc}, nullptr, false, [&](size_t row, int64_t tok) {
+    seen[row].push_back(tok);
+    return !(row == 0 && seen[0].size() == 2);  // row 0 stops after its second token
+  });
+  ASSERT_EQ(out.tokens[0].size(), 2u);
+  EXPECT_EQ(out.finish_reasons[0], "stop");
+  EXPECT_EQ(out.tokens[1].size(), 5u);
+  EXPECT_EQ(out.finish_reasons[1], "length");
+  EXPECT_EQ(seen[0], out.tokens[0]);
+  EXPECT_EQ(seen[1], out.tokens[1]);
+  auto alone = generate(m, {reqs[1]}, gc);
+  EXPECT_EQ(out.tokens[1], alone.tokens[0]);
+}
+
+// Sampled rows draw from their own generators: a row's sample equals the one it gets alone with its seed.
+TEST(Generate, SampledRowsEqualAloneWithTheirSeeds) {
+  auto m = tiny();
+  std::vector<VlmRequest> reqs = {{test_pixels(56, 10), m.prompt_ids("How many cubes?")},
+                                  {test_pixels(56, 11), m.prompt_ids("How many cubes?")}};
+  GenerationConfig a, b;
+  a.max_new_tokens = b.max_new_tokens = 6;
+  a.stop_at_eos = b.stop_at_eos = false;
+  a.temperature = b.temperature = 1.5;
+  a.seed = 3;
+  b.seed = 4;
+  auto batched = generate(m, reqs, {a, b}, nullptr, false);
+  EXPECT_EQ(batched.tokens[0], generate(m, {reqs[0]}, a).tokens[0]);
+  EXPECT_EQ(batched.tokens[1], generate(m, {reqs[1]}, b).tokens[0]);
+}
+
 }  // namespace
 }  // namespace vispco
