@@ -1,0 +1,43 @@
+// A POST /v1/chat/completions body in OpenAI's schema (platform.openai.com/docs/api-reference/chat/create),
+// parsed and validated into what vispco's generate() needs. LLaVA-1.5 takes one image and one question, so a
+// request holds one user message whose content is a string or a list of {"type": "text"} and one
+// {"type": "image_url"} parts; the image travels inline as a base64 data: URL.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/generate.h"
+
+namespace vispco::serve {
+
+/// Server-side bounds and defaults applied while parsing.
+struct ChatLimits {
+  /// max_tokens when the request names none, ≥ 1.
+  int64_t default_max_tokens = 64;
+  /// Largest max_tokens / max_completion_tokens accepted (larger → 400), ≥ default_max_tokens.
+  int64_t max_tokens_cap = 1024;
+};
+
+/// A validated chat-completion request.
+struct ChatRequest {
+  std::string model;               ///< the "model" field ("" when absent)
+  std::string question;            ///< the user's text parts, joined by "\n"
+  std::string image_bytes;         ///< the encoded image file (PNG, JPEG, WebP, BMP), from the data: URL
+  GenerationConfig gen;            ///< max_tokens, temperature, top_p, seed (random when absent, as
+                                   ///< OpenAI's), stop_at_eos (false with vLLM's "ignore_eos": true)
+  std::vector<std::string> stop;   ///< up to 4 non-empty stop sequences
+  bool stream = false;             ///< server-sent events
+  bool include_usage = false;      ///< stream_options.include_usage: a last chunk with usage
+  int64_t top_logprobs = -1;       ///< −1: no logprobs; 0–20 with "logprobs": true
+  std::string plan;                ///< vispco.plan, "" = the server's default plan
+};
+
+/// Parses and validates a request body (JSON nested deeper than 64 levels is refused before any use).
+/// @throws ApiError 400 (invalid_request_error, naming the field) for malformed JSON, a missing or mistyped
+/// field, no user message, more than one message or image, a system/assistant turn, no image, n ≠ 1,
+/// out-of-range max_tokens / temperature / top_p / top_logprobs, top_logprobs without logprobs, a bad stop list,
+/// or a bad image URL (serve/data_url.h).
+ChatRequest parse_chat_request(const std::string& body, const ChatLimits& limits = {});
+
+}  // namespace vispco::serve
