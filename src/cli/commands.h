@@ -11,8 +11,10 @@ void register_data(CLI::App& app);
 void register_eval(CLI::App& app);
 void register_generate(CLI::App& app);
 void register_init_random(CLI::App& app);
+void register_loadtest(CLI::App& app);
 void register_optimize(CLI::App& app);
 void register_scorer_table(CLI::App& app);
+void register_serve(CLI::App& app);
 void register_train(CLI::App& app);
 void register_train_gate(CLI::App& app);
 void register_vispco(CLI::App& app);  // `vispco vispco-search`

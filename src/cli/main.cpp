@@ -27,8 +27,10 @@ int main(int argc, char** argv) {
   vispco::cli::register_eval(app);
   vispco::cli::register_generate(app);
   vispco::cli::register_init_random(app);
+  vispco::cli::register_loadtest(app);
   vispco::cli::register_optimize(app);
   vispco::cli::register_scorer_table(app);
+  vispco::cli::register_serve(app);
   vispco::cli::register_train(app);
   vispco::cli::register_train_gate(app);
   vispco::cli::register_vispco(app);

@@ -1,0 +1,116 @@
+// `vispco serve`: loads a model once and serves OpenAI-style chat completions with a default pruning plan
+// (src/serve/; docs/serving.md). SIGINT / SIGTERM stop accepting connections, finish the in-flight requests
+// and exit 0.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "cli/commands.h"
+#include "core/context.h"
+#include "core/errors.h"
+#include "model/llava.h"
+#include "serve/server.h"
+
+namespace vispco::cli {
+namespace {
+
+int g_stop_pipe[2] = {-1, -1};
+
+void on_stop_signal(int sig) {
+  const unsigned char b = static_cast<unsigned char>(sig);
+  [[maybe_unused]] const auto n = write(g_stop_pipe[1], &b, 1);  // async-signal-safe
+}
+
+}  // namespace
+
+void register_serve(CLI::App& app) {
+  struct Opts {
+    std::string model, dtype = "fp32", device = "cpu", port_file;
+    serve::SchedulerOptions sched;
+    serve::ServerOptions server;
+    int threads = 0;
+    double max_body_mb = 20;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand("serve", "Serve OpenAI-style chat completions (POST /v1/chat/completions)");
+  cmd->add_option("--model", o->model, "Model folder (HF LLaVA layout)")->required();
+  cmd->add_option("--plan", o->sched.default_plan,
+                  "Default pruning plan (as generate's --plan); a request may name its own in vispco.plan")
+      ->capture_default_str();
+  cmd->add_option("--host", o->server.host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", o->server.port, "TCP port (0 = any free port)")->capture_default_str();
+  cmd->add_option("--port-file", o->port_file, "Write the bound port to this file once listening");
+  cmd->add_option("--model-name", o->server.model_name, "Model id in /v1/models (default: the folder's name)");
+  cmd->add_option("--max-batch", o->sched.max_batch, "Most requests per prefill batch")->capture_default_str();
+  cmd->add_option("--batch-window-ms", o->sched.batch_window_ms,
+                  "Longest wait for more same-plan requests after the oldest arrived")
+      ->capture_default_str();
+  cmd->add_option("--max-queue", o->sched.max_queue, "Waiting requests beyond which the server answers 503")
+      ->capture_default_str();
+  cmd->add_option("--max-tokens", o->server.limits.default_max_tokens, "max_tokens of requests that name none")
+      ->capture_default_str();
+  cmd->add_option("--max-tokens-cap", o->server.limits.max_tokens_cap, "Largest max_tokens accepted")
+      ->capture_default_str();
+  cmd->add_option("--max-body-mb", o->max_body_mb, "Largest request body (413 above)")->capture_default_str();
+  cmd->add_option("--max-image-pixels", o->server.max_image_pixels, "Largest decoded image (413 above)")
+      ->capture_default_str();
+  cmd->add_option("--threads", o->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("--dtype", o->dtype, "Compute dtype: fp32 | bf16")->capture_default_str();
+  cmd->add_option("--device", o->device, "cpu | cuda[:N]")->capture_default_str();
+  cmd->callback([o] {
+    o->server.max_body_bytes = static_cast<int64_t>(o->max_body_mb * 1048576.0);
+    if (o->server.http_threads == 0) o->server.http_threads = static_cast<int>(o->sched.max_queue + o->sched.max_batch + 4);
+    if (o->server.model_name.empty()) o->server.model_name = std::filesystem::path(o->model).lexically_normal().filename().string();
+    if (o->server.model_name.empty()) o->server.model_name = std::filesystem::path(o->model).parent_path().filename().string();
+    o->sched.validate();
+    o->server.validate();
+    // OpenCV refuses to decode images over this many pixels (a decompression bomb's guard; the server's own
+    // limit, checked after decoding, answers 413 between it and this).
+    setenv("OPENCV_IO_MAX_IMAGE_PIXELS", std::to_string(4 * o->server.max_image_pixels).c_str(), 1);
+    RunContext ctx;
+    ctx.dtype = parse_dtype(o->dtype);
+    ctx.device = parse_device(o->device);
+    ctx.n_threads = o->threads;
+    apply_threads(ctx);
+    auto model = VisionLanguageModel::load(o->model, ctx);
+    serve::Metrics metrics;
+    serve::declare_server_metrics(metrics);
+    serve::BatchScheduler scheduler(model, o->model, o->sched, &metrics);
+    serve::ChatServer server(model, scheduler, metrics, o->server);
+    const int port = server.bind();
+    if (!o->port_file.empty()) {
+      std::ofstream(o->port_file) << port << "\n";
+    }
+    std::fprintf(stderr, "vispco serve: %s on http://%s:%d (plan %s, max batch %ld, window %.1f ms, queue %ld)\n",
+                 o->server.model_name.c_str(), o->server.host.c_str(), port,
+                 scheduler.resolve_plan("").c_str(), (long)o->sched.max_batch, o->sched.batch_window_ms,
+                 (long)o->sched.max_queue);
+    // SIGINT / SIGTERM: the handler (any thread may run it: BLAS and OpenMP threads exist before main) only
+    // writes the signal number to a pipe; a waiter thread reads it and shuts the server down gracefully.
+    if (pipe(g_stop_pipe) != 0) throw IoError("serve: cannot create the signal pipe");
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    std::thread waiter([&] {
+      unsigned char sig = 0;
+      if (read(g_stop_pipe[0], &sig, 1) != 1 || sig == 0) return;  // 0: main's wake-up after listen() ended
+      std::fprintf(stderr, "vispco serve: signal %d, finishing in-flight requests\n", sig);
+      server.shutdown();
+    });
+    server.listen();  // returns after shutdown(), once the connection threads have finished
+    const unsigned char wake = 0;
+    if (write(g_stop_pipe[1], &wake, 1) != 1) std::fprintf(stderr, "vispco serve: cannot wake the signal thread\n");
+    waiter.join();
+    scheduler.drain_and_stop();
+    std::fprintf(stderr, "vispco serve: stopped\n");
+  });
+}
+
+}  // namespace vispco::cli

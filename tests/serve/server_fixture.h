@@ -1,0 +1,99 @@
+// A `vispco serve` stack (scheduler + HTTP server) on the tiny random model, on an ephemeral loopback port,
+// and helpers to build OpenAI requests and read server-sent events.
+#pragma once
+#include <httplib.h>
+#include <openssl/evp.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "io/image.h"
+#include "model/tiny_model.h"
+#include "serve/server.h"
+
+namespace vispco::testing {
+
+/// PNG bytes of a deterministic random RGB image.
+inline std::string test_png(int size, uint64_t seed) {
+  cv::Mat img(size, size, CV_8UC3);
+  cv::theRNG().state = seed;
+  cv::randu(img, cv::Scalar::all(0), cv::Scalar::all(255));
+  std::vector<uchar> buf;
+  cv::imencode(".png", img, buf);
+  return std::string(buf.begin(), buf.end());
+}
+
+/// "data:image/png;base64,…" of bytes (OpenSSL's encoder).
+inline std::string data_url(const std::string& bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
+  out.resize(static_cast<size_t>(n));
+  return "data:image/png;base64," + out;
+}
+
+/// A chat-completion body with one image and one question.
+inline nlohmann::json chat_body(const std::string& question, const std::string& png, int max_tokens = 6) {
+  return {{"model", "tiny"},
+          {"max_tokens", max_tokens},
+          {"messages",
+           {{{"role", "user"},
+             {"content",
+              {{{"type", "image_url"}, {"image_url", {{"url", data_url(png)}}}}, {{"type", "text"}, {"text", question}}}}}}}};
+}
+
+/// The JSON payloads of a server-sent-events body ("data: …" lines), "[DONE]" included as a string.
+inline std::vector<std::string> sse_events(const std::string& body) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while ((pos = body.find("data: ", pos)) != std::string::npos) {
+    const auto end = body.find("\n\n", pos);
+    out.push_back(body.substr(pos + 6, end - pos - 6));
+    pos = end == std::string::npos ? body.size() : end + 2;
+  }
+  return out;
+}
+
+/// The serving stack, started in the constructor and stopped in the destructor.
+class ServerFixture {
+ public:
+  explicit ServerFixture(serve::SchedulerOptions sched = {}, serve::ServerOptions opts = {})
+      : model_(load_tiny()) {
+    serve::declare_server_metrics(metrics_);
+    scheduler_ = std::make_unique<serve::BatchScheduler>(model_, tiny_model_dir(), sched, &metrics_);
+    opts.port = 0;
+    opts.model_name = "tiny";
+    if (opts.http_threads == 0) opts.http_threads = 32;
+    server_ = std::make_unique<serve::ChatServer>(model_, *scheduler_, metrics_, opts);
+    port_ = server_->bind();
+    thread_ = std::thread([this] { server_->listen(); });
+  }
+  ~ServerFixture() {
+    server_->stop();
+    thread_.join();
+    scheduler_->drain_and_stop();
+  }
+  int port() const { return port_; }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(60, 0);
+    return c;
+  }
+  VisionLanguageModel& model() { return model_; }
+  serve::Metrics& metrics() { return metrics_; }
+
+ private:
+  VisionLanguageModel model_;
+  serve::Metrics metrics_;
+  std::unique_ptr<serve::BatchScheduler> scheduler_;
+  std::unique_ptr<serve::ChatServer> server_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+}  // namespace vispco::testing
