@@ -27,12 +27,27 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
-fi
+# node + npm run the official OpenAI client against `vispco serve` in the tests (Debian's packages where the
+# machine has none).
+command -v node > /dev/null || missing+=(nodejs)
+command -v npm > /dev/null || missing+=(npm)
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-echo "install-deps: installing ${missing[*]}"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+else
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The `openai` npm package for tests/serve/test_openai_node.cpp (pinned by package-lock.json); the test
+# skips with a message where npm's registry cannot be reached.
+node_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/serve/node"
+if [ -f "$node_dir/node_modules/openai/package.json" ]; then
+  echo "install-deps: openai npm package present"
+elif command -v npm > /dev/null && timeout 300 npm ci --prefix "$node_dir" --no-audit --no-fund --loglevel=error; then
+  echo "install-deps: installed the openai npm package into tests/serve/node"
+else
+  echo "install-deps: could not install the openai npm package (npm registry unreachable?); its test will skip"
+fi
