@@ -29,6 +29,7 @@ void register_loadtest(CLI::App& app) {
   cmd->add_option("--requests", o->lt.requests, "Requests to complete")->capture_default_str();
   cmd->add_option("--max-tokens", o->lt.max_tokens, "max_tokens of each request")->capture_default_str();
   cmd->add_option("--time-limit-s", o->lt.time_limit_s, "Stop sending after this many seconds")->capture_default_str();
+  cmd->add_flag("--ignore-eos", o->lt.ignore_eos, "Every request decodes --max-tokens tokens (a decode-bound load)");
   cmd->add_flag("--json", o->json, "Print one JSON object");
   cmd->callback([o] {
     std::ifstream in(o->image, std::ios::binary);
@@ -41,6 +42,8 @@ void register_loadtest(CLI::App& app) {
       auto j = r.to_json();
       j["clients"] = o->lt.clients;
       j["plan"] = o->lt.plan;
+      j["max_tokens"] = o->lt.max_tokens;
+      j["ignore_eos"] = o->lt.ignore_eos;
       std::cout << j.dump() << "\n";
     } else {
       std::printf("%d ok, %d failed in %.2f s: %.2f req/s, %.1f tok/s | TTFT P50 %.1f P99 %.1f ms | latency P50 "

@@ -100,6 +100,7 @@ LoadTestResult run_load_test(const LoadTestOptions& o) {
                    {{{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64," + base64(o.image_bytes)}}}},
                     {{"type", "text"}, {"text", o.prompt}}}}}}}};
   if (!o.plan.empty()) body["vispco"] = {{"plan", o.plan}};
+  if (o.ignore_eos) body["ignore_eos"] = true;
   const std::string payload = body.dump();
 
   std::mutex mu;

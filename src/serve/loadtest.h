@@ -20,6 +20,7 @@ struct LoadTestOptions {
   int clients = 8;                 ///< concurrent clients, ≥ 1
   int requests = 64;               ///< requests to send, ≥ 1
   int max_tokens = 16;             ///< max_tokens of every request, ≥ 1
+  bool ignore_eos = false;         ///< send "ignore_eos": every request decodes max_tokens tokens
   double time_limit_s = 600;       ///< stop sending after this many seconds, > 0
   /// @throws InvalidArgument naming the field.
   void validate() const;
