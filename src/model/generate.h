@@ -54,7 +54,7 @@ struct GenerationStats {
   double decode_ms = 0;             ///< all decode steps after the first token
   int64_t n_generated = 0;          ///< tokens generated over the batch (incl. the first)
   double decode_tokens_per_s = 0;   ///< tokens generated after the first, per second of decode, whole batch
-  int64_t kv_cache_bytes = 0;       ///< KV cache buffer bytes after generation
+  int64_t kv_cache_bytes = 0;       ///< KV cache buffer bytes, the peak over the generation (finished rows leave it)
   nlohmann::json to_json() const;
 };
 
