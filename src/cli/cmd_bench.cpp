@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "core/cpu_features.h"
 #include "core/context.h"
 #include "core/errors.h"
 #include "eval/prefill_bench.h"
@@ -17,7 +18,7 @@ namespace vispco::cli {
 void register_bench(CLI::App& app) {
   struct Opts {
     eval::PrefillBenchConfig cfg;
-    std::string dtype = "fp32", device = "cpu", sweep_keep;
+    std::string dtype = "auto", device = "cpu", sweep_keep;
     std::vector<std::string> sweep_plans;
     bool json = false;
   };
@@ -43,11 +44,10 @@ void register_bench(CLI::App& app) {
          "Pruning sweep: a plan template per scorer, repeatable or ';'-separated: one stage without keep "
          "(fastv:layer=2, visionzip:layer=0) or a plan with {K} where K goes")
       ->delimiter(';');
-  // fp32 by default: on CPUs without AVX512-BF16/AMX, LibTorch's bf16 matmul is ~30x slower than fp32
-  // (measured on a 2-core AVX2 machine: ~5 vs ~160 GFLOP/s), so a full-depth bf16 run takes many minutes.
+  // auto by default: on CPUs without AVX512-BF16/AMX, LibTorch's bf16 matmul is ~30x slower than fp32
+  // (measured on a 2-core AVX2 machine: ~5 vs ~160 GFLOP/s), so auto picks fp32 there and bf16 where it is native.
   cmd->add_option("--dtype", o->dtype,
-                  "fp32 | bf16 | fp16. fp32 by default: bf16 is slow on CPUs without AVX512-BF16/AMX "
-                  "(use --layers 1 there)")
+                  "auto | fp32 | bf16 | fp16 (auto: bf16 on CUDA or where the CPU has AVX512-BF16/AMX, else fp32)")
       ->capture_default_str();
   cmd->add_option("--device", o->device, "cpu | cuda[:N]")->capture_default_str();
   cmd->add_option("--n-text", o->cfg.n_text,
@@ -66,8 +66,9 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--seed", o->cfg.seed, "Seed of the random weights and inputs")->capture_default_str();
   cmd->add_flag("--json", o->json, "Print one JSON object instead of the table");
   cmd->callback([o] {
-    o->cfg.dtype = parse_dtype(o->dtype);
     o->cfg.device = parse_device(o->device);
+    const DtypeChoice dtype_choice = choose_dtype(o->dtype, o->cfg.device);
+    o->cfg.dtype = dtype_choice.dtype;
     o->cfg.validate();
     const auto progress = [](const std::string& s) { std::cerr << s << "\n"; };
     if (!o->sweep_keep.empty() || !o->sweep_plans.empty()) {
@@ -77,14 +78,23 @@ void register_bench(CLI::App& app) {
         throw InvalidArgument("--sweep-keep needs --sweep-plan (e.g. fastv:layer=2)");
       eval::PrefillSweepSpec spec{eval::parse_keep_list(o->sweep_keep), o->sweep_plans};
       const auto r = eval::run_prefill_sweep(o->cfg, spec, progress);
-      std::cout << (o->json ? r.to_json().dump(2) + "\n" : r.table());
+      auto j = r.to_json();
+      j["dtype_choice"] = dtype_choice.describe();
+      j["cpu_features"] = detect_cpu_features().summary();
+      std::cout << (o->json ? j.dump(2) + "\n" : r.table());
+      std::cerr << "dtype: " << dtype_choice.describe() << " | CPU features: " << detect_cpu_features().summary() << "\n";
       return;
     }
     const auto r = eval::run_prefill_bench(o->cfg, progress);
-    if (o->json)
-      std::cout << r.to_json().dump(2) << "\n";
-    else
+    if (o->json) {
+      auto j = r.to_json();
+      j["dtype_choice"] = dtype_choice.describe();
+      j["cpu_features"] = detect_cpu_features().summary();
+      std::cout << j.dump(2) << "\n";
+    } else {
       std::cout << r.table();
+    }
+    std::cerr << "dtype: " << dtype_choice.describe() << " | CPU features: " << detect_cpu_features().summary() << "\n";
   });
 }
 

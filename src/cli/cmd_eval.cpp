@@ -23,7 +23,7 @@ namespace vispco::cli {
 namespace {
 
 struct EvalArgs {
-  std::string model, data, plan = "none", shard = "0/1", store, out = "eval_out", dtype = "fp32",
+  std::string model, data, plan = "none", shard = "0/1", store, out = "eval_out", dtype = "auto",
                            device = "cpu", progress = "auto";
   int64_t limit = 0, batch = 1;  // signed, so "-1" is an error rather than a huge size_t
   int64_t max_new_tokens = eval::default_eval_generation().max_new_tokens;
@@ -67,8 +67,9 @@ void run_eval(const EvalArgs& a) {
   o.validate();  // before the slow steps
 
   RunContext ctx;
-  ctx.dtype = parse_dtype(a.dtype);
   ctx.device = parse_device(a.device);
+  const DtypeChoice dtype_choice = choose_dtype(a.dtype, ctx.device);
+  ctx.dtype = dtype_choice.dtype;
   ctx.n_threads = a.threads;
   apply_threads(ctx);
 
@@ -90,6 +91,7 @@ void run_eval(const EvalArgs& a) {
   std::cout << rep.to_markdown();
   std::cout << "\nwrote " << o.out_dir << "/{predictions.jsonl, summary.json, summary.md}; store "
             << o.store_path << "\n";
+  std::fprintf(stderr, "dtype: %s\n", dtype_choice.describe().c_str());  // after success: errors stay one line
 }
 
 }  // namespace
@@ -109,7 +111,7 @@ void register_eval(CLI::App& app) {
   cmd->add_option("--out", a->out, "Output folder (predictions.jsonl, summary.json, summary.md)")
       ->capture_default_str();
   cmd->add_option("--store", a->store, "SQLite result store (default: <out>/results.sqlite)");
-  cmd->add_option("--dtype", a->dtype, "Compute dtype: fp32 | bf16")->capture_default_str();
+  cmd->add_option("--dtype", a->dtype, "Compute dtype: auto | fp32 | bf16 (auto: bf16 on CUDA or where the CPU has AVX512-BF16/AMX, else fp32)")->capture_default_str();
   cmd->add_option("--device", a->device, "cpu | cuda[:N]")->capture_default_str();
   cmd->add_option("--threads", a->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--progress", a->progress, "Progress on stderr: auto | bar | lines | off")

@@ -18,7 +18,7 @@ namespace vispco::cli {
 
 void register_generate(CLI::App& app) {
   struct Opts {
-    std::string model, image, prompt, dtype = "fp32", device = "cpu", plan = "none", heatmap;
+    std::string model, image, prompt, dtype = "auto", device = "cpu", plan = "none", heatmap;
     GenerationConfig gen;
     int threads = 0;
     int64_t top_logprobs = -1;  // −1: off
@@ -34,7 +34,7 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--top-p", o->gen.top_p, "Nucleus sampling mass")->capture_default_str();
   cmd->add_option("--seed", o->gen.seed, "Sampling seed")->capture_default_str();
   cmd->add_option("--dtype", o->dtype,
-                  "Compute dtype: fp32 | bf16 (bf16 needs AVX512-BF16/AMX or a GPU to be fast)")
+                  "Compute dtype: auto | fp32 | bf16 (auto: bf16 on CUDA or where the CPU has AVX512-BF16/AMX, else fp32)")
       ->capture_default_str();
   cmd->add_option("--device", o->device, "cpu | cuda[:N]")->capture_default_str();
   cmd->add_option("--threads", o->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
@@ -51,8 +51,9 @@ void register_generate(CLI::App& app) {
     if (o->top_logprobs != -1 && (o->top_logprobs < 0 || o->top_logprobs > 20))
       throw InvalidArgument("generate: --top-logprobs must be in [0, 20], got " + std::to_string(o->top_logprobs));
     RunContext ctx;
-    ctx.dtype = parse_dtype(o->dtype);
     ctx.device = parse_device(o->device);
+    const DtypeChoice dtype_choice = choose_dtype(o->dtype, ctx.device);
+    ctx.dtype = dtype_choice.dtype;
     ctx.n_threads = o->threads;
     ctx.seed = o->gen.seed;
     apply_threads(ctx);
@@ -77,7 +78,7 @@ void register_generate(CLI::App& app) {
     const double rss_mb = peak_rss_bytes() / 1048576.0;
     if (o->json) {
       nlohmann::json j = {{"answer", res.texts[0]}, {"tokens", res.tokens[0]}, {"plan", hook.plan().to_string()},
-                          {"stats", s.to_json()}};
+                          {"stats", s.to_json()}, {"dtype", dtype_choice.describe()}};
       j["stats"]["peak_rss_mb"] = rss_mb;
       if (want_logprobs) j["logprobs"] = {{"content", to_openai_json(logprobs)}};
       std::cout << j.dump() << "\n";
@@ -95,9 +96,9 @@ void register_generate(CLI::App& app) {
       std::snprintf(prepass, sizeof prepass, " | gradient pre-pass %.1f ms", s.prepass_ms);
     std::fprintf(stdout,
                  "[vision %.1f ms%s | prefill %.1f ms | TTFT %.1f ms | decode %.1f tok/s | N_v %ld kept %ld | "
-                 "N_t %ld | peak RSS %.0f MB]\n",
+                 "N_t %ld | peak RSS %.0f MB | %s]\n",
                  s.vision_ms, prepass, s.prefill_ms, s.ttft_ms, s.decode_tokens_per_s, (long)s.n_visual,
-                 (long)s.n_visual_kept, (long)s.n_text_max, rss_mb);
+                 (long)s.n_visual_kept, (long)s.n_text_max, rss_mb, dtype_choice.describe().c_str());
   });
 }
 

@@ -30,7 +30,7 @@ namespace fs = std::filesystem;
 
 struct OptimizeArgs {
   std::string model, calib, test, method, scorer, scorers, layers, keep, out = "optimize_out", store,
-      dtype = "fp32", device = "cpu", progress = "auto", gnuplot = "gnuplot";
+      dtype = "auto", device = "cpu", progress = "auto", gnuplot = "gnuplot";
   std::vector<std::string> templates;
   int64_t layer = -1, limit_calib = 0, limit_test = 0, batch = 8;
   double epsilon = 0.01, epsilon_abs = -1, flops_ratio = 0;
@@ -141,8 +141,9 @@ void run_optimize_cmd(const OptimizeArgs& a) {
   if (!a.no_plots) optimize::check_gnuplot(a.gnuplot);
 
   RunContext ctx;
-  ctx.dtype = parse_dtype(a.dtype);
   ctx.device = parse_device(a.device);
+  const DtypeChoice dtype_choice = choose_dtype(a.dtype, ctx.device);
+  ctx.dtype = dtype_choice.dtype;
   ctx.n_threads = a.threads;
   apply_threads(ctx);
   const auto log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
@@ -173,7 +174,7 @@ void run_optimize_cmd(const OptimizeArgs& a) {
                 {"test_hash", o.evaluate_test ? test.hash : ""},
                 {"limit_test", a.limit_test},
                 {"store", st.store_path},
-                {"dtype", a.dtype},
+                {"dtype", dtype_choice.describe()},
                 {"batch", a.batch}};
   optimize::write_report(rep, a.out);
   if (!a.no_plots) {
@@ -186,6 +187,7 @@ void run_optimize_cmd(const OptimizeArgs& a) {
   }
   std::cout << rep.summary() << "wrote " << a.out << "/optimize.{json,md}"
             << (rep.plots.empty() ? "" : ", " + a.out + "/plots/*.png") << "; store " << st.store_path << "\n";
+  std::fprintf(stderr, "dtype: %s\n", dtype_choice.describe().c_str());  // after success: errors stay one line
 }
 
 }  // namespace
@@ -225,7 +227,7 @@ void register_optimize(CLI::App& app) {
   cmd->add_option("--batch", a->batch, "Samples per generate() call")->capture_default_str();
   cmd->add_option("--out", a->out, "Report folder (optimize.json, optimize.md, plots/)")->capture_default_str();
   cmd->add_option("--store", a->store, "SQLite result store (default: <out>/results.sqlite)");
-  cmd->add_option("--dtype", a->dtype, "Compute dtype: fp32 | bf16")->capture_default_str();
+  cmd->add_option("--dtype", a->dtype, "Compute dtype: auto | fp32 | bf16 (auto: bf16 on CUDA or where the CPU has AVX512-BF16/AMX, else fp32)")->capture_default_str();
   cmd->add_option("--device", a->device, "cpu | cuda[:N]")->capture_default_str();
   cmd->add_option("--threads", a->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--progress", a->progress, "Per-evaluation progress on stderr: auto | bar | lines | off")

@@ -30,7 +30,7 @@ void on_stop_signal(int sig) {
 
 void register_serve(CLI::App& app) {
   struct Opts {
-    std::string model, dtype = "fp32", device = "cpu", port_file;
+    std::string model, dtype = "auto", device = "cpu", port_file;
     serve::SchedulerOptions sched;
     serve::ServerOptions server;
     int threads = 0;
@@ -60,7 +60,7 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--max-image-pixels", o->server.max_image_pixels, "Largest decoded image (413 above)")
       ->capture_default_str();
   cmd->add_option("--threads", o->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
-  cmd->add_option("--dtype", o->dtype, "Compute dtype: fp32 | bf16")->capture_default_str();
+  cmd->add_option("--dtype", o->dtype, "Compute dtype: auto | fp32 | bf16 (auto: bf16 on CUDA or where the CPU has AVX512-BF16/AMX, else fp32)")->capture_default_str();
   cmd->add_option("--device", o->device, "cpu | cuda[:N]")->capture_default_str();
   cmd->callback([o] {
     o->server.max_body_bytes = static_cast<int64_t>(o->max_body_mb * 1048576.0);
@@ -73,8 +73,9 @@ void register_serve(CLI::App& app) {
     // limit, checked after decoding, answers 413 between it and this).
     setenv("OPENCV_IO_MAX_IMAGE_PIXELS", std::to_string(4 * o->server.max_image_pixels).c_str(), 1);
     RunContext ctx;
-    ctx.dtype = parse_dtype(o->dtype);
     ctx.device = parse_device(o->device);
+    const DtypeChoice dtype_choice = choose_dtype(o->dtype, ctx.device);
+    ctx.dtype = dtype_choice.dtype;
     ctx.n_threads = o->threads;
     apply_threads(ctx);
     auto model = VisionLanguageModel::load(o->model, ctx);
@@ -86,10 +87,10 @@ void register_serve(CLI::App& app) {
     if (!o->port_file.empty()) {
       std::ofstream(o->port_file) << port << "\n";
     }
-    std::fprintf(stderr, "vispco serve: %s on http://%s:%d (plan %s, max batch %ld, window %.1f ms, queue %ld)\n",
+    std::fprintf(stderr, "vispco serve: %s on http://%s:%d (plan %s, max batch %ld, window %.1f ms, queue %ld, %s)\n",
                  o->server.model_name.c_str(), o->server.host.c_str(), port,
                  scheduler.resolve_plan("").c_str(), (long)o->sched.max_batch, o->sched.batch_window_ms,
-                 (long)o->sched.max_queue);
+                 (long)o->sched.max_queue, dtype_choice.describe().c_str());
     // SIGINT / SIGTERM: the handler (any thread may run it: BLAS and OpenMP threads exist before main) only
     // writes the signal number to a pipe; a waiter thread reads it and shuts the server down gracefully.
     if (pipe(g_stop_pipe) != 0) throw IoError("serve: cannot create the signal pipe");

@@ -34,7 +34,7 @@ namespace {
 struct PcoArgs {
   std::string model, data, out = "vispco_out", scorer = "fastv", kernel = "multistep", floor = "scorer";
   std::string budgets = "0.1,0.2,0.3,0.4,0.5", train_budgets, predictor, store, grid_frontier, label;
-  std::string dtype = "fp32", device = "cpu", master_addr = "127.0.0.1";
+  std::string dtype = "auto", device = "cpu", master_addr = "127.0.0.1";
   int64_t first_layer = 0, stages = 3, n_train = 512, n_val = 64, batch = 4, epochs = 20, min_epochs = 5,
           patience = 3;
   int64_t world_size = 1, rank = 0, master_port = 29500, eval_limit = 0, eval_batch = 8;
@@ -129,8 +129,9 @@ void run_search(const PcoArgs& a) {
     throw InvalidArgument("--predictor loads a trained predictor; it takes no --world-size > 1");
 
   RunContext ctx;
-  ctx.dtype = parse_dtype(a.dtype);
   ctx.device = parse_device(a.device);
+  const DtypeChoice dtype_choice = choose_dtype(a.dtype, ctx.device);
+  ctx.dtype = dtype_choice.dtype;
   ctx.n_threads = a.threads;
   ctx.seed = a.seed;
   apply_threads(ctx);
@@ -198,6 +199,7 @@ void run_search(const PcoArgs& a) {
   std::cout << rep.to_markdown();
   std::cout << "\nwrote " << a.out << "/{curve.json, curve.csv, summary.md" << (rep.points.empty() ? "" : ", curve.gp")
             << (png.empty() ? "" : ", curve.png") << "}\n";
+  std::fprintf(stderr, "dtype: %s\n", dtype_choice.describe().c_str());  // after success: errors stay one line
 }
 
 }  // namespace

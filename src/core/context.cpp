@@ -1,6 +1,8 @@
 // Parsing of the run context's fields and thread set-up.
 #include "core/context.h"
 
+#include "core/cpu_features.h"
+
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
 
@@ -15,6 +17,22 @@ c10::ScalarType parse_dtype(const std::string& name) {
   if (name == "bf16" || name == "bfloat16") return c10::kBFloat16;
   if (name == "fp16" || name == "float16" || name == "half") return c10::kHalf;
   throw InvalidArgument("unknown dtype '" + name + "' (valid: fp32, bf16, fp16)");
+}
+
+std::string DtypeChoice::describe() const { return dtype_name(dtype) + " (" + reason + ")"; }
+
+DtypeChoice choose_dtype(const std::string& name, const c10::Device& device) {
+  if (name != "auto") {
+    try {
+      return {parse_dtype(name), "asked"};
+    } catch (const InvalidArgument&) {
+      throw InvalidArgument("unknown dtype '" + name + "' (valid: auto, fp32, bf16, fp16)");
+    }
+  }
+  if (device.is_cuda()) return {c10::kBFloat16, "auto: CUDA device"};
+  const CpuFeatures cpu = detect_cpu_features();
+  if (cpu.native_bf16()) return {c10::kBFloat16, "auto: CPU has native bf16 (" + cpu.summary() + ")"};
+  return {c10::kFloat, "auto: CPU has no AVX512-BF16/AMX-BF16 (" + cpu.summary() + "), where bf16 is slow"};
 }
 
 std::string dtype_name(c10::ScalarType dtype) {

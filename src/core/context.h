@@ -21,6 +21,19 @@ struct RunContext {
   uint64_t seed = 0;
 };
 
+/// A compute dtype and why it was chosen.
+struct DtypeChoice {
+  c10::ScalarType dtype = c10::kFloat;
+  std::string reason;  ///< e.g. "auto: CPU has avx512_bf16" or "asked"
+  /// "bf16 (auto: CPU has avx512_bf16)".
+  std::string describe() const;
+};
+
+/// The compute dtype for a --dtype value. "auto": bf16 on a CUDA device; on the CPU bf16 where it is native
+/// (AVX512-BF16 or AMX-BF16, core/cpu_features.h), fp32 elsewhere (LibTorch's bf16 is ~30× slower than fp32
+/// there). Any other name as parse_dtype(). @throws InvalidArgument for an unknown name.
+DtypeChoice choose_dtype(const std::string& name, const c10::Device& device);
+
 /// Parses "fp32" | "float32" | "bf16" | "bfloat16" | "fp16" | "float16" into a dtype.
 /// @throws InvalidArgument naming the valid names.
 c10::ScalarType parse_dtype(const std::string& name);

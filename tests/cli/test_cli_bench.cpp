@@ -11,11 +11,12 @@ namespace vispco {
 namespace {
 
 TEST(CliBench, TinyPresetJson) {
-  const auto r = testing::run_cli("bench --preset tiny --repeats 1 --threads 1 --n-text 9 --json");
+  const auto r = testing::run_cli("bench --preset tiny --repeats 1 --threads 1 --n-text 9 --dtype fp32 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["preset"], "tiny");
-  EXPECT_EQ(j["dtype"], "fp32");  // the default
+  EXPECT_EQ(j["dtype"], "fp32");
+  EXPECT_EQ(j["dtype_choice"], "fp32 (asked)");
   EXPECT_EQ(j["n_visual"], 16);
   EXPECT_EQ(j["n_text"], 9);
   EXPECT_EQ(j["n_layers_limit"], 0);
@@ -39,7 +40,7 @@ TEST(CliBench, UnknownPresetIsOneLineError) {
 
 TEST(CliBench, SweepJsonHasOneRowPerPlanAndK) {
   const auto r = testing::run_cli(
-      "bench --preset tiny --repeats 1 --threads 1 --n-text 9 --sweep-keep 16,4 --sweep-plan fastv:layer=2 "
+      "bench --preset tiny --repeats 1 --threads 1 --n-text 9 --dtype fp32 --sweep-keep 16,4 --sweep-plan fastv:layer=2 "
       "--sweep-plan visionzip:layer=0 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
