@@ -230,7 +230,10 @@ void BatchScheduler::run_batch(std::vector<std::unique_ptr<Pending>>& batch) {
   } catch (const std::exception& e) {
     for (auto& r : results) r.error = e.what();
   }
-  for (size_t i = 0; i < batch.size(); ++i) batch[i]->promise.set_value(std::move(results[i]));
+  for (size_t i = 0; i < batch.size(); ++i) {
+    batch[i]->promise.set_value(std::move(results[i]));
+    if (batch[i]->job.on_finish) batch[i]->job.on_finish();
+  }
 }
 
 }  // namespace vispco::serve

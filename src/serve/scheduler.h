@@ -44,6 +44,8 @@ struct GenerationJob {
   /// Streaming: called on the worker thread with each new piece of answer text; returning false (client
   /// gone) ends the row. Empty for non-streamed requests.
   std::function<bool(const std::string& delta)> on_delta;
+  /// Called on the worker thread right after the job's result is set (wakes a streaming handler at once).
+  std::function<void()> on_finish;
 };
 
 /// What a job produced.

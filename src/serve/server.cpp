@@ -27,6 +27,7 @@ struct StreamChannel {
   std::mutex mu;
   std::condition_variable cv;
   std::deque<std::string> deltas;
+  bool finished = false;  // the job's result is set
   std::atomic<bool> gone{false};
 };
 
@@ -179,6 +180,13 @@ struct ChatServer::Impl {
       ch->cv.notify_all();
       return true;
     };
+    job.on_finish = [ch] {
+      {
+        std::lock_guard<std::mutex> lock(ch->mu);
+        ch->finished = true;
+      }
+      ch->cv.notify_all();
+    };
     auto fut = std::make_shared<std::future<JobResult>>();
     try {
       *fut = scheduler.submit(std::move(job));
@@ -213,9 +221,9 @@ struct ChatServer::Impl {
           bool finished = false;
           {
             std::unique_lock<std::mutex> lock(ch->mu);
-            ch->cv.wait_for(lock, std::chrono::milliseconds(20), [&] { return !ch->deltas.empty(); });
+            ch->cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return !ch->deltas.empty() || ch->finished; });
             ready.swap(ch->deltas);
-            finished = ready.empty() && fut->wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+            finished = ready.empty() && ch->finished;
           }
           for (const auto& d : ready)
             if (!send(chunk({{"content", d}}, nullptr))) return false;
