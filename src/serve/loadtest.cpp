@@ -2,7 +2,6 @@
 #include "serve/loadtest.h"
 
 #include <httplib.h>
-#include <openssl/evp.h>
 
 #include <algorithm>
 #include <atomic>
@@ -13,20 +12,13 @@
 #include <thread>
 
 #include "core/errors.h"
+#include "serve/data_url.h"
 
 namespace vispco::serve {
 namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-std::string base64(const std::string& bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
@@ -97,7 +89,7 @@ LoadTestResult run_load_test(const LoadTestOptions& o) {
                {"messages",
                 {{{"role", "user"},
                   {"content",
-                   {{{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64," + base64(o.image_bytes)}}}},
+                   {{{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64," + encode_base64(o.image_bytes)}}}},
                     {{"type", "text"}, {"text", o.prompt}}}}}}}};
   if (!o.plan.empty()) body["vispco"] = {{"plan", o.plan}};
   if (o.ignore_eos) body["ignore_eos"] = true;

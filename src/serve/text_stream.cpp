@@ -61,23 +61,18 @@ std::string TextStream::visible(bool final) const {
   return t;
 }
 
-std::string TextStream::take_delta() {
-  const std::string v = visible(false);
+std::string TextStream::emit(const std::string& v) {
   // Only text that extends what was sent: should decoding ever rewrite earlier text, nothing more is sent
-  // before finish() rather than a delta cut inside a character.
+  // rather than a delta cut inside a character.
   if (v.size() <= emitted_.size() || v.compare(0, emitted_.size(), emitted_) != 0) return "";
   std::string d = v.substr(emitted_.size());
   emitted_ = v;
   return d;
 }
 
-std::string TextStream::finish() {
-  const std::string v = visible(true);
-  if (v.size() <= emitted_.size() || v.compare(0, emitted_.size(), emitted_) != 0) return "";
-  std::string d = v.substr(emitted_.size());
-  emitted_ = v;
-  return d;
-}
+std::string TextStream::take_delta() { return emit(visible(false)); }
+
+std::string TextStream::finish() { return emit(visible(true)); }
 
 std::string TextStream::text() const { return visible(true); }
 

@@ -27,6 +27,7 @@ class TextStream {
 
  private:
   std::string visible(bool final) const;  // the prefix a client may see
+  std::string emit(const std::string& v);  // the part of v past what was sent, if v extends it
   std::function<std::string(const std::vector<int64_t>&)> decode_;
   std::vector<std::string> stop_;
   std::vector<int64_t> tokens_;

@@ -2,7 +2,6 @@
 // and helpers to build OpenAI requests and read server-sent events.
 #pragma once
 #include <httplib.h>
-#include <openssl/evp.h>
 
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -14,6 +13,7 @@
 
 #include "io/image.h"
 #include "model/tiny_model.h"
+#include "serve/data_url.h"
 #include "serve/server.h"
 
 namespace vispco::testing {
@@ -28,14 +28,8 @@ inline std::string test_png(int size, uint64_t seed) {
   return std::string(buf.begin(), buf.end());
 }
 
-/// "data:image/png;base64,…" of bytes (OpenSSL's encoder).
-inline std::string data_url(const std::string& bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
-  out.resize(static_cast<size_t>(n));
-  return "data:image/png;base64," + out;
-}
+/// "data:image/png;base64,…" of bytes.
+inline std::string data_url(const std::string& bytes) { return "data:image/png;base64," + serve::encode_base64(bytes); }
 
 /// A chat-completion body with one image and one question.
 inline nlohmann::json chat_body(const std::string& question, const std::string& png, int max_tokens = 6) {

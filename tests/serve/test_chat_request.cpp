@@ -37,6 +37,15 @@ TEST(DataUrl, DecodesBase64AndDropsPadding) {
   EXPECT_EQ(decode_data_url("data:image/png;base64,YWJj"), "abc");
 }
 
+TEST(DataUrl, EncodesRfc4648TestVectors) {
+  // RFC 4648 §10.
+  EXPECT_EQ(encode_base64(""), "");
+  EXPECT_EQ(encode_base64("f"), "Zg==");
+  EXPECT_EQ(encode_base64("fo"), "Zm8=");
+  EXPECT_EQ(encode_base64("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(decode_data_url("data:image/png;base64," + encode_base64("fooba")), "fooba");
+}
+
 TEST(DataUrl, RefusesRemoteUrlsAndMalformedBase64) {
   for (const char* url : {"https://example.com/cat.png", "http://x/y.png", "file:///etc/passwd",
                           "data:image/png,raw", "data:image/png;base64,abc", "data:image/png;base64,a$c="}) {
