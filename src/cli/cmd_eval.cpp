@@ -6,6 +6,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <string>
 #include <tuple>
@@ -17,6 +18,8 @@
 #include "eval/evaluator.h"
 #include "eval/run_key.h"
 #include "model/llava.h"
+#include "optimize/dynamic_k/auto_keep.h"
+#include "optimize/dynamic_k/auto_keep_eval.h"
 #include "prune/plan_hook.h"
 
 namespace vispco::cli {
@@ -52,9 +55,16 @@ void run_eval(const EvalArgs& a) {
   o.batch_size = static_cast<size_t>(a.batch);
   o.generation.max_new_tokens = a.max_new_tokens;
   const LlavaConfig cfg = load_llava_config(a.model);  // cheap: checks the plan before the slow steps
-  const PruningPlan plan = parse_plan(eval::canonical_plan(a.plan), cfg);
+  const bool auto_keep = optimize::is_auto_keep(a.plan);
+  std::optional<optimize::AutoKeepPlan> auto_plan;
+  std::optional<optimize::KPredictor> predictor;
+  if (auto_keep) {
+    auto_plan = optimize::parse_auto_keep(a.plan, cfg);
+    predictor = optimize::load_plan_predictor(*auto_plan, a.model, cfg);
+  }
+  const PruningPlan plan = auto_keep ? PruningPlan{} : parse_plan(eval::canonical_plan(a.plan), cfg);
   PlanHook hook(plan, cfg, /*seed=*/0, ScorerEnv{a.model});  // validates; loads a learned gate
-  o.plan = hook.store_key();  // canonical text (+ the gate file's hash): the result-store key
+  o.plan = auto_keep ? auto_plan->to_string() : hook.store_key();  // the result-store key (+ the gate's hash)
   o.out_dir = a.out;
   o.store_path = a.store.empty() ? (std::filesystem::path(a.out) / "results.sqlite").string() : a.store;
   o.on_missing_image = a.skip_missing ? eval::MissingImagePolicy::kSkip : eval::MissingImagePolicy::kStop;
@@ -81,14 +91,25 @@ void run_eval(const EvalArgs& a) {
   const std::string model_hash = eval::model_folder_hash(a.model);
   auto model = VisionLanguageModel::load(a.model, ctx);
 
-  const eval::EvalReport rep = eval::evaluate(model, model_hash, ds, o, plan.empty() ? nullptr : &hook);
+  nlohmann::json dynamic;  // keep=auto: K groups, batching, prediction cost
+  eval::EvalReport rep;
+  if (auto_keep) {
+    auto res = optimize::evaluate_auto_keep(model, model_hash, ds, o, *auto_plan, *predictor, ScorerEnv{a.model});
+    dynamic = res.to_json();
+    dynamic.erase("report");
+    rep = std::move(res.report);
+  } else {
+    rep = eval::evaluate(model, model_hash, ds, o, plan.empty() ? nullptr : &hook);
+  }
   if (a.json) {
     nlohmann::json j = rep.to_json();
+    if (auto_keep) j["dynamic_k"] = dynamic;
     j["options"] = eval::to_json(o);
     std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return;
   }
   std::cout << rep.to_markdown();
+  if (auto_keep) std::cout << "\nkeep=auto: " << dynamic.dump() << "\n";
   std::cout << "\nwrote " << o.out_dir << "/{predictions.jsonl, summary.json, summary.md}; store "
             << o.store_path << "\n";
   std::fprintf(stderr, "dtype: %s\n", dtype_choice.describe().c_str());  // after success: errors stay one line
@@ -101,7 +122,7 @@ void register_eval(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("eval", "Evaluate a model on a jsonl VQA dataset (resumable)");
   cmd->add_option("--model", a->model, "Model folder (HF LLaVA layout)")->required();
   cmd->add_option("--data", a->data, "data.jsonl or its folder")->required();
-  cmd->add_option("--plan", a->plan, "Pruning plan: 'scorer:[layer=L,]keep=K[+…]' (layer defaults to the method's paper layer), 'pdrop:[layers=a/b/c,]ratio=r|keep=K', a .json file, or none")->capture_default_str();
+  cmd->add_option("--plan", a->plan, "Pruning plan: 'scorer:[layer=L,]keep=K[+…]' (layer defaults to the method's paper layer), 'scorer:[layer=L,]keep=auto[:file=P]' (per-sample K from a K predictor), 'pdrop:[layers=a/b/c,]ratio=r|keep=K', a .json file, or none")->capture_default_str();
   cmd->add_option("--limit", a->limit, "Only the first N samples (0 = all); applied before --shard")
       ->capture_default_str();
   cmd->add_option("--shard", a->shard, "Shard i/n: samples with index % n == i")->capture_default_str();

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/commands.h"
 #include "core/context.h"
@@ -11,6 +12,8 @@
 #include "model/generate.h"
 #include "model/llava.h"
 #include "model/logprobs.h"
+#include "optimize/dynamic_k/auto_keep.h"
+#include "optimize/dynamic_k/k_features.h"
 #include "prune/heatmap.h"
 #include "prune/plan_hook.h"
 
@@ -58,11 +61,28 @@ void register_generate(CLI::App& app) {
     ctx.seed = o->gen.seed;
     apply_threads(ctx);
     const LlavaConfig cfg = load_llava_config(o->model);  // cheap: checks the plan before the slow steps
-    PlanHook hook(parse_plan(o->plan, cfg), cfg, o->gen.seed, ScorerEnv{o->model});
+    const bool auto_keep = optimize::is_auto_keep(o->plan);
+    std::optional<optimize::AutoKeepPlan> auto_plan;
+    std::optional<optimize::KPredictor> predictor;
+    if (auto_keep) {
+      auto_plan = optimize::parse_auto_keep(o->plan, cfg);
+      predictor = optimize::load_plan_predictor(*auto_plan, o->model, cfg);
+    }
+    std::optional<PlanHook> hook_slot;
+    if (!auto_keep) hook_slot.emplace(parse_plan(o->plan, cfg), cfg, o->gen.seed, ScorerEnv{o->model});
     auto rgb = io::load_image_rgb(o->image);
     auto model = VisionLanguageModel::load(o->model, ctx);
-    if (!o->heatmap.empty() && hook.plan().empty()) throw InvalidArgument("--heatmap needs a pruning --plan");
     VlmRequest req{model.preprocess(rgb), model.prompt_ids(o->prompt)};
+    double predict_ms = 0;
+    if (auto_keep) {  // K from the image and the question, then the static plan at that K
+      Stopwatch sw;
+      auto vt = model.encode_images(req.pixels.unsqueeze(0), true);
+      const int rung = (*predictor)->predict(optimize::k_features(model, vt, {o->prompt})).at(0);
+      predict_ms = sw.ms();
+      hook_slot.emplace(auto_plan->at((*predictor)->meta.ladder.at(rung), cfg), cfg, o->gen.seed, ScorerEnv{o->model});
+    }
+    PlanHook& hook = *hook_slot;
+    if (!o->heatmap.empty() && hook.plan().empty()) throw InvalidArgument("--heatmap needs a pruning --plan");
     const bool want_logprobs = o->top_logprobs >= 0;
     auto res = generate(model, {req}, o->gen, hook.plan().empty() ? nullptr : &hook, want_logprobs);
     std::vector<PositionLogprobs> logprobs;
@@ -79,12 +99,16 @@ void register_generate(CLI::App& app) {
     if (o->json) {
       nlohmann::json j = {{"answer", res.texts[0]}, {"tokens", res.tokens[0]}, {"plan", hook.plan().to_string()},
                           {"stats", s.to_json()}, {"dtype", dtype_choice.describe()}};
+      if (auto_keep) j["keep_auto"] = {{"plan", auto_plan->to_string()}, {"predict_ms", predict_ms}};
       j["stats"]["peak_rss_mb"] = rss_mb;
       if (want_logprobs) j["logprobs"] = {{"content", to_openai_json(logprobs)}};
       std::cout << j.dump() << "\n";
       return;
     }
     std::cout << res.texts[0] << "\n";
+    if (auto_keep)
+      std::printf("[keep=auto: K = %ld → plan %s (tower + features + predictor %.1f ms)]\n",
+                  (long)hook.plan().stages.at(0).keep, hook.plan().to_string().c_str(), predict_ms);
     for (size_t i = 0; i < logprobs.size(); ++i) {  // one line per generated token
       const auto& p = logprobs[i];
       std::printf("%3zu %6ld %-12s %9.4f |", i, (long)p.chosen.id, p.chosen.piece.c_str(), p.chosen.logprob);

@@ -17,6 +17,8 @@
 #include "eval/dataset.h"
 #include "eval/run_key.h"
 #include "model/llava.h"
+#include "optimize/dynamic_k/auto_keep.h"
+#include "optimize/dynamic_k/dynamic_k.h"
 #include "optimize/optimize.h"
 #include "optimize/plan_evaluator.h"
 #include "optimize/plan_template.h"
@@ -29,11 +31,11 @@ namespace {
 namespace fs = std::filesystem;
 
 struct OptimizeArgs {
-  std::string model, calib, test, method, scorer, scorers, layers, keep, out = "optimize_out", store,
+  std::string model, calib, test, train, ladder, target = "correct", method, scorer, scorers, layers, keep, out = "optimize_out", store,
       dtype = "auto", device = "cpu", progress = "auto", gnuplot = "gnuplot";
   std::vector<std::string> templates;
-  int64_t layer = -1, limit_calib = 0, limit_test = 0, batch = 8;
-  double epsilon = 0.01, epsilon_abs = -1, flops_ratio = 0;
+  int64_t layer = -1, limit_calib = 0, limit_test = 0, limit_train = 0, batch = 8, hidden = 64, predictor_steps = 600;
+  double epsilon = 0.01, epsilon_abs = -1, flops_ratio = 0, confidence = 0;
   int64_t k_min = 1, k_max = 0, k_step = 1;
   int threads = 0;
   bool no_test = false, no_plots = false, json = false;
@@ -111,7 +113,65 @@ void require_folder(const std::string& path, const std::string& flag) {
   if (!fs::exists(path)) throw IoError("optimize: " + flag + " '" + path + "' does not exist");
 }
 
+// --method dynamic-k: its own report (optimize/dynamic_k/dynamic_k.h); it needs per-sample outcomes, which the
+// PlanEvaluator searches do not see.
+void run_dynamic_k_cmd(const OptimizeArgs& a) {
+  optimize::DynamicKOptions o;
+  const auto templates = build_templates(a);
+  if (templates.size() != 1) throw InvalidArgument("optimize --method dynamic-k: give exactly one --template");
+  o.template_text = templates[0];
+  if (!a.ladder.empty()) o.ladder = parse_int_list(a.ladder, "--ladder");
+  if (a.epsilon_abs >= 0 && a.epsilon_given)
+    throw InvalidArgument("optimize: give --epsilon (relative) or --epsilon-abs (absolute), not both");
+  o.epsilon_absolute = a.epsilon_abs >= 0;
+  o.epsilon = o.epsilon_absolute ? a.epsilon_abs : a.epsilon;
+  o.target = a.target;
+  o.confidence = a.confidence;
+  o.hidden = a.hidden;
+  o.training.steps = a.predictor_steps;
+  if (a.limit_calib < 0 || a.limit_test < 0 || a.limit_train < 0)
+    throw InvalidArgument("optimize: --limit-train, --limit-calib and --limit-test must be ≥ 0 (0 = all)");
+  o.limit_train = static_cast<size_t>(a.limit_train);
+  o.limit_val = static_cast<size_t>(a.limit_calib);
+  o.limit_test = static_cast<size_t>(a.limit_test);
+  if (a.batch < 1) throw InvalidArgument("optimize: --batch must be ≥ 1, got " + std::to_string(a.batch));
+  o.batch_size = static_cast<size_t>(a.batch);
+  o.store_path = a.store.empty() ? (fs::path(a.out) / "results.sqlite").string() : a.store;
+  o.validate();
+  if (a.train.empty())
+    throw InvalidArgument("optimize --method dynamic-k: --train DIR is required (fresh scenes to label: "
+                          "vispco data synth --seed S --count N --out DIR)");
+  if (a.no_test) throw InvalidArgument("optimize --method dynamic-k: the test split is part of its report (no --no-test)");
+  if (a.test.empty()) throw InvalidArgument("optimize: --test DIR is required");
+  for (const auto& [path, flag] : {std::pair{a.model, "--model"}, {a.train, "--train"}, {a.calib, "--calib"}, {a.test, "--test"}})
+    require_folder(path, flag);
+  const LlavaConfig cfg = load_llava_config(a.model);
+  optimize::parse_auto_keep(o.template_text + (o.template_text.find(':') == std::string::npos ? ":" : ",") + "keep=auto", cfg);
+  if (!a.no_plots) optimize::check_gnuplot(a.gnuplot);
+  RunContext ctx;
+  ctx.device = parse_device(a.device);
+  const DtypeChoice dtype_choice = choose_dtype(a.dtype, ctx.device);
+  ctx.dtype = dtype_choice.dtype;
+  ctx.n_threads = a.threads;
+  apply_threads(ctx);
+  const auto log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  const eval::Dataset train = eval::load_dataset(a.train), val = eval::load_dataset(a.calib),
+                      test = eval::load_dataset(a.test);
+  const std::string model_hash = eval::model_folder_hash(a.model);
+  auto model = VisionLanguageModel::load(a.model, ctx);
+  auto rep = optimize::run_dynamic_k(model, a.model, model_hash, train, val, test, o, a.out, a.no_plots, log);
+  if (a.json) {
+    std::cout << rep.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return;
+  }
+  std::cout << rep.summary() << "wrote " << a.out << "/dynamic_k.{json,md}, predictor " << rep.predictor_path
+            << " (use it: --plan " << rep.options.template_text << ",keep=auto:file=" << rep.predictor_path
+            << ", or copy it to " << a.model << "/k_predictor.safetensors)\n";
+  std::fprintf(stderr, "dtype: %s\n", dtype_choice.describe().c_str());
+}
+
 void run_optimize_cmd(const OptimizeArgs& a) {
+  if (a.method == "dynamic-k") return run_dynamic_k_cmd(a);
   optimize::OptimizeOptions o;
   o.method = a.method;
   optimize::find_search(a.method);  // unknown method: one line listing the valid ones
@@ -126,6 +186,7 @@ void run_optimize_cmd(const OptimizeArgs& a) {
   o.k_step = a.k_step;
   o.flops_budget = a.flops_ratio;
   o.evaluate_test = !a.no_test;
+  o.confidence = a.confidence;
   if (a.limit_calib < 0 || a.limit_test < 0)
     throw InvalidArgument("optimize: --limit-calib and --limit-test must be ≥ 0 (0 = all)");
   if (a.batch < 1) throw InvalidArgument("optimize: --batch must be ≥ 1, got " + std::to_string(a.batch));
@@ -196,6 +257,7 @@ void register_optimize(CLI::App& app) {
   auto a = std::make_shared<OptimizeArgs>();
   std::string methods;
   for (const auto& e : optimize::search_registry()) methods += "\n  " + e.name + ": " + e.description;
+  methods += "\n  dynamic-k: per-image K from a light MLP predictor trained on ladder labels (--train, --ladder; issue 18)";
   CLI::App* cmd = app.add_subcommand(
       "optimize", "Choose a pruning plan under a constraint on a calibration split, then evaluate it on a test split");
   cmd->add_option("--model", a->model, "Model folder (HF LLaVA layout)")->required();
@@ -212,11 +274,22 @@ void register_optimize(CLI::App& app) {
   cmd->add_option("--template", a->templates,
                   "Plan template(s) instead of --scorer/--scorers, ';'-separated or repeated: 'fastv:layer=2', "
                   "a plan with {K}, or (budget) 'pdrop:layers=2/4/6' with the ratio free");
+  cmd->add_option("--train", a->train, "dynamic-k: fresh scenes to label and train the K predictor on (--calib validates)");
+  cmd->add_option("--ladder", a->ladder, "dynamic-k: comma-separated K rungs (default 16,24,32,48,64,96,144,192,288,576)");
+  cmd->add_option("--target", a->target, "dynamic-k: label target: correct | agree (with the unpruned answer)")
+      ->capture_default_str();
+  cmd->add_option("--hidden", a->hidden, "dynamic-k: predictor hidden width")->capture_default_str();
+  cmd->add_option("--predictor-steps", a->predictor_steps, "dynamic-k: predictor training steps")->capture_default_str();
+  cmd->add_option("--limit-train", a->limit_train, "dynamic-k: first N training samples (0 = all)")->capture_default_str();
   cmd->add_option("--keep", a->keep, "grid: comma-separated K values (e.g. 576,288,192,144,96,64,32,16)");
   cmd->add_option("--epsilon", a->epsilon, "Tolerated accuracy loss relative to unpruned, in [0, 1) (0.01 = 1 %)")
       ->capture_default_str();
   cmd->add_option("--epsilon-abs", a->epsilon_abs,
                   "Tolerated accuracy loss in absolute accuracy, in [0, 1] (0.01 = one point), instead of --epsilon");
+  cmd->add_option("--confidence", a->confidence,
+                  "min-k, grid, dynamic-k: accept a plan only when the upper confidence bound on its paired accuracy "
+                  "loss is within ε (e.g. 0.9; Clopper–Pearson on the samples lost and gained for 0/1 scores); 0 = point estimate")
+      ->capture_default_str();
   cmd->add_option("--k-min", a->k_min, "min-k: smallest K searched")->capture_default_str();
   cmd->add_option("--k-max", a->k_max, "min-k: largest K searched (0 = N_v)")->capture_default_str();
   cmd->add_option("--k-step", a->k_step, "min-k: K searched on k_min, k_min + step, …, and k_max")

@@ -189,6 +189,26 @@ EvalOptions eval_options_from_json(const nlohmann::json& j) {
   return o;
 }
 
+void summarise_rows(EvalReport& rep) {
+  rep.metrics = {};
+  rep.mean_prefill_ms = rep.mean_decode_ms = rep.mean_ttft_ms = rep.mean_n_visual = rep.mean_n_visual_kept = 0;
+  for (const auto& row : rep.rows) {
+    rep.metrics.add(row.family, row.score);
+    rep.mean_prefill_ms += row.result.prefill_ms;
+    rep.mean_decode_ms += row.result.decode_ms;
+    rep.mean_ttft_ms += extra_number(row.result, "ttft_ms");
+    rep.mean_n_visual += extra_number(row.result, "n_visual");
+    rep.mean_n_visual_kept += extra_number(row.result, "n_visual_kept");
+  }
+  if (!rep.rows.empty()) {
+    const double n = static_cast<double>(rep.rows.size());
+    for (double* m : {&rep.mean_prefill_ms, &rep.mean_decode_ms, &rep.mean_ttft_ms, &rep.mean_n_visual,
+                      &rep.mean_n_visual_kept})
+      *m /= n;
+  }
+  rep.answer_prior = answer_priors(rep.rows);
+}
+
 EvalReport evaluate(VisionLanguageModel& model, const std::string& model_hash, const Dataset& dataset,
                     const EvalOptions& options, PrefillHook* hook) {
   options.validate();
@@ -290,21 +310,9 @@ EvalReport evaluate(VisionLanguageModel& model, const std::string& model_hash, c
       continue;  // skipped image
     }
     row.score = score_answer(row.result.prediction, s.answer, s.answers);
-    rep.metrics.add(s.family, row.score);
-    rep.mean_prefill_ms += row.result.prefill_ms;
-    rep.mean_decode_ms += row.result.decode_ms;
-    rep.mean_ttft_ms += extra_number(row.result, "ttft_ms");
-    rep.mean_n_visual += extra_number(row.result, "n_visual");
-    rep.mean_n_visual_kept += extra_number(row.result, "n_visual_kept");
     rep.rows.push_back(std::move(row));
   }
-  if (!rep.rows.empty()) {
-    const double n = static_cast<double>(rep.rows.size());
-    for (double* m : {&rep.mean_prefill_ms, &rep.mean_decode_ms, &rep.mean_ttft_ms, &rep.mean_n_visual,
-                      &rep.mean_n_visual_kept})
-      *m /= n;
-  }
-  rep.answer_prior = answer_priors(rep.rows);
+  summarise_rows(rep);
   rep.wall_s = wall.ms() / 1000.0;
   rep.samples_per_s = rep.n_evaluated > 0 && rep.wall_s > 0 ? rep.n_evaluated / rep.wall_s : 0.0;
   if (!options.out_dir.empty()) write_eval_outputs(rep, options, options.out_dir);

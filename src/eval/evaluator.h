@@ -110,6 +110,11 @@ struct EvalReport {
 /// @throws IoError.
 void write_eval_outputs(const EvalReport& report, const EvalOptions& options, const std::string& dir);
 
+/// Recomputes rep.metrics, the means (prefill, decode, TTFT, N_v, K) and rep.answer_prior from rep.rows
+/// (each row's score already set): what evaluate() does after its loop, for callers that merge the rows of
+/// several evaluations (dynamic K evaluates each K group separately).
+void summarise_rows(EvalReport& rep);
+
 /// Evaluates `model` on the selected samples of `dataset`: greedy generation in batches of
 /// options.batch_size, each batch scored and committed to the store (one transaction) as it finishes; samples
 /// already stored under the same key are not recomputed. Writes the output files when options.out_dir is set.

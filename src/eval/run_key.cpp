@@ -102,8 +102,10 @@ std::string model_folder_hash(const std::string& dir) {
   for (const auto& e : fs::directory_iterator(dir))
     // gate.safetensors is the learned gate's file (prune/gate.h), not the model's: it keys its own scorer's
     // results (PlanHook::store_key), and training one must not invalidate every stored result of the model.
+    // k_predictor.safetensors (optimize/dynamic_k/auto_keep.h) likewise: keep=auto results are keyed by the
+    // static plan each sample ran.
     if (e.is_regular_file() && e.path().extension() == ".safetensors" &&
-        e.path().filename() != "gate.safetensors")
+        e.path().filename() != "gate.safetensors" && e.path().filename() != "k_predictor.safetensors")
       shards.push_back(e.path());
   std::sort(shards.begin(), shards.end());
   if (shards.empty()) throw IoError("model hash: no .safetensors file in '" + dir + "'");

@@ -7,6 +7,7 @@
 
 #include "core/errors.h"
 #include "cost/timer.h"
+#include "optimize/confidence.h"
 #include "optimize/pareto.h"
 #include "optimize/plan_template.h"
 #include "optimize/searches.h"
@@ -36,6 +37,10 @@ void OptimizeOptions::validate() const {
   if (k_max != 0 && k_max < k_min)
     throw InvalidArgument("optimize: --k-max " + std::to_string(k_max) + " is below --k-min " + std::to_string(k_min));
   if (k_step < 1) throw InvalidArgument("optimize: --k-step must be ≥ 1, got " + std::to_string(k_step));
+  if (confidence != 0.0 && !(confidence >= 0.5 && confidence < 1.0))
+    throw InvalidArgument("optimize: --confidence must be 0 (off) or in [0.5, 1), got " + std::to_string(confidence));
+  if (confidence != 0.0 && method == "budget")
+    throw InvalidArgument("optimize --method budget has no ε: --confidence applies to min-k, grid and dynamic-k");
 }
 
 void OptimizeOptions::validate(const LlavaConfig& cfg) const {
@@ -79,7 +84,8 @@ nlohmann::json to_json(const OptimizeOptions& o) {
           {"keeps", o.keeps},         {"epsilon", o.epsilon},
           {"epsilon_absolute", o.epsilon_absolute}, {"k_min", o.k_min},
           {"k_max", o.k_max},         {"k_step", o.k_step},
-          {"flops_budget", o.flops_budget},         {"evaluate_test", o.evaluate_test}};
+          {"flops_budget", o.flops_budget},         {"evaluate_test", o.evaluate_test},
+          {"confidence", o.confidence}};
 }
 
 OptimizeOptions optimize_options_from_json(const nlohmann::json& j) {
@@ -98,6 +104,7 @@ OptimizeOptions optimize_options_from_json(const nlohmann::json& j) {
       else if (k == "k_step") o.k_step = v.get<int64_t>();
       else if (k == "flops_budget") o.flops_budget = v.get<double>();
       else if (k == "evaluate_test") o.evaluate_test = v.get<bool>();
+      else if (k == "confidence") o.confidence = v.get<double>();
       else throw InvalidArgument("optimize options: unknown key \"" + k + "\"");
     }
   } catch (const nlohmann::json::exception& e) {
@@ -138,6 +145,14 @@ void set_frontier(SearchOutcome& out) {
 
 double accuracy_threshold(const OptimizeOptions& o, double reference) {
   return o.epsilon_absolute ? reference - o.epsilon : reference * (1.0 - o.epsilon);
+}
+
+double accuracy_for_epsilon(const OptimizeOptions& o, const EvalPoint& reference, EvalPoint& point) {
+  if (o.confidence == 0.0 || point.plan == "none") return point.accuracy;
+  if (point.scores.size() != reference.scores.size() || point.scores.empty())
+    throw InvalidArgument("optimize --confidence: per-sample scores are missing for " + point.plan);
+  point.loss_bound = paired_loss_bound(reference.scores, point.scores, o.confidence);
+  return reference.accuracy - point.loss_bound->upper;
 }
 
 void emit(const OptimizeLog& log, const std::string& line) {

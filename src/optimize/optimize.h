@@ -36,6 +36,10 @@ struct OptimizeOptions {
   double flops_budget = 0.0;
   /// Evaluate the chosen plan (and the unpruned model) on the test split.
   bool evaluate_test = true;
+  /// ε with stated confidence (min-k, grid): 0 = off (a plan is within ε when its calibration accuracy is);
+  /// else in [0.5, 1): a plan is within ε only when the upper confidence bound on its paired accuracy loss
+  /// against the unpruned model (confidence.h) is. Not used by budget (it has no ε).
+  double confidence = 0.0;
 
   /// Checks everything that does not need the model. @throws InvalidArgument naming the bad value.
   void validate() const;

@@ -31,7 +31,7 @@ nlohmann::json EvalPoint::to_json() const {
                  {"accuracy", f.accuracy},
                  {"mean_prefill_ms", f.mean_prefill_ms},
                  {"flops_ratio", f.flops_ratio}};
-  return {{"plan", plan},
+  nlohmann::json j = {{"plan", plan},
           {"template", template_text},
           {"param", param},
           {"keep", keep},
@@ -48,6 +48,8 @@ nlohmann::json EvalPoint::to_json() const {
           {"n_evaluated", n_evaluated},
           {"n_from_store", n_from_store},
           {"wall_s", wall_s}};
+  if (loss_bound) j["loss_bound"] = loss_bound->to_json();
+  return j;
 }
 
 void fill_plan_figures(EvalPoint& point, const PruningPlan& plan, const LlavaConfig& cfg, Split split,
@@ -112,6 +114,7 @@ EvalPoint ModelPlanEvaluator::evaluate(const PruningPlan& plan, Split split, con
   p.mean_prefill_ms = rep.mean_prefill_ms;
   std::map<std::string, std::pair<double, size_t>> prefill;  // family → (Σ ms, n)
   for (const auto& row : rep.rows) {
+    p.scores.push_back(row.score.score());
     p.mean_vision_ms += extra_number(row.result, "vision_ms");
     auto& [sum, n] = prefill[row.family];
     sum += row.result.prefill_ms;

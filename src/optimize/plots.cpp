@@ -221,30 +221,29 @@ std::string check_gnuplot(const std::string& program) {
   return version;
 }
 
-std::vector<std::string> write_plots(const OptimizeReport& report, const std::string& dir, const std::string& program) {
+std::string gnuplot_header(const std::string& png, const std::string& title, const std::string& xlabel,
+                           const std::string& ylabel) {
+  return header(png, title, xlabel, ylabel);
+}
+
+std::string gnuplot_block(const std::string& name, const std::vector<std::pair<double, double>>& xy) {
+  return block(name, xy);
+}
+
+std::string gnuplot_quoted(const std::string& s) { return quoted(s); }
+
+std::vector<std::string> render_gnuplot(const std::vector<std::pair<std::string, std::string>>& scripts,
+                                        const std::string& dir, const std::string& program) {
   const fs::path plots = fs::path(dir) / "plots";
   std::error_code ec;
   fs::create_directories(plots, ec);
-  if (ec) throw IoError("optimize: cannot create '" + plots.string() + "': " + ec.message());
-  std::vector<std::pair<std::string, std::string>> scripts;  // (name without extension, script)
-  scripts.emplace_back("accuracy_vs_flops", "");
-  for (const auto& [t, pts] : by_template(report.search.points)) scripts.emplace_back("accuracy_vs_k_" + slug(t), "");
-  scripts.emplace_back("prefill_vs_k", "");
+  if (ec) throw IoError("plots: cannot create '" + plots.string() + "': " + ec.message());
   std::vector<std::string> made;
-  const auto tmpl_points = by_template(report.search.points);
-  for (size_t i = 0; i < scripts.size(); ++i) {
-    auto& [name, gp] = scripts[i];
-    const std::string png = name + ".png";
-    if (i == 0)
-      gp = accuracy_vs_flops(report, png);
-    else if (i + 1 == scripts.size())
-      gp = prefill_vs_k(report, png);
-    else
-      gp = accuracy_vs_k(report, tmpl_points[i - 1].first, tmpl_points[i - 1].second, png);
+  for (const auto& [name, gp] : scripts) {
     const fs::path script = plots / (name + ".gp");
     {
       std::ofstream out(script, std::ios::binary | std::ios::trunc);
-      if (!out) throw IoError("optimize: cannot write '" + script.string() + "'");
+      if (!out) throw IoError("plots: cannot write '" + script.string() + "'");
       out << gp;
     }
     // gnuplot resolves the output name against its working directory: run it inside plots/.
@@ -254,9 +253,20 @@ std::vector<std::string> write_plots(const OptimizeReport& report, const std::st
       throw IoError("gnuplot failed on '" + script.string() + "' (exit " + std::to_string(rc) + "): " +
                     first_lines(log, 3));
     fs::remove(log, ec);
-    made.push_back("plots/" + png);
+    made.push_back("plots/" + name + ".png");
   }
   return made;
+}
+
+std::vector<std::string> write_plots(const OptimizeReport& report, const std::string& dir, const std::string& program) {
+  std::vector<std::pair<std::string, std::string>> scripts;  // (name without extension, script)
+  scripts.emplace_back("accuracy_vs_flops", accuracy_vs_flops(report, "accuracy_vs_flops.png"));
+  for (const auto& [t, pts] : by_template(report.search.points)) {
+    const std::string name = "accuracy_vs_k_" + slug(t);
+    scripts.emplace_back(name, accuracy_vs_k(report, t, pts, name + ".png"));
+  }
+  scripts.emplace_back("prefill_vs_k", prefill_vs_k(report, "prefill_vs_k.png"));
+  return render_gnuplot(scripts, dir, program);
 }
 
 }  // namespace vispco::optimize

@@ -4,6 +4,7 @@
 // self-contained gnuplot script (data inline) next to its PNG, so it can be re-drawn or edited by hand.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "optimize/optimize.h"
@@ -20,5 +21,18 @@ std::string check_gnuplot(const std::string& program = "gnuplot");
 /// @throws IoError when a file cannot be written or gnuplot fails (its first error line quoted).
 std::vector<std::string> write_plots(const OptimizeReport& report, const std::string& dir,
                                      const std::string& program = "gnuplot");
+
+/// Building blocks of plot scripts, shared by other reports (dynamic K): a pngcairo header with title and axis
+/// labels; an inline data block `$name` of (x, y) rows; a gnuplot string literal.
+std::string gnuplot_header(const std::string& png, const std::string& title, const std::string& xlabel,
+                           const std::string& ylabel);
+std::string gnuplot_block(const std::string& name, const std::vector<std::pair<double, double>>& xy);
+std::string gnuplot_quoted(const std::string& s);
+
+/// Writes each (name, script) as `dir`/plots/name.gp and runs `program` on it inside plots/ (the script
+/// writes name.png). @return "plots/name.png" per script. @throws IoError (file, or gnuplot's first error
+/// lines).
+std::vector<std::string> render_gnuplot(const std::vector<std::pair<std::string, std::string>>& scripts,
+                                        const std::string& dir, const std::string& program = "gnuplot");
 
 }  // namespace vispco::optimize

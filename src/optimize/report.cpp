@@ -145,6 +145,15 @@ std::string OptimizeReport::to_markdown() const {
   if (search.chosen) {
     const EvalPoint& c = search.points[*search.chosen];
     md += "`" + c.plan + "` — " + search.chosen_reason + ".\n\n";
+    const EvalPoint& ref = search.points[0];
+    const double loss = ref.accuracy - c.accuracy;
+    md += "Calibration accuracy loss: " + fmt("%.4f", loss) + " (point estimate)";
+    if (c.loss_bound)
+      md += ", upper " + fmt("%.2f", c.loss_bound->confidence) + " confidence bound " + fmt("%.4f", c.loss_bound->upper) +
+            " (" + c.loss_bound->method + ", " + std::to_string(c.loss_bound->lost) + " samples lost, " +
+            std::to_string(c.loss_bound->gained) + " gained of " + std::to_string(c.loss_bound->n) + ")";
+    if (test) md += "; test-split loss " + fmt("%.4f", test->reference.accuracy - test->chosen.accuracy);
+    md += ".\n\n";
   } else {
     md += "None — " + search.chosen_reason + ".\n\n";
   }

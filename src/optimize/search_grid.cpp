@@ -79,21 +79,23 @@ SearchOutcome search_grid(const OptimizeOptions& o, PlanEvaluator& ev, const Opt
   set_frontier(out);
   const double threshold = accuracy_threshold(o, out.points[0].accuracy);
   for (const size_t i : out.frontier)  // cost ascending: the first within ε is the cheapest
-    if (out.points[i].accuracy >= threshold - 1e-12) {
+    if (accuracy_for_epsilon(o, out.points[0], out.points[i]) >= threshold - 1e-12) {
       out.chosen = i;
       break;
     }
   char buf[256];
   const EvalPoint& c = out.points[*out.chosen];  // the unpruned point is always within ε
   std::snprintf(buf, sizeof buf,
-                "cheapest frontier plan within ε: accuracy %.4f ≥ threshold %.4f (unpruned %.4f) at FLOPs ratio %.4f",
-                c.accuracy, threshold, out.points[0].accuracy, c.flops.llm);
+                "cheapest frontier plan within ε: accuracy %.4f%s ≥ threshold %.4f (unpruned %.4f) at FLOPs ratio %.4f",
+                c.loss_bound ? out.points[0].accuracy - c.loss_bound->upper : c.accuracy,
+                c.loss_bound ? " (unpruned − loss bound)" : "", threshold, out.points[0].accuracy, c.flops.llm);
   out.chosen_reason = buf;
   if (c.plan == "none") out.chosen_reason += "; no pruned plan of the grid is within ε";
   for (const auto& s : skipped)
     out.notes.push_back("skipped " + s["template"].get<std::string>() + " at K=" + std::to_string(s["keep"].get<int64_t>()) +
                         ": " + s["reason"].get<std::string>());
   out.details = {{"threshold", threshold},
+                 {"confidence", o.confidence},
                  {"n_plans", plans.size()},
                  {"skipped", skipped},
                  {"pre_llm", rank_pre_llm(out, templates, cfg.n_visual_tokens())}};

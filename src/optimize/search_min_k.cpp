@@ -22,11 +22,12 @@ SearchOutcome search_min_k(const OptimizeOptions& o, PlanEvaluator& ev, const Op
   const double reference = out.points[0].accuracy;
 
   std::map<int64_t, size_t> at_k;  // K → index into out.points
+  std::map<int64_t, double> compared;  // K → the accuracy compared with the threshold (bound-adjusted)
   const auto measure = [&](int64_t k) {
-    if (auto it = at_k.find(k); it != at_k.end()) return out.points[it->second].accuracy;
+    if (auto it = compared.find(k); it != compared.end()) return it->second;
     out.points.push_back(ev.evaluate(t.at(k), Split::kCalib, t.text(), k));
     at_k[k] = out.points.size() - 1;
-    return out.points.back().accuracy;
+    return compared[k] = accuracy_for_epsilon(o, out.points[0], out.points.back());
   };
 
   // Known points: plans of this template whose calibration results are all in the store already.
@@ -48,15 +49,20 @@ SearchOutcome search_min_k(const OptimizeOptions& o, PlanEvaluator& ev, const Op
   out.details["template"] = t.text();
   out.details["options"] = to_json(mk);
   out.details["n_candidates"] = mk.candidates().size();
+  out.details["confidence"] = o.confidence;
+  if (o.confidence > 0)
+    out.details["confidence_rule"] = "probe accuracies are unpruned accuracy − the upper " +
+                                     std::to_string(o.confidence) + " confidence bound on the paired loss";
 
   char buf[256];
   if (r.chosen) {
     out.chosen = at_k.at(*r.chosen);
     std::snprintf(buf, sizeof buf,
-                  "K=%lld is the search's answer: calibration accuracy %.4f ≥ threshold %.4f (unpruned %.4f, "
+                  "K=%lld is the search's answer: calibration accuracy %.4f%s ≥ threshold %.4f (unpruned %.4f, "
                   "ε=%g %s)",
-                  static_cast<long long>(*r.chosen), out.points[*out.chosen].accuracy, r.threshold, reference,
-                  o.epsilon, o.epsilon_absolute ? "absolute" : "relative");
+                  static_cast<long long>(*r.chosen), compared.at(*r.chosen),
+                  o.confidence > 0 ? " (unpruned − loss bound)" : "", r.threshold, reference, o.epsilon,
+                  o.epsilon_absolute ? "absolute" : "relative");
   } else {
     std::snprintf(buf, sizeof buf,
                   "no K ≤ %lld is within ε: accuracy at K=%lld is %.4f < threshold %.4f (unpruned %.4f)",

@@ -17,6 +17,11 @@ SearchOutcome search_grid(const OptimizeOptions& o, PlanEvaluator& ev, const Opt
 void set_frontier(SearchOutcome& out);
 /// The lowest accuracy within ε of `reference` under the options' rule (relative or absolute).
 double accuracy_threshold(const OptimizeOptions& o, double reference);
+/// The accuracy a search compares with the ε threshold: the point's own without --confidence; with it,
+/// reference accuracy − the upper confidence bound on the paired loss (also stored in point.loss_bound), so
+/// "≥ threshold" means "the bound is within ε". The unpruned point is returned as is.
+/// @throws InvalidArgument when the per-sample scores are missing.
+double accuracy_for_epsilon(const OptimizeOptions& o, const EvalPoint& reference, EvalPoint& point);
 /// Sends a line to `log` when it is set.
 void emit(const OptimizeLog& log, const std::string& line);
 

@@ -4,10 +4,13 @@
 // within ε is monotone, and a boundary by its rule elsewhere. Also: store hits and misses, complete plans.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <fstream>
 #include <map>
 
+#include "core/errors.h"
 #include "eval/dataset.h"
 #include "eval/eval_fixture.h"
 #include "eval/run_key.h"
@@ -154,6 +157,42 @@ TEST(OptimizeTiny, StoreHitsMissesAndCompletePlans) {
   EXPECT_EQ(n, 8u);
   EXPECT_NEAR(weighted / 8.0, again.accuracy, 1e-12);
   EXPECT_GT(again.mean_prefill_ms, 0.0);
+}
+
+TEST(OptimizeTiny, ConfidenceBoundsNeverChooseASmallerK) {
+  auto model = testing::load_tiny();
+  const auto hash = eval::model_folder_hash(testing::tiny_model_dir());
+  const auto ds = eval::load_dataset(self_answered().dir.string());
+  testing::TempDir tmp;
+  ModelEvalSettings st;
+  st.store_path = tmp.str("store.sqlite");
+  st.batch_size = 4;
+  ModelPlanEvaluator ev(model, hash, ds, ds, st);
+  OptimizeOptions o;
+  o.method = "min-k";
+  o.templates = {"fastv:layer=2"};
+  o.epsilon = 0.3;
+  o.evaluate_test = false;
+  const auto point = run_optimize(o, ev);
+  o.confidence = 0.9;
+  const auto bound = run_optimize(o, ev);
+  ASSERT_TRUE(point.search.chosen && bound.search.chosen);
+  const auto& p = point.search.points[*point.search.chosen];
+  const auto& b = bound.search.points[*bound.search.chosen];
+  EXPECT_GE(b.keep, p.keep);
+  if (b.plan != "none") {
+    ASSERT_TRUE(b.loss_bound.has_value());
+    // Recomputed here from the per-sample scores: reference accuracy 1, so the loss is the share of misses.
+    const size_t lost = std::count(b.scores.begin(), b.scores.end(), 0.0);
+    EXPECT_EQ(b.loss_bound->lost, lost);
+    EXPECT_NEAR(b.loss_bound->loss, double(lost) / 12.0, 1e-12);
+    EXPECT_LE(b.loss_bound->upper, 0.3 + 1e-12) << "within ε by the bound";
+    EXPECT_GE(b.loss_bound->upper, b.loss_bound->loss);
+  }
+  EXPECT_NE(bound.to_markdown().find("confidence bound"), std::string::npos);
+  o.method = "budget";
+  o.flops_budget = 0.5;
+  EXPECT_THROW(o.validate(), InvalidArgument) << "budget has no ε";
 }
 
 }  // namespace

@@ -1,0 +1,87 @@
+// keep=auto plan parsing and predictor loading (see auto_keep.h).
+#include "optimize/dynamic_k/auto_keep.h"
+
+#include <filesystem>
+
+#include "core/errors.h"
+#include "optimize/dynamic_k/k_features.h"
+
+namespace vispco::optimize {
+
+namespace {
+
+const std::string kAuto = "keep=auto";
+
+}  // namespace
+
+bool is_auto_keep(const std::string& plan_text) { return plan_text.find(kAuto) != std::string::npos; }
+
+PruningPlan AutoKeepPlan::at(int64_t keep, const LlavaConfig& cfg) const {
+  const bool has_colon = template_text.find(':') != std::string::npos;
+  auto plan = parse_plan(template_text + (has_colon ? "," : ":") + "keep=" + std::to_string(keep), cfg);
+  plan.validate(cfg);
+  return plan;
+}
+
+std::string AutoKeepPlan::to_string() const {
+  const bool has_colon = template_text.find(':') != std::string::npos;
+  return template_text + (has_colon ? "," : ":") + kAuto +
+         (predictor_file.empty() ? "" : ":file=" + predictor_file);
+}
+
+AutoKeepPlan parse_auto_keep(const std::string& text, const LlavaConfig& cfg) {
+  if (text.find('+') != std::string::npos)
+    throw InvalidArgument("plan '" + text + "': keep=auto works on one-stage plans only");
+  const auto pos = text.find(kAuto);
+  if (pos == std::string::npos) throw InvalidArgument("plan '" + text + "' has no keep=auto");
+  // The keep=auto piece runs to the next ',' (its value may carry ":file=PATH").
+  auto end = text.find(',', pos);
+  const std::string piece = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+  AutoKeepPlan out;
+  const std::string value = piece.substr(kAuto.size());
+  if (!value.empty()) {
+    if (value.rfind(":file=", 0) != 0 || value.size() == 6)
+      throw InvalidArgument("plan '" + text + "': write keep=auto or keep=auto:file=PATH");
+    out.predictor_file = value.substr(6);
+  }
+  std::string rest = text.substr(0, pos) + (end == std::string::npos ? "" : text.substr(end + 1));
+  while (!rest.empty() && (rest.back() == ',' || rest.back() == ':')) rest.pop_back();
+  if (rest.find("keep=") != std::string::npos)
+    throw InvalidArgument("plan '" + text + "': keep=auto and keep=K together");
+  if (rest.empty() || rest.front() == ':' || rest.front() == ',')
+    throw InvalidArgument("plan '" + text + "' has no scorer name");
+  out.template_text = rest;
+  // Canonical template: the stage's own printing, without its keep.
+  const auto stage = out.at(cfg.n_visual_tokens(), cfg).stages.at(0);
+  out.template_text = stage.scorer + ":layer=" + std::to_string(stage.layer);
+  for (const auto& [k, v] : stage.options) out.template_text += "," + k + "=" + v;
+  return out;
+}
+
+std::string default_k_predictor_path(const std::string& model_dir) {
+  return (std::filesystem::path(model_dir) / "k_predictor.safetensors").string();
+}
+
+KPredictor load_plan_predictor(const AutoKeepPlan& plan, const std::string& model_dir,
+                               const LlavaConfig& cfg) {
+  const std::string path =
+      plan.predictor_file.empty() ? default_k_predictor_path(model_dir) : plan.predictor_file;
+  auto p = load_k_predictor(path);
+  const auto& m = p->meta;
+  if (m.template_text != plan.template_text)
+    throw ConfigError("K predictor '" + path + "' was trained for " + m.template_text + ", not " +
+                      plan.template_text +
+                      " (train one with `vispco optimize --method dynamic-k --template " +
+                      plan.template_text + "`, or name it with keep=auto:file=PATH)");
+  if (m.ladder.back() != cfg.n_visual_tokens() || m.ladder.front() < 1)
+    throw ConfigError("K predictor '" + path + "': its ladder ends at " + std::to_string(m.ladder.back()) +
+                      " but this model has N_v = " + std::to_string(cfg.n_visual_tokens()));
+  if (m.n_features != k_feature_width(cfg) || m.features != kKFeatureRecipe)
+    throw ConfigError("K predictor '" + path + "' reads " + std::to_string(m.n_features) + " features (" +
+                      m.features + "), this model gives " + std::to_string(k_feature_width(cfg)) + " (" +
+                      kKFeatureRecipe + "): trained for another model?");
+  for (auto k : m.ladder) plan.at(k, cfg);  // every rung must be a valid plan here
+  return p;
+}
+
+}  // namespace vispco::optimize

@@ -1,0 +1,40 @@
+// `keep=auto` plans (issue 18): "scorer[:layer=ℓ][,option=value…],keep=auto[:file=PATH]" — one stage whose K
+// a K predictor (k_predictor.h) chooses per sample from the image and the question. Each sample then runs the
+// static plan at its K, so results share the result store with static plans, and a batch groups samples of
+// one K (no padding). The default predictor file is `<model>/k_predictor.safetensors`.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "optimize/dynamic_k/k_predictor.h"
+#include "prune/plan.h"
+
+namespace vispco::optimize {
+
+/// A parsed keep=auto plan.
+struct AutoKeepPlan {
+  std::string template_text;   ///< canonical one-stage template without keep, e.g. "divprune:layer=0"
+  std::string predictor_file;  ///< the file= option; "" = default_k_predictor_path(model folder)
+  /// The static plan at K (the template with keep=K). @throws InvalidArgument when it does not fit `cfg`.
+  PruningPlan at(int64_t keep, const LlavaConfig& cfg) const;
+  /// "T,keep=auto" (with ":file=…" when set).
+  std::string to_string() const;
+};
+
+/// Whether a plan text asks for keep=auto (then parse_auto_keep, not parse_plan, reads it).
+bool is_auto_keep(const std::string& plan_text);
+/// @throws InvalidArgument for several stages, a stage that also fixes keep, or a template that does not fit
+/// the model.
+AutoKeepPlan parse_auto_keep(const std::string& plan_text, const LlavaConfig& cfg);
+/// `<model_dir>/k_predictor.safetensors`.
+std::string default_k_predictor_path(const std::string& model_dir);
+
+/// Loads the plan's predictor and checks that it was made for this template, this model (ladder ends at
+/// N_v, feature width) and this feature recipe. @throws IoError, FormatError, ConfigError (a mismatch,
+/// naming what the file was trained for).
+KPredictor load_plan_predictor(const AutoKeepPlan& plan, const std::string& model_dir,
+                               const LlavaConfig& cfg);
+
+}  // namespace vispco::optimize

@@ -1,0 +1,133 @@
+// keep=auto evaluation: predict, group by K, evaluate each group, merge (see auto_keep_eval.h).
+#include "optimize/dynamic_k/auto_keep_eval.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.h"
+#include "cost/timer.h"
+#include "optimize/dynamic_k/k_features.h"
+#include "prune/plan_hook.h"
+
+namespace vispco::optimize {
+
+nlohmann::json KBatching::to_json() const {
+  return {{"batch_size", batch_size},
+          {"batches_grouped_by_k", n_batches_grouped},
+          {"batches_arrival_order", n_batches_arrival},
+          {"kept_visual_slots", kept_slots},
+          {"padded_visual_slots_arrival_order", padded_slots_arrival}};
+}
+
+KBatching k_batching(const std::vector<int64_t>& keeps, size_t batch_size) {
+  if (batch_size < 1) throw InvalidArgument("k batching: batch size must be ≥ 1");
+  KBatching b;
+  b.batch_size = batch_size;
+  std::map<int64_t, size_t> groups;
+  for (auto k : keeps) {
+    groups[k] += 1;
+    b.kept_slots += k;
+  }
+  for (const auto& [k, n] : groups) b.n_batches_grouped += (n + batch_size - 1) / batch_size;
+  for (size_t s = 0; s < keeps.size(); s += batch_size) {
+    const size_t e = std::min(keeps.size(), s + batch_size);
+    const int64_t top = *std::max_element(keeps.begin() + s, keeps.begin() + e);
+    for (size_t i = s; i < e; ++i) b.padded_slots_arrival += top - keeps[i];
+    b.n_batches_arrival += 1;
+  }
+  return b;
+}
+
+nlohmann::json AutoKeepEval::to_json() const {
+  nlohmann::json g = nlohmann::json::object();
+  for (const auto& [k, n] : groups) g[std::to_string(k)] = n;
+  double mean_k = 0;
+  for (auto k : keep) mean_k += static_cast<double>(k);
+  if (!keep.empty()) mean_k /= static_cast<double>(keep.size());
+  return {{"report", report.to_json()},     {"mean_keep", mean_k},  {"groups", g},
+          {"batching", batching.to_json()}, {"tower_ms", tower_ms}, {"feature_ms", feature_ms},
+          {"predictor_ms", predictor_ms}};
+}
+
+AutoKeepEval evaluate_auto_keep(VisionLanguageModel& model, const std::string& model_hash,
+                                const eval::Dataset& dataset, const eval::EvalOptions& options,
+                                const AutoKeepPlan& plan, KPredictor& predictor, const ScorerEnv& env) {
+  options.validate();
+  if (options.shuffle_images) throw InvalidArgument("eval: --shuffle-images does not combine with keep=auto");
+  Stopwatch wall;
+  const auto& cfg = model.config();
+  const size_t n_limited =
+      options.limit == 0 ? dataset.samples.size() : std::min(options.limit, dataset.samples.size());
+  std::vector<size_t> selected;
+  for (size_t i = options.shard_index; i < n_limited; i += options.shard_count) selected.push_back(i);
+
+  AutoKeepEval out;
+  auto feats = dataset_k_features(model, dataset, selected, std::max<size_t>(1, options.batch_size));
+  out.tower_ms = feats.tower_ms;
+  out.feature_ms = feats.feature_ms;
+  Stopwatch pred;
+  const auto rungs = predictor->predict(feats.features);
+  out.predictor_ms = pred.ms();
+  std::map<std::string, int64_t> keep_of;  // sample id → K
+  std::map<int64_t, std::vector<size_t>> by_k;
+  for (size_t j = 0; j < selected.size(); ++j) {
+    const int64_t k = predictor->meta.ladder.at(rungs[j]);
+    by_k[k].push_back(selected[j]);
+    keep_of[dataset.samples[selected[j]].id] = k;
+  }
+
+  eval::EvalReport merged;
+  std::map<std::string, eval::EvalRow> rows;
+  for (const auto& [k, idx] : by_k) {
+    eval::Dataset sub = dataset;  // same hash: the store keys stay those of the full dataset's samples
+    sub.samples.clear();
+    for (auto i : idx) sub.samples.push_back(dataset.samples[i]);
+    eval::EvalOptions o = options;
+    o.limit = 0;
+    o.shard_index = 0;
+    o.shard_count = 1;
+    o.out_dir.clear();
+    eval::EvalReport rep;
+    if (k >= cfg.n_visual_tokens()) {
+      o.plan = "none";
+      rep = eval::evaluate(model, model_hash, sub, o, nullptr);
+    } else {
+      PlanHook hook(plan.at(k, cfg), cfg, options.generation.seed, env);
+      o.plan = hook.store_key();
+      rep = eval::evaluate(model, model_hash, sub, o, &hook);
+    }
+    merged.n_evaluated += rep.n_evaluated;
+    merged.n_from_store += rep.n_from_store;
+    merged.n_skipped += rep.n_skipped;
+    for (auto& w : rep.warnings) merged.warnings.push_back(w);
+    for (auto& r : rep.rows) rows.emplace(r.id, std::move(r));
+    if (merged.key.model_hash.empty()) merged.key = rep.key;
+    merged.store_path = rep.store_path;
+    out.groups[k] = idx.size();
+  }
+  merged.key.plan = plan.to_string();
+  merged.n_dataset = dataset.samples.size();
+  merged.n_selected = selected.size();
+  std::vector<int64_t> arrival;
+  for (auto i : selected) {
+    auto it = rows.find(dataset.samples[i].id);
+    if (it == rows.end()) continue;  // skipped image
+    out.keep.push_back(keep_of.at(it->first));
+    merged.rows.push_back(std::move(it->second));
+  }
+  for (auto i : selected) arrival.push_back(keep_of.at(dataset.samples[i].id));
+  eval::summarise_rows(merged);
+  merged.wall_s = wall.ms() / 1000.0;
+  merged.samples_per_s =
+      merged.n_evaluated > 0 && merged.wall_s > 0 ? merged.n_evaluated / merged.wall_s : 0.0;
+  out.batching = k_batching(arrival, options.batch_size);
+  out.report = std::move(merged);
+  if (!options.out_dir.empty()) {
+    eval::EvalOptions o = options;
+    o.plan = out.report.key.plan;
+    eval::write_eval_outputs(out.report, o, options.out_dir);
+  }
+  return out;
+}
+
+}  // namespace vispco::optimize

@@ -1,0 +1,42 @@
+// Inputs of the K predictor (issue 18): features that are cheap once the vision tower has run — the mean of
+// the projected visual tokens (how busy the image is in the LLM's space), the mean input embedding of the
+// question's tokens (what is asked: "how many" needs more tokens than "is there"), and two statistics of the
+// tower's [CLS] attention at the feature layer (its entropy over N_v, normalised by log N_v, and the mass on
+// its top 10 % of tokens: VisionZip's dominant-token concentration, Yang et al. CVPR 2025 §3.2).
+#pragma once
+#include <ATen/core/Tensor.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "eval/dataset.h"
+#include "model/config.h"
+#include "model/llava.h"
+
+namespace vispco::optimize {
+
+/// Name of the feature recipe, recorded in predictor files (a file for another recipe is refused).
+inline constexpr const char* kKFeatureRecipe = "visual-mean+question-mean+cls-entropy+cls-top10-v1";
+
+/// F = 2·D + 2 for a decoder of width D.
+int64_t k_feature_width(const LlavaConfig& cfg);
+
+/// Features of a batch whose visual tokens are computed. @param vt from encode_images(pixels, true) (the
+/// [CLS] attention is required) @param questions [B] question texts (without the prompt template)
+/// @return [B, F] fp32. @throws InvalidArgument when the [CLS] attention is missing or sizes differ.
+at::Tensor k_features(VisionLanguageModel& m, const VisualTokens& vt,
+                      const std::vector<std::string>& questions);
+
+/// Features of dataset samples, with the time they took.
+struct DatasetFeatures {
+  at::Tensor features;    ///< [n, F] fp32, in the order of `indices`
+  double tower_ms = 0;    ///< images read + vision tower + projector (inference runs these anyway)
+  double feature_ms = 0;  ///< the features themselves (pooling, question embedding): the predictor's own cost
+};
+/// @param indices into ds.samples @param batch images per tower call, ≥ 1. @throws IoError (unreadable
+/// image).
+DatasetFeatures dataset_k_features(VisionLanguageModel& m, const eval::Dataset& ds,
+                                   const std::vector<size_t>& indices, size_t batch);
+
+}  // namespace vispco::optimize

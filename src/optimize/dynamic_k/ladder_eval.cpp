@@ -1,0 +1,70 @@
+// Ladder tables from the result store (see ladder_eval.h).
+#include "optimize/dynamic_k/ladder_eval.h"
+
+#include <memory>
+
+#include "core/errors.h"
+#include "eval/evaluator.h"
+#include "eval/metrics.h"
+#include "optimize/plan_flops.h"
+#include "prune/plan_hook.h"
+
+namespace vispco::optimize {
+
+LadderEval evaluate_ladder(VisionLanguageModel& m, const std::string& model_hash, const eval::Dataset& ds,
+                           size_t limit, const AutoKeepPlan& plan, const std::vector<int64_t>& ladder,
+                           size_t batch, const std::string& store_path, const ScorerEnv& env,
+                           const std::function<void(const std::string&)>& log) {
+  const auto& cfg = m.config();
+  const size_t n = limit == 0 ? ds.samples.size() : std::min(limit, ds.samples.size());
+  if (n == 0) throw InvalidArgument("dynamic-k: a split has no samples");
+  if (ladder.empty() || ladder.back() != cfg.n_visual_tokens())
+    throw InvalidArgument("dynamic-k: the ladder must end at N_v = " + std::to_string(cfg.n_visual_tokens()));
+  LadderEval out;
+  LadderTable& t = out.table;
+  t.ladder = ladder;
+  std::vector<int64_t> n_text;
+  for (size_t i = 0; i < n; ++i) {
+    t.ids.push_back(ds.samples[i].id);
+    t.families.push_back(ds.samples[i].family);
+    n_text.push_back(static_cast<int64_t>(m.prompt_ids(ds.samples[i].question).size()) - 1);  // − placeholder
+  }
+  const size_t R = ladder.size();
+  t.score.assign(n, std::vector<double>(R, 0.0));
+  t.agree.assign(n, std::vector<uint8_t>(R, 0));
+  t.llm_flops.assign(n, std::vector<double>(R, 0.0));
+  std::vector<std::vector<std::string>> pred(n, std::vector<std::string>(R));
+  for (size_t r = 0; r < R; ++r) {
+    eval::EvalOptions eo;
+    eo.limit = n;
+    eo.batch_size = batch;
+    eo.store_path = store_path;
+    const bool full = r + 1 == R;
+    const PruningPlan static_plan = full ? PruningPlan{} : plan.at(ladder[r], cfg);
+    std::unique_ptr<PlanHook> hook;
+    if (!full) hook = std::make_unique<PlanHook>(static_plan, cfg, 0, env);
+    eo.plan = full ? "none" : hook->store_key();
+    const auto rep = eval::evaluate(m, model_hash, ds, eo, hook.get());
+    if (rep.rows.size() != n) throw IoError("dynamic-k: an evaluation returned fewer rows than samples");
+    if (full) out.unpruned_prefill_ms = rep.mean_prefill_ms;
+    std::map<int64_t, double> flops_of_length;  // prompts of equal length share the figure
+    for (size_t i = 0; i < n; ++i) {
+      t.score[i][r] = rep.rows[i].score.score();
+      pred[i][r] = eval::normalize_answer(rep.rows[i].result.prediction);
+      auto it = flops_of_length.find(n_text[i]);
+      if (it == flops_of_length.end())
+        it =
+            flops_of_length.emplace(n_text[i], plan_flops_ratio(static_plan, cfg, {n_text[i]}).mean_llm_flops)
+                .first;
+      t.llm_flops[i][r] = it->second;
+    }
+    if (log)
+      log("K=" + std::to_string(ladder[r]) + " accuracy " + std::to_string(rep.metrics.overall.accuracy()) +
+          " (" + std::to_string(rep.n_evaluated) + " new, " + std::to_string(rep.n_from_store) + " stored)");
+  }
+  for (size_t i = 0; i < n; ++i)
+    for (size_t r = 0; r < R; ++r) t.agree[i][r] = pred[i][r] == pred[i][R - 1] ? 1 : 0;
+  return out;
+}
+
+}  // namespace vispco::optimize

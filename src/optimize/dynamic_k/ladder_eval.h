@@ -1,0 +1,33 @@
+// Filling a ladder table (ladder_table.h) from real evaluations: every rung of a K ladder under one plan
+// template on the first samples of a dataset, through the result store (so a repeated or killed run resumes,
+// and the static plans' results are shared with `vispco eval` and the other searches).
+#pragma once
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "eval/dataset.h"
+#include "model/llava.h"
+#include "optimize/dynamic_k/auto_keep.h"
+#include "optimize/dynamic_k/ladder_table.h"
+#include "prune/scorer.h"
+
+namespace vispco::optimize {
+
+/// A filled table and the unpruned rung's mean measured prefill.
+struct LadderEval {
+  LadderTable table;
+  double unpruned_prefill_ms = 0;  ///< mean decoder prefill per sample at K = N_v, ms
+};
+
+/// Evaluates `plan` at every K of `ladder` (the last rung must be N_v: it runs unpruned, plan "none") on the
+/// first `limit` samples (0 = all) in batches of `batch`, greedy as `vispco eval`. Per-sample LLM FLOPs come
+/// from the analytic model at each sample's own prompt length. @param log one line per rung (may be empty)
+/// @throws InvalidArgument (empty split, a ladder not ending at N_v), what eval::evaluate throws.
+LadderEval evaluate_ladder(VisionLanguageModel& m, const std::string& model_hash, const eval::Dataset& ds,
+                           size_t limit, const AutoKeepPlan& plan, const std::vector<int64_t>& ladder,
+                           size_t batch, const std::string& store_path, const ScorerEnv& env,
+                           const std::function<void(const std::string&)>& log = {});
+
+}  // namespace vispco::optimize
