@@ -7,6 +7,8 @@
 #include "cost/flops.h"
 #include "cost/timer.h"
 #include "model/logprobs.h"
+#include "optimize/dynamic_k/auto_keep.h"
+#include "optimize/dynamic_k/k_features.h"
 #include "prune/plan_hook.h"
 #include "serve/api_error.h"
 #include "serve/text_stream.h"
@@ -27,7 +29,8 @@ double row_flops_ratio(const LlavaConfig& cfg, const GenerationStats& st, int64_
   std::vector<int64_t> row = st.tokens_per_layer;
   for (auto& n : row) n -= pad;
   const double pruned = static_cast<double>(prefill_flops(cfg, row).decoder_total);
-  const double full = static_cast<double>(prefill_flops(cfg, unpruned_tokens_per_layer(cfg, n_text)).decoder_total);
+  const double full =
+      static_cast<double>(prefill_flops(cfg, unpruned_tokens_per_layer(cfg, n_text)).decoder_total);
   return pruned / full;
 }
 
@@ -35,18 +38,22 @@ double row_flops_ratio(const LlavaConfig& cfg, const GenerationStats& st, int64_
 
 void SchedulerOptions::validate() const {
   if (max_batch < 1) throw InvalidArgument("max_batch must be ≥ 1, got " + std::to_string(max_batch));
-  if (!(batch_window_ms >= 0)) throw InvalidArgument("batch_window_ms must be ≥ 0, got " + std::to_string(batch_window_ms));
+  if (!(batch_window_ms >= 0))
+    throw InvalidArgument("batch_window_ms must be ≥ 0, got " + std::to_string(batch_window_ms));
   if (max_queue < 1) throw InvalidArgument("max_queue must be ≥ 1, got " + std::to_string(max_queue));
 }
 
 void declare_server_metrics(Metrics& m) {
   const std::vector<double> secs = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
   m.declare("vispco_http_requests_total", "counter", "HTTP requests answered, by path and status code");
-  m.declare("vispco_queue_wait_seconds", "histogram", "Time from enqueue to the start of the request's batch", secs);
+  m.declare("vispco_queue_wait_seconds", "histogram", "Time from enqueue to the start of the request's batch",
+            secs);
   m.declare("vispco_ttft_seconds", "histogram", "Time from enqueue to the first generated token", secs);
   m.declare("vispco_prefill_seconds", "histogram", "Decoder prefill time of the request's batch", secs);
-  m.declare("vispco_request_latency_seconds", "histogram", "End-to-end time of a chat completion (received to answered)", secs);
-  m.declare("vispco_batch_size", "histogram", "Requests per prefill batch", {1, 2, 3, 4, 6, 8, 12, 16, 32, 64});
+  m.declare("vispco_request_latency_seconds", "histogram",
+            "End-to-end time of a chat completion (received to answered)", secs);
+  m.declare("vispco_batch_size", "histogram", "Requests per prefill batch",
+            {1, 2, 3, 4, 6, 8, 12, 16, 32, 64});
   m.declare("vispco_prompt_tokens_total", "counter", "Prompt tokens (text + visual before pruning)");
   m.declare("vispco_visual_tokens_total", "counter", "Visual tokens before pruning");
   m.declare("vispco_kept_visual_tokens_total", "counter", "Visual tokens kept after the last pruning stage");
@@ -66,13 +73,36 @@ BatchScheduler::BatchScheduler(VisionLanguageModel& model, std::string model_dir
 
 BatchScheduler::~BatchScheduler() { drain_and_stop(); }
 
+struct BatchScheduler::AutoPredictor {
+  optimize::AutoKeepPlan plan;
+  mutable optimize::KPredictor predictor{nullptr};  // predict() is not const (a torch module call)
+};
+
+const BatchScheduler::AutoPredictor& BatchScheduler::auto_predictor(const std::string& text) const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = auto_predictors_.find(text); it != auto_predictors_.end()) return *it->second;
+  }
+  auto a = std::make_shared<AutoPredictor>();
+  a->plan = optimize::parse_auto_keep(text, model_.config());
+  a->predictor = optimize::load_plan_predictor(a->plan, model_dir_, model_.config());
+  for (const auto k :
+       a->predictor->meta.ladder)  // every rung binds (e.g. a gate file) before any request runs
+    if (k < model_.config().n_visual_tokens())
+      PlanHook(a->plan.at(k, model_.config()), model_.config(), 0, ScorerEnv{model_dir_});
+  std::lock_guard<std::mutex> lock(mu_);
+  return *auto_predictors_.emplace(text, a).first->second;
+}
+
 std::string BatchScheduler::resolve_plan(const std::string& plan) const {
   const std::string text = plan.empty() ? opts_.default_plan : plan;
+  if (optimize::is_auto_keep(text)) return auto_predictor(text).plan.to_string();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (valid_plans_.count(text) > 0) return parse_plan(text, model_.config()).to_string();
   }
-  PlanHook hook(parse_plan(text, model_.config()), model_.config(), 0, ScorerEnv{model_dir_});  // binds scorers
+  PlanHook hook(parse_plan(text, model_.config()), model_.config(), 0,
+                ScorerEnv{model_dir_});  // binds scorers
   std::lock_guard<std::mutex> lock(mu_);
   valid_plans_.insert(text);
   return hook.plan().to_string();
@@ -82,6 +112,7 @@ std::future<JobResult> BatchScheduler::submit(GenerationJob job) {
   auto p = std::make_unique<Pending>();
   try {
     p->plan_key = resolve_plan(job.plan);
+    if (optimize::is_auto_keep(p->plan_key)) p->auto_text = p->plan_key;
   } catch (const Error& e) {
     throw bad_request(std::string("vispco.plan: ") + e.what(), "vispco");
   }
@@ -91,8 +122,9 @@ std::future<JobResult> BatchScheduler::submit(GenerationJob job) {
     std::lock_guard<std::mutex> lock(mu_);
     if (draining_ || !accepting_) throw ApiError(503, "the server is shutting down", "server_error");
     if (static_cast<int64_t>(queue_.size()) >= opts_.max_queue)
-      throw ApiError(503, "the request queue is full (" + std::to_string(opts_.max_queue) + " waiting); retry later",
-                     "server_error");
+      throw ApiError(
+          503, "the request queue is full (" + std::to_string(opts_.max_queue) + " waiting); retry later",
+          "server_error");
     p->enqueued = Clock::now();
     queue_.push_back(std::move(p));
     if (metrics_ != nullptr) metrics_->set("vispco_queue_depth", static_cast<double>(queue_.size()));
@@ -134,17 +166,22 @@ void BatchScheduler::worker() {
       idle_cv_.notify_all();
       return;
     }
+    resolve_auto_keep(lock);
+    if (queue_.empty()) continue;
     const std::string key = queue_.front()->plan_key;
-    const auto deadline = queue_.front()->enqueued +
-                          std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(opts_.batch_window_ms));
+    const auto deadline =
+        queue_.front()->enqueued + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double, std::milli>(opts_.batch_window_ms));
     const auto same_key = [&] {
       int64_t n = 0;
       for (const auto& p : queue_) n += p->plan_key == key;
       return n;
     };
-    while (!draining_ && same_key() < opts_.max_batch && Clock::now() < deadline) cv_.wait_until(lock, deadline);
+    while (!draining_ && same_key() < opts_.max_batch && Clock::now() < deadline)
+      cv_.wait_until(lock, deadline);
     std::vector<std::unique_ptr<Pending>> batch;
-    for (auto it = queue_.begin(); it != queue_.end() && static_cast<int64_t>(batch.size()) < opts_.max_batch;) {
+    for (auto it = queue_.begin();
+         it != queue_.end() && static_cast<int64_t>(batch.size()) < opts_.max_batch;) {
       if ((*it)->plan_key == key) {
         batch.push_back(std::move(*it));
         it = queue_.erase(it);
@@ -159,6 +196,49 @@ void BatchScheduler::worker() {
     lock.lock();
     running_ = 0;
     idle_cv_.notify_all();
+  }
+}
+
+void BatchScheduler::resolve_auto_keep(std::unique_lock<std::mutex>& lock) {
+  std::vector<Pending*> todo;
+  for (const auto& p : queue_)
+    if (!p->auto_text.empty()) todo.push_back(p.get());  // Pending objects stay put: only this thread erases
+  if (todo.empty()) return;
+  lock.unlock();
+  std::map<Pending*, std::string> failed;
+  try {
+    c10::InferenceMode guard;
+    std::vector<at::Tensor> px;
+    std::vector<std::string> questions;
+    for (auto* p : todo) {
+      px.push_back(p->job.request.pixels);
+      questions.push_back(p->job.question);
+    }
+    const auto features = optimize::k_features(model_, model_.encode_images(at::stack(px), true), questions);
+    for (size_t i = 0; i < todo.size(); ++i) {
+      const auto& a = auto_predictor(todo[i]->auto_text);
+      const int rung = a.predictor->predict(features.slice(0, i, i + 1)).at(0);
+      const int64_t k = a.predictor->meta.ladder.at(rung);
+      todo[i]->plan_key = k >= model_.config().n_visual_tokens() ? std::string("none")
+                                                                 : a.plan.at(k, model_.config()).to_string();
+    }
+  } catch (const std::exception& e) {
+    for (auto* p : todo) failed[p] = std::string("keep=auto: ") + e.what();
+  }
+  lock.lock();
+  for (auto* p : todo) p->auto_text.clear();
+  if (failed.empty()) return;
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    auto f = failed.find(it->get());
+    if (f == failed.end()) {
+      ++it;
+      continue;
+    }
+    JobResult r;
+    r.error = f->second;
+    (*it)->promise.set_value(std::move(r));
+    if ((*it)->job.on_finish) (*it)->job.on_finish();
+    it = queue_.erase(it);
   }
 }
 

@@ -4,15 +4,15 @@
 // padded into one batch (group by K). Decode continues as a batch and a finished row leaves it
 // (model/generate.h). One worker owns the model; HTTP threads only enqueue and wait.
 #pragma once
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <future>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <thread>
@@ -26,9 +26,9 @@ namespace vispco::serve {
 
 /// Scheduler settings (plain value; validate() names the bad field).
 struct SchedulerOptions {
-  int64_t max_batch = 8;          ///< most requests per prefill batch, ≥ 1
-  double batch_window_ms = 5;     ///< longest wait for more same-plan requests after the oldest arrived, ≥ 0
-  int64_t max_queue = 64;         ///< waiting requests beyond which submit() answers 503, ≥ 1
+  int64_t max_batch = 8;       ///< most requests per prefill batch, ≥ 1
+  double batch_window_ms = 5;  ///< longest wait for more same-plan requests after the oldest arrived, ≥ 0
+  int64_t max_queue = 64;      ///< waiting requests beyond which submit() answers 503, ≥ 1
   std::string default_plan = "none";  ///< plan of requests that name none
   /// @throws InvalidArgument naming the field.
   void validate() const;
@@ -36,11 +36,12 @@ struct SchedulerOptions {
 
 /// One request as the worker runs it.
 struct GenerationJob {
-  VlmRequest request;              ///< preprocessed pixels + prompt ids
-  GenerationConfig gen;            ///< this row's decoding settings
-  std::string plan;                ///< plan text ("" → the default plan)
-  std::vector<std::string> stop;   ///< stop sequences (serve/text_stream.h)
-  int64_t top_logprobs = -1;       ///< −1 off, else 0–20
+  VlmRequest request;             ///< preprocessed pixels + prompt ids
+  GenerationConfig gen;           ///< this row's decoding settings
+  std::string plan;               ///< plan text ("" → the default plan); keep=auto plans get K per request
+  std::string question;           ///< the user's text (keep=auto reads the question's embedding)
+  std::vector<std::string> stop;  ///< stop sequences (serve/text_stream.h)
+  int64_t top_logprobs = -1;      ///< −1 off, else 0–20
   /// Streaming: called on the worker thread with each new piece of answer text; returning false (client
   /// gone) ends the row. Empty for non-streamed requests.
   std::function<bool(const std::string& delta)> on_delta;
@@ -50,12 +51,12 @@ struct GenerationJob {
 
 /// What a job produced.
 struct JobResult {
-  std::string text;                ///< the answer (trimmed, cut at a stop sequence)
-  std::vector<int64_t> tokens;     ///< generated ids (EOS excluded)
-  std::string finish_reason;       ///< "stop" | "length"
-  nlohmann::json logprobs;         ///< OpenAI logprobs.content array, or null
-  std::string plan;                ///< the resolved plan's canonical text
-  int64_t prompt_tokens = 0;       ///< text tokens + N_v (the image's tokens, before pruning)
+  std::string text;             ///< the answer (trimmed, cut at a stop sequence)
+  std::vector<int64_t> tokens;  ///< generated ids (EOS excluded)
+  std::string finish_reason;    ///< "stop" | "length"
+  nlohmann::json logprobs;      ///< OpenAI logprobs.content array, or null
+  std::string plan;             ///< the resolved plan's canonical text
+  int64_t prompt_tokens = 0;    ///< text tokens + N_v (the image's tokens, before pruning)
   int64_t n_visual = 0, n_visual_kept = 0;
   double prefill_flops_ratio = 1;  ///< this row's decoder prefill FLOPs / unpruned (cost/flops.h)
   double queue_ms = 0;             ///< enqueue → batch start
@@ -78,8 +79,8 @@ class BatchScheduler {
   BatchScheduler& operator=(const BatchScheduler&) = delete;
 
   /// The canonical text of a plan as it would run ("" → the default plan), validated against the model.
-  /// @throws InvalidArgument / ConfigError from prune/plan.h and the scorers (an unknown scorer, K out of range,
-  /// a missing gate file).
+  /// @throws InvalidArgument / ConfigError from prune/plan.h and the scorers (an unknown scorer, K out of
+  /// range, a missing gate file).
   std::string resolve_plan(const std::string& plan) const;
   /// Enqueues a job (its plan resolved first). @throws ApiError 503 when max_queue requests wait or the
   /// scheduler is draining; ApiError 400 for a plan resolve_plan() refuses.
@@ -96,11 +97,19 @@ class BatchScheduler {
  private:
   struct Pending {
     GenerationJob job;
-    std::string plan_key;
+    std::string plan_key;   // the static plan it runs; for keep=auto set by the worker before batching
+    std::string auto_text;  // keep=auto plan still to resolve ("" = none or resolved)
     std::chrono::steady_clock::time_point enqueued;
     std::promise<JobResult> promise;
   };
   void worker();
+  // Resolves the queued keep=auto jobs: one tower + feature pass over them (lock released meanwhile), K from
+  // the plan's predictor, plan_key = the static plan at K. Jobs whose prediction fails are answered with the
+  // error and leave the queue. Called by the worker with `lock` held.
+  void resolve_auto_keep(std::unique_lock<std::mutex>& lock);
+  struct AutoPredictor;
+  // keep=auto plan text → its parsed plan and predictor (loaded once, by resolve_plan).
+  const AutoPredictor& auto_predictor(const std::string& text) const;
   void run_batch(std::vector<std::unique_ptr<Pending>>& batch);
 
   VisionLanguageModel& model_;
@@ -114,6 +123,7 @@ class BatchScheduler {
   int64_t running_ = 0;  // jobs in the batch being generated
   std::condition_variable idle_cv_;
   mutable std::set<std::string> valid_plans_;  // plan texts already validated (under mu_)
+  mutable std::map<std::string, std::shared_ptr<AutoPredictor>> auto_predictors_;  // under mu_
   std::thread worker_;
 };
 

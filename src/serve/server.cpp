@@ -132,6 +132,7 @@ struct ChatServer::Impl {
                         "max_tokens");
     job.gen = cr.gen;
     job.plan = cr.plan;
+    job.question = cr.question;
     job.stop = cr.stop;
     job.top_logprobs = cr.top_logprobs;
     return job;

@@ -11,9 +11,12 @@
 #include <atomic>
 #include <map>
 #include <regex>
+#include <set>
 
 #include "model/generate.h"
 #include "model/logprobs.h"
+#include "optimize/dynamic_k/k_features.h"
+#include "optimize/dynamic_k/k_predictor.h"
 #include "prune/plan_hook.h"
 #include "server_fixture.h"
 
@@ -26,8 +29,8 @@ using testing::ServerFixture;
 using testing::test_png;
 
 // What `vispco generate` answers for the same PNG and question (decode → preprocess → LLaVA prompt).
-GenerationOutput expected(VisionLanguageModel& m, const std::string& png, const std::string& q, int max_tokens,
-                          const std::string& plan = "none", bool logits = false) {
+GenerationOutput expected(VisionLanguageModel& m, const std::string& png, const std::string& q,
+                          int max_tokens, const std::string& plan = "none", bool logits = false) {
   GenerationConfig gc;
   gc.max_new_tokens = max_tokens;
   PlanHook hook(parse_plan(plan, m.config()), m.config(), 0, ScorerEnv{testing::tiny_model_dir()});
@@ -85,8 +88,10 @@ TEST(Server, ChatCompletionAnswersWhatGenerateAnswers) {
     EXPECT_EQ(r["usage"]["completion_tokens"], static_cast<int64_t>(want.tokens[0].size()));
     EXPECT_EQ(r["vispco"]["visual_tokens"], 16);
     EXPECT_EQ(r["vispco"]["kept_visual_tokens"], plan == "none" ? 16 : 8);
-    if (plan == "none") EXPECT_DOUBLE_EQ(r["vispco"]["prefill_flops_ratio"].get<double>(), 1.0);
-    else EXPECT_LT(r["vispco"]["prefill_flops_ratio"].get<double>(), 1.0);
+    if (plan == "none")
+      EXPECT_DOUBLE_EQ(r["vispco"]["prefill_flops_ratio"].get<double>(), 1.0);
+    else
+      EXPECT_LT(r["vispco"]["prefill_flops_ratio"].get<double>(), 1.0);
     EXPECT_EQ(r["vispco"]["plan"], parse_plan(plan, f.model().config()).to_string());
   }
 }
@@ -134,14 +139,16 @@ TEST(Server, TopLogprobsEqualGenerates) {
   body["top_logprobs"] = 3;
   const json r = post(c, body);
   const auto want = expected(f.model(), png, "Is there a red sphere?", 4, "none", true);
-  const auto lp = to_openai_json(token_logprobs(want.step_logits, 0, want.tokens[0], 3, f.model().tokenizer()));
+  const auto lp =
+      to_openai_json(token_logprobs(want.step_logits, 0, want.tokens[0], 3, f.model().tokenizer()));
   ASSERT_EQ(r["choices"][0]["logprobs"]["content"].size(), lp.size());
   for (size_t i = 0; i < lp.size(); ++i) {
     const auto& got = r["choices"][0]["logprobs"]["content"][i];
     EXPECT_EQ(got["id"], lp[i]["id"]);
     EXPECT_NEAR(got["logprob"].get<double>(), lp[i]["logprob"].get<double>(), 1e-5);
     ASSERT_EQ(got["top_logprobs"].size(), 3u);
-    for (size_t k = 0; k < 3; ++k) EXPECT_EQ(got["top_logprobs"][k]["token"], lp[i]["top_logprobs"][k]["token"]);
+    for (size_t k = 0; k < 3; ++k)
+      EXPECT_EQ(got["top_logprobs"][k]["token"], lp[i]["top_logprobs"][k]["token"]);
   }
 }
 
@@ -167,13 +174,78 @@ TEST(Server, ConcurrentRequestsWithTwoPlansBatchByPlanAndAnswerAsAlone) {
     ASSERT_TRUE(replies[i].contains("choices")) << replies[i].dump();
     const auto want = expected(f.model(), test_png(64, 10 + i), "How many cubes?", 5, plans[i % 2]);
     EXPECT_EQ(replies[i]["choices"][0]["message"]["content"], want.texts[0]) << i;
-    EXPECT_EQ(replies[i]["vispco"]["kept_visual_tokens"], i % 2 == 0 ? 16 : 4) << i;  // never mixed across plans
+    EXPECT_EQ(replies[i]["vispco"]["kept_visual_tokens"], i % 2 == 0 ? 16 : 4)
+        << i;  // never mixed across plans
     largest_batch = std::max(largest_batch, replies[i]["vispco"]["batch_size"].get<int64_t>());
   }
   EXPECT_GT(largest_batch, 1);
   EXPECT_LE(largest_batch, 4);
   const auto h = f.metrics().histogram("vispco_batch_size");
   EXPECT_LT(h.count, static_cast<uint64_t>(n));  // fewer batches than requests
+}
+
+TEST(Server, KeepAutoBatchesByPredictedKAndAnswersAsTheStaticPlanAlone) {
+  testing::TempDir tmp;
+  const std::string file = tmp / "k.safetensors";
+  const std::vector<std::string> questions = {"How many cubes?", "What colour is the sphere?"};
+  const int n = 8;
+  {  // a predictor whose rungs vary: statistics fitted on these requests, output layer scaled up
+    auto m = testing::load_tiny();
+    optimize::KPredictorMeta meta;
+    meta.template_text = "fastv:layer=2";
+    meta.ladder = {2, 4, 8, 16};
+    meta.n_features = optimize::k_feature_width(m.config());
+    meta.features = optimize::kKFeatureRecipe;
+    optimize::KPredictor p(meta, 11);
+    std::vector<at::Tensor> px;
+    std::vector<std::string> qs;
+    for (int i = 0; i < n; ++i) {
+      px.push_back(m.preprocess(io::decode_image_rgb(test_png(64, 40 + i))));
+      qs.push_back(questions[i % 2]);
+    }
+    optimize::fit_feature_stats(p, optimize::k_features(m, m.encode_images(at::stack(px), true), qs));
+    torch::NoGradGuard g;
+    p->out->weight.mul_(20.0);
+    optimize::save_k_predictor(file, p);
+  }
+  serve::SchedulerOptions so;
+  so.max_batch = 4;
+  so.batch_window_ms = 300;
+  ServerFixture f(so);
+  const std::string plan = "fastv:layer=2,keep=auto:file=" + file;
+  std::vector<json> replies(n);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < n; ++i)
+    clients.emplace_back([&, i] {
+      auto c = f.client();
+      json body = chat_body(questions[i % 2], test_png(64, 40 + i), 5);
+      body["vispco"] = {{"plan", plan}};
+      replies[i] = post(c, body);
+    });
+  for (auto& t : clients) t.join();
+  auto predictor = optimize::load_k_predictor(file);
+  std::set<int64_t> ks;
+  for (int i = 0; i < n; ++i) {
+    ASSERT_TRUE(replies[i].contains("choices")) << replies[i].dump();
+    // The K this request should get, predicted here for it alone.
+    auto px = f.model().preprocess(io::decode_image_rgb(test_png(64, 40 + i))).unsqueeze(0);
+    const auto feats = optimize::k_features(f.model(), f.model().encode_images(px, true), {questions[i % 2]});
+    const int64_t k = predictor->meta.ladder.at(predictor->predict(feats).at(0));
+    ks.insert(k);
+    const std::string static_plan = k == 16 ? "none" : "fastv:layer=2,keep=" + std::to_string(k);
+    const auto want = expected(f.model(), test_png(64, 40 + i), questions[i % 2], 5, static_plan);
+    EXPECT_EQ(replies[i]["choices"][0]["message"]["content"], want.texts[0]) << i;
+    EXPECT_EQ(replies[i]["vispco"]["kept_visual_tokens"], k) << i;
+    EXPECT_EQ(replies[i]["vispco"]["plan"], static_plan == "none" ? "none" : static_plan) << i;
+  }
+  EXPECT_GE(ks.size(), 2u) << "the test needs requests of different K";
+  auto c = f.client();
+  int status = 0;
+  json body = chat_body("How many?", test_png(64, 1), 3);
+  body["vispco"] = {{"plan", "fastv:keep=auto:file=" + tmp / "missing.safetensors"}};
+  const auto err = post(c, body, &status);
+  EXPECT_EQ(status, 400) << err.dump();
+  EXPECT_NE(err.dump().find("no K predictor"), std::string::npos) << err.dump();
 }
 
 TEST(Server, BadRequestsGetTheirStatusAndTheServerGoesOn) {
@@ -191,17 +263,32 @@ TEST(Server, BadRequestsGetTheirStatusAndTheServerGoesOn) {
   const std::vector<std::pair<std::string, int>> cases = {
       {"{not json", 400},
       {with([](json& b) { b.erase("messages"); }), 400},
-      {with([](json& b) { b["messages"][0]["content"][0]["image_url"]["url"] = "data:image/png;base64,@@@@"; }), 400},
-      {with([](json& b) { b["messages"][0]["content"][0]["image_url"]["url"] = testing::data_url("not an image"); }), 400},
-      {with([](json& b) { b["messages"][0]["content"][0]["image_url"]["url"] = "https://example.com/x.png"; }), 400},
-      {with([](json& b) { b["vispco"] = {{"plan", "nosuch:keep=4"}}; }), 400},
-      {with([](json& b) { b["vispco"] = {{"plan", "fastv:layer=1,keep=999"}}; }), 400},
+      {with([](json& b) {
+         b["messages"][0]["content"][0]["image_url"]["url"] = "data:image/png;base64,@@@@";
+       }),
+       400},
+      {with([](json& b) {
+         b["messages"][0]["content"][0]["image_url"]["url"] = testing::data_url("not an image");
+       }),
+       400},
+      {with(
+           [](json& b) { b["messages"][0]["content"][0]["image_url"]["url"] = "https://example.com/x.png"; }),
+       400},
+      {with([](json& b) {
+         b["vispco"] = {{"plan", "nosuch:keep=4"}};
+       }),
+       400},
+      {with([](json& b) {
+         b["vispco"] = {{"plan", "fastv:layer=1,keep=999"}};
+       }),
+       400},
       {with([](json& b) { b["n"] = 2; }), 400},
       {with([](json& b) { b["messages"][0]["content"][1]["text"] = "<image> twice"; }), 400},
-      {with([](json& b) { b["max_tokens"] = 600; }), 400},  // under the cap, over the tiny model's 512 positions
-      {std::string(200, '[') + std::string(200, ']'), 400},    // nested past the depth limit
+      {with([](json& b) { b["max_tokens"] = 600; }),
+       400},  // under the cap, over the tiny model's 512 positions
+      {std::string(200, '[') + std::string(200, ']'), 400},  // nested past the depth limit
       {with([](json& b) { b["model"] = "gpt-4o"; }), 404},
-      {chat_body("q", test_png(64, 5)).dump(), 413},            // 64×64 image over 48×48 pixels
+      {chat_body("q", test_png(64, 5)).dump(), 413},             // 64×64 image over 48×48 pixels
       {chat_body(std::string(70 << 10, 'x'), png).dump(), 413},  // body over 64 KiB
   };
   for (const auto& [body, status] : cases) {
@@ -219,12 +306,13 @@ TEST(Server, BadRequestsGetTheirStatusAndTheServerGoesOn) {
   EXPECT_EQ(res->status, 405);
   res = c.Post("/health", "", "text/plain");
   EXPECT_EQ(res->status, 405);
-  // A body without Content-Length (chunked) is refused: httplib bounds bodies by that header only. Sent in one
-  // write on a raw socket, so the reply can be read whole (httplib's client fails its write once the server
-  // has answered and closed).
-  const std::string reply = raw_http(f.port(),
-                                     "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                                     "Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n");
+  // A body without Content-Length (chunked) is refused: httplib bounds bodies by that header only. Sent in
+  // one write on a raw socket, so the reply can be read whole (httplib's client fails its write once the
+  // server has answered and closed).
+  const std::string reply =
+      raw_http(f.port(),
+               "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               "Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n");
   EXPECT_EQ(reply.substr(0, 12), "HTTP/1.1 411") << reply;
   // A path that is not UTF-8 gets its 404 (its echo in the message must not break the JSON).
   res = c.Get("/%FF%FE");
@@ -250,9 +338,12 @@ TEST(Server, AFullQueueAnswers503NotACrash) {
       json body = chat_body("How many cubes?", test_png(64, 30 + i), 48);
       body["ignore_eos"] = true;  // every request decodes 48 tokens, so the queue fills
       auto res = c.Post("/v1/chat/completions", body.dump(), "application/json");
-      if (res && res->status == 200) ++ok;
-      else if (res && res->status == 503 && res->get_header_value("Retry-After") == "1") ++busy;
-      else ++other;
+      if (res && res->status == 200)
+        ++ok;
+      else if (res && res->status == 503 && res->get_header_value("Retry-After") == "1")
+        ++busy;
+      else
+        ++other;
     });
   for (auto& t : clients) t.join();
   EXPECT_GE(ok.load(), 1);
@@ -269,13 +360,15 @@ TEST(Server, MetricsParseAsPrometheusTextAndCountTheRequests) {
   c.Post("/v1/chat/completions", "{bad", "application/json");
   // httplib's logger (which counts status codes) runs just after a response is sent: wait for the 4th.
   const auto logged = [&](const char* code) {
-    return f.metrics().value("vispco_http_requests_total", {{"code", code}, {"path", "/v1/chat/completions"}});
+    return f.metrics().value("vispco_http_requests_total",
+                             {{"code", code}, {"path", "/v1/chat/completions"}});
   };
   for (int k = 0; k < 200 && (logged("400") < 1 || logged("200") < 3); ++k)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   const auto res = c.Get("/metrics");
   ASSERT_EQ(res->status, 200);
-  const std::regex sample(R"(^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="[^"]*"(,[a-zA-Z_][a-zA-Z0-9_]*="[^"]*")*\})? [-+0-9.eEInfNa]+$)");
+  const std::regex sample(
+      R"(^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="[^"]*"(,[a-zA-Z_][a-zA-Z0-9_]*="[^"]*")*\})? [-+0-9.eEInfNa]+$)");
   std::map<std::string, double> values;
   std::istringstream lines(res->body);
   std::string line;
