@@ -144,7 +144,11 @@ void register_eval(CLI::App& app) {
                 "Skip samples whose image is missing/unreadable (default: stop)");
   cmd->add_flag("--allow-outside", a->allow_outside, "Allow image paths outside the dataset folder");
   cmd->add_flag("--json", a->json, "Print the summary as one JSON object (no progress)");
-  cmd->callback([a] { run_eval(*a); });
+  cmd->callback([a, cmd] {
+    EvalArgs args = *a;
+    args.plan = plan_for_model(args.model, args.plan, cmd->count("--plan") > 0);
+    run_eval(args);
+  });
 }
 
 }  // namespace vispco::cli

@@ -49,7 +49,8 @@ void register_generate(CLI::App& app) {
                   "log-softmax of the raw logits, as OpenAI's logprobs)");
   cmd->add_option("--heatmap", o->heatmap, "Write the token heat-map of the plan's first scored stage (PNG)");
   cmd->add_flag("--json", o->json, "Print one JSON object instead of text");
-  cmd->callback([o] {
+  cmd->callback([o, cmd] {
+    o->plan = plan_for_model(o->model, o->plan, cmd->count("--plan") > 0);
     o->gen.validate();
     if (o->top_logprobs != -1 && (o->top_logprobs < 0 || o->top_logprobs > 20))
       throw InvalidArgument("generate: --top-logprobs must be in [0, 20], got " + std::to_string(o->top_logprobs));
@@ -79,7 +80,9 @@ void register_generate(CLI::App& app) {
       auto vt = model.encode_images(req.pixels.unsqueeze(0), true);
       const int rung = (*predictor)->predict(optimize::k_features(model, vt, {o->prompt})).at(0);
       predict_ms = sw.ms();
-      hook_slot.emplace(auto_plan->at((*predictor)->meta.ladder.at(rung), cfg), cfg, o->gen.seed, ScorerEnv{o->model});
+      const int64_t k = (*predictor)->meta.ladder.at(rung);  // N_v runs unpruned, as in eval and serve
+      hook_slot.emplace(k >= cfg.n_visual_tokens() ? PruningPlan{} : auto_plan->at(k, cfg), cfg, o->gen.seed,
+                        ScorerEnv{o->model});
     }
     PlanHook& hook = *hook_slot;
     if (!o->heatmap.empty() && hook.plan().empty()) throw InvalidArgument("--heatmap needs a pruning --plan");
@@ -108,7 +111,8 @@ void register_generate(CLI::App& app) {
     std::cout << res.texts[0] << "\n";
     if (auto_keep)
       std::printf("[keep=auto: K = %ld → plan %s (tower + features + predictor %.1f ms)]\n",
-                  (long)hook.plan().stages.at(0).keep, hook.plan().to_string().c_str(), predict_ms);
+                  (long)(hook.plan().empty() ? cfg.n_visual_tokens() : hook.plan().stages.at(0).keep),
+                  hook.plan().to_string().c_str(), predict_ms);
     for (size_t i = 0; i < logprobs.size(); ++i) {  // one line per generated token
       const auto& p = logprobs[i];
       std::printf("%3zu %6ld %-12s %9.4f |", i, (long)p.chosen.id, p.chosen.piece.c_str(), p.chosen.logprob);

@@ -62,7 +62,8 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--threads", o->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--dtype", o->dtype, "Compute dtype: auto | fp32 | bf16 (auto: bf16 on CUDA or where the CPU has AVX512-BF16/AMX, else fp32)")->capture_default_str();
   cmd->add_option("--device", o->device, "cpu | cuda[:N]")->capture_default_str();
-  cmd->callback([o] {
+  cmd->callback([o, cmd] {
+    o->sched.default_plan = plan_for_model(o->model, o->sched.default_plan, cmd->count("--plan") > 0);
     o->server.max_body_bytes = static_cast<int64_t>(o->max_body_mb * 1048576.0);
     if (o->server.http_threads == 0) o->server.http_threads = static_cast<int>(o->sched.max_queue + o->sched.max_batch + 4);
     if (o->server.model_name.empty()) o->server.model_name = std::filesystem::path(o->model).lexically_normal().filename().string();

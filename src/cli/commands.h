@@ -9,6 +9,7 @@ namespace vispco::cli {
 void register_bench(CLI::App& app);
 void register_data(CLI::App& app);
 void register_eval(CLI::App& app);
+void register_finetune(CLI::App& app);
 void register_generate(CLI::App& app);
 void register_init_random(CLI::App& app);
 void register_loadtest(CLI::App& app);
@@ -18,5 +19,10 @@ void register_serve(CLI::App& app);
 void register_train(CLI::App& app);
 void register_train_gate(CLI::App& app);
 void register_vispco(CLI::App& app);  // `vispco vispco-search`
+
+/// The plan a command runs: `given` when the user named one (warning on stderr when the model was fine-tuned
+/// for another plan), else the plan the model folder was fine-tuned for (config.json "vispco"."tuned_for_plan",
+/// train/finetune.h; said on stderr), else "none". @throws what reading the config throws.
+std::string plan_for_model(const std::string& model_dir, const std::string& given, bool given_explicitly);
 
 }  // namespace vispco::cli

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   vispco::cli::register_bench(app);
   vispco::cli::register_data(app);
   vispco::cli::register_eval(app);
+  vispco::cli::register_finetune(app);
   vispco::cli::register_generate(app);
   vispco::cli::register_init_random(app);
   vispco::cli::register_loadtest(app);

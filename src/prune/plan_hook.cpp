@@ -138,6 +138,7 @@ bool PlanHook::apply(int64_t layer, TokenState& state, const LayerSignals& signa
     const int64_t M = sel.merged.size(1);
     auto rep = sel.merged_grid_index.to(dev);
     trace.kept.scatter_(1, rep.cpu(), true);
+    trace.merged = true;
     // Position of patch g is (first visual token's position − its patch index) + g.
     auto first = in.visual_pos.narrow(1, 0, 1);
     auto base = state.positions.gather(1, first) - state.grid_index.gather(1, first);  // [B, 1]

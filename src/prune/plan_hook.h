@@ -18,6 +18,7 @@ struct StageTrace {
   PruneStage stage;
   at::Tensor scores;  ///< [B, N_v] fp32, NaN for tokens already gone before this stage or unscored
   at::Tensor kept;    ///< [B, N_v] bool, true for patches represented after this stage (kept or merge targets)
+  bool merged = false;  ///< the stage made new (merged) tokens: `kept` alone does not reproduce it
 };
 
 /// A pruning plan bound to a model config; one instance per generate() call (it records traces).

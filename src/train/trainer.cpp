@@ -469,6 +469,26 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
   }
   KvCache cache(cfg.text.num_hidden_layers);
   auto& lm = net->language_model;
+  if (opts.prune_hook != nullptr) {
+    if (rec || pool != 1 || opts.visual_keep.defined())
+      throw InvalidArgument("conversation_loss: a prune hook excludes pooling, visual_keep, grounding and readout");
+    // Targets by original position (unique per row among valid tokens), read back at the survivors.
+    const int64_t width = state.positions.max().item<int64_t>() + 2, dummy = width - 1;
+    auto at_pos = [&](const TokenState& s) { return at::where(s.valid, s.positions, at::full_like(s.positions, dummy)); };
+    auto by_pos = at::full({B, width}, -100, at::kLong);
+    by_pos.scatter_(1, at_pos(state).cpu(), target.cpu());
+    by_pos.select(1, dummy).fill_(-100);
+    auto h = lm->forward(state, cache, opts.prune_hook);  // state → the surviving tokens
+    target = by_pos.gather(1, at_pos(state).cpu());
+    auto logits = lm->logits(h);  // [B, T', V] fp32
+    ConversationLoss out;
+    out.token = torch::nn::functional::cross_entropy(
+        logits.reshape({-1, logits.size(-1)}), target.view({-1}).to(logits.device()),
+        torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100));
+    out.total = out.token;
+    out.grounding = out.answer = out.readout = at::zeros({}, out.token.options());
+    return out;
+  }
   auto logits = lm->logits(lm->forward(state, cache, rec.get()));  // [B, T, V] fp32
   ConversationLoss out;
   out.token = torch::nn::functional::cross_entropy(

@@ -80,6 +80,10 @@ at::Tensor conversation_loss(VisionLanguageModel& m, const at::Tensor& images,
 /// What a stage-2 loss adds to the answer-token loss.
 struct ConversationOptions {
   int64_t pool = 1;          ///< as conversation_loss()'s pool
+  /// Prune-then-fine-tune: a hook that removes visual tokens inside the forward (prune/replay_hook.h), the
+  /// targets following the surviving tokens by their original positions. Only with pool 1, no visual_keep and
+  /// no grounding or readout (they address token positions of the unpruned sequence).
+  PrefillHook* prune_hook = nullptr;
   at::Tensor visual_keep;    ///< as conversation_loss()'s visual_keep
   /// Also predict every text token after the image (the questions too), as language-model pre-training does:
   /// a deviation from LLaVA's answer-only loss that gives a from-scratch decoder far more gradient through

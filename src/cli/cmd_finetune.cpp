@@ -1,0 +1,86 @@
+// `vispco finetune`: prune-then-fine-tune a model for one pruning plan (train/finetune.h).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "core/errors.h"
+#include "eval/dataset.h"
+#include "model/config.h"
+#include "prune/plan.h"
+#include "train/finetune.h"
+
+namespace vispco::cli {
+
+std::string plan_for_model(const std::string& model_dir, const std::string& given, bool given_explicitly) {
+  const std::string tuned = train::tuned_plan_of(model_dir);
+  if (given_explicitly) {
+    if (!tuned.empty() && given != tuned)
+      std::fprintf(stderr, "warning: %s was fine-tuned for the plan %s; running %s\n", model_dir.c_str(),
+                   tuned.c_str(), given.c_str());
+    return given;
+  }
+  if (tuned.empty()) return given;
+  std::fprintf(stderr, "plan: %s (the plan %s was fine-tuned for; --plan none runs it unpruned)\n",
+               tuned.c_str(), model_dir.c_str());
+  return tuned;
+}
+
+void register_finetune(CLI::App& app) {
+  struct Args {
+    std::string model, plan, out, val, test;
+    train::FinetuneOptions o;
+    int threads = 0;
+    int64_t val_limit = 0, test_limit = 0;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand(
+      "finetune", "Fine-tune a model with a pruning plan applied in training (prune-then-fine-tune)");
+  cmd->add_option("--model", a->model, "Model folder (HF LLaVA layout)")->required();
+  cmd->add_option("--plan", a->plan,
+                  "The pruning plan to tune for (selection-only stages, e.g. fastv:layer=2,keep=32)")
+      ->required();
+  cmd->add_option("--out", a->out, "Run folder: checkpoint/, model/ (the tuned model), finetune.{json,md}")
+      ->required();
+  cmd->add_option("--val", a->val, "Validation dataset (early stopping on accuracy with the plan)")
+      ->required();
+  cmd->add_option("--test", a->test,
+                  "Test dataset: per-family accuracy before and after, with the plan and unpruned");
+  cmd->add_option("--train", a->o.train, "What trains: projector | projector+decoder | decoder-last-N")
+      ->capture_default_str();
+  cmd->add_option("--steps", a->o.steps, "Most optimiser steps")->capture_default_str();
+  cmd->add_option("--batch", a->o.batch, "(image, question) pairs per step")->capture_default_str();
+  cmd->add_option("--lr", a->o.lr, "Peak learning rate (warm-up, cosine to 10 %)")->capture_default_str();
+  cmd->add_option("--weight-decay", a->o.weight_decay, "AdamW weight decay")->capture_default_str();
+  cmd->add_option("--val-every", a->o.val_every, "Validate every N steps")->capture_default_str();
+  cmd->add_option("--val-limit", a->val_limit, "First N validation samples (0 = all)")->capture_default_str();
+  cmd->add_option("--test-limit", a->test_limit, "First N test samples (0 = all)")->capture_default_str();
+  cmd->add_option("--patience", a->o.patience, "Stop after P validations without a new best")
+      ->capture_default_str();
+  cmd->add_option("--seed", a->o.seed, "Seed")->capture_default_str();
+  cmd->add_option("--data-seed", a->o.data_seed,
+                  "SynthVQA seed of the training scenes (disjoint from calib/test)")
+      ->capture_default_str();
+  cmd->add_option("--threads", a->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
+  cmd->callback([a] {
+    if (a->val_limit < 0) throw InvalidArgument("finetune: --val-limit must be ≥ 0");
+    a->o.val_limit = static_cast<size_t>(a->val_limit);
+    if (a->test_limit < 0) throw InvalidArgument("finetune: --test-limit must be ≥ 0");
+    a->o.test_limit = static_cast<size_t>(a->test_limit);
+    const LlavaConfig cfg = load_llava_config(a->model);
+    a->o.plan = parse_plan(a->plan, cfg).to_string();
+    a->o.validate();
+    const auto val = eval::load_dataset(a->val);
+    std::unique_ptr<eval::Dataset> test;
+    if (!a->test.empty()) test = std::make_unique<eval::Dataset>(eval::load_dataset(a->test));
+    const auto log = [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); };
+    const auto rep = train::run_finetune(a->model, val, test.get(), a->o, a->out, a->threads, log);
+    std::cout << "tuned for " << rep.options.plan << ": best validation accuracy " << rep.best_val_accuracy
+              << " at step " << rep.best_step << " (" << rep.stopped << "); model " << a->out
+              << "/model, report " << a->out << "/finetune.md\n";
+  });
+}
+
+}  // namespace vispco::cli

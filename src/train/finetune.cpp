@@ -1,0 +1,474 @@
+// Prune-then-fine-tune loop: replayed plan in the training forward, validation with the plan, early stopping,
+// checkpoint/resume, tuned HF folder and report (see finetune.h).
+#include "train/finetune.h"
+
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/adamw.h>
+#include <torch/serialize.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "core/context.h"
+#include "core/errors.h"
+#include "core/json_file.h"
+#include "cost/timer.h"
+#include "eval/evaluator.h"
+#include "eval/synthvqa/generator.h"
+#include "model/generate.h"
+#include "model/llava.h"
+#include "prune/plan.h"
+#include "prune/plan_hook.h"
+#include "prune/replay_hook.h"
+#include "train/trainer.h"
+
+namespace vispco::train {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string fmt(const char* f, double a, double b = 0, double c = 0) {
+  char buf[200];
+  std::snprintf(buf, sizeof buf, f, a, b, c);
+  return buf;
+}
+
+// Last N of "decoder-last-N", or 0 for the other modes. @throws InvalidArgument.
+int64_t last_n(const std::string& mode) {
+  if (mode == "projector" || mode == "projector+decoder") return 0;
+  static const std::regex re("decoder-last-([1-9][0-9]*)");
+  std::smatch m;
+  if (std::regex_match(mode, m, re)) return std::stoll(m[1]);
+  throw InvalidArgument("finetune: --train must be projector, projector+decoder or decoder-last-N, got '" +
+                        mode + "'");
+}
+
+// The parameters `mode` trains (everything else frozen). @throws InvalidArgument when N exceeds the layers.
+std::vector<at::Tensor> trainable(LlavaNet& net, const std::string& mode, int64_t n_layers) {
+  for (auto& p : net->parameters()) p.set_requires_grad(false);
+  std::vector<at::Tensor> out;
+  auto take = [&](torch::nn::Module& m) {
+    for (auto& p : m.parameters()) {
+      p.set_requires_grad(true);
+      out.push_back(p);
+    }
+  };
+  const int64_t n = last_n(mode);
+  if (mode == "projector" || mode == "projector+decoder") take(*net->multi_modal_projector);
+  if (mode == "projector+decoder") take(*net->language_model);
+  if (n > 0) {
+    if (n > n_layers)
+      throw InvalidArgument("finetune: decoder-last-" + std::to_string(n) + " but the decoder has " +
+                            std::to_string(n_layers) + " layers");
+    for (int64_t l = n_layers - n; l < n_layers; ++l) take(*net->language_model->model->layers[l]);
+    take(*net->language_model->model->norm);
+    if (net->language_model->lm_head) take(*net->language_model->lm_head);
+  }
+  return out;
+}
+
+double lr_at(const FinetuneOptions& o, int64_t step) {  // step 0-based
+  const double warm = std::max<double>(1.0, std::floor(o.warmup * o.steps));
+  if (step < warm) return o.lr * (step + 1) / warm;
+  const double t = (step - warm) / std::max(1.0, o.steps - warm);
+  return o.lr * (0.1 + 0.9 * 0.5 * (1 + std::cos(M_PI * std::min(1.0, t))));
+}
+
+double accuracy_with(VisionLanguageModel& m, const eval::Dataset& ds, size_t limit, const PruningPlan& plan,
+                     const std::string& model_dir, size_t batch, eval::EvalReport* full = nullptr) {
+  eval::EvalOptions o;
+  o.limit = limit;
+  o.batch_size = batch;
+  std::unique_ptr<PlanHook> hook;
+  if (!plan.empty()) hook = std::make_unique<PlanHook>(plan, m.config(), 0, ScorerEnv{model_dir});
+  o.plan = hook ? hook->store_key() : "none";
+  auto rep = eval::evaluate(m, "in-memory", ds, o, hook.get());
+  const double acc = rep.metrics.overall.accuracy();
+  if (full) *full = std::move(rep);
+  return acc;
+}
+
+nlohmann::json per_family(const eval::EvalReport& r) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [f, t] : r.metrics.per_family) j[f] = t.accuracy();
+  j["all"] = r.metrics.overall.accuracy();
+  return j;
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!(out << text)) throw IoError("finetune: cannot write '" + tmp.string() + "'");
+  }
+  fs::rename(tmp, path);
+}
+
+}  // namespace
+
+void FinetuneOptions::validate() const {
+  if (plan.empty() || plan == "none")
+    throw InvalidArgument("finetune: --plan is required (the plan to tune for)");
+  last_n(train);
+  if (steps < 1) throw InvalidArgument("finetune: --steps must be ≥ 1");
+  if (batch < 1) throw InvalidArgument("finetune: --batch must be ≥ 1");
+  if (!(lr > 0)) throw InvalidArgument("finetune: --lr must be > 0");
+  if (weight_decay < 0) throw InvalidArgument("finetune: --weight-decay must be ≥ 0");
+  if (!(warmup >= 0 && warmup < 1)) throw InvalidArgument("finetune: warmup must be in [0, 1)");
+  if (val_every < 1) throw InvalidArgument("finetune: --val-every must be ≥ 1");
+  if (patience < 1) throw InvalidArgument("finetune: --patience must be ≥ 1");
+  if (!(checkpoint_seconds > 0)) throw InvalidArgument("finetune: checkpoint_seconds must be > 0");
+  if (eval_batch < 1) throw InvalidArgument("finetune: eval batch must be ≥ 1");
+}
+
+nlohmann::json to_json(const FinetuneOptions& o) {
+  return {{"plan", o.plan},
+          {"train", o.train},
+          {"steps", o.steps},
+          {"batch", o.batch},
+          {"lr", o.lr},
+          {"weight_decay", o.weight_decay},
+          {"warmup", o.warmup},
+          {"val_every", o.val_every},
+          {"patience", o.patience},
+          {"seed", o.seed},
+          {"data_seed", o.data_seed},
+          {"checkpoint_seconds", o.checkpoint_seconds},
+          {"val_limit", o.val_limit},
+          {"test_limit", o.test_limit},
+          {"eval_batch", o.eval_batch}};
+}
+
+FinetuneOptions finetune_options_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw InvalidArgument("finetune options: expected a JSON object");
+  FinetuneOptions o;
+  try {
+    for (const auto& [k, v] : j.items()) {
+      if (k == "plan")
+        o.plan = v.get<std::string>();
+      else if (k == "train")
+        o.train = v.get<std::string>();
+      else if (k == "steps")
+        o.steps = v.get<int64_t>();
+      else if (k == "batch")
+        o.batch = v.get<int64_t>();
+      else if (k == "lr")
+        o.lr = v.get<double>();
+      else if (k == "weight_decay")
+        o.weight_decay = v.get<double>();
+      else if (k == "warmup")
+        o.warmup = v.get<double>();
+      else if (k == "val_every")
+        o.val_every = v.get<int64_t>();
+      else if (k == "patience")
+        o.patience = v.get<int64_t>();
+      else if (k == "seed")
+        o.seed = v.get<uint64_t>();
+      else if (k == "data_seed")
+        o.data_seed = v.get<uint64_t>();
+      else if (k == "checkpoint_seconds")
+        o.checkpoint_seconds = v.get<double>();
+      else if (k == "val_limit")
+        o.val_limit = v.get<size_t>();
+      else if (k == "test_limit")
+        o.test_limit = v.get<size_t>();
+      else if (k == "eval_batch")
+        o.eval_batch = v.get<size_t>();
+      else
+        throw InvalidArgument("finetune options: unknown key \"" + k + "\"");
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw InvalidArgument(std::string("finetune options: ") + e.what());
+  }
+  o.validate();
+  return o;
+}
+
+nlohmann::json FinetuneReport::to_json() const {
+  nlohmann::json loss = nlohmann::json::array(), ch = nlohmann::json::array();
+  for (const auto& [s, l] : train_loss) loss.push_back({{"step", s}, {"loss", l}});
+  for (const auto& c : checks)
+    ch.push_back({{"step", c.step}, {"val_accuracy", c.val_accuracy}, {"train_accuracy", c.train_accuracy}});
+  return {{"options", train::to_json(options)},
+          {"train_loss", loss},
+          {"checks", ch},
+          {"best_step", best_step},
+          {"best_val_accuracy", best_val_accuracy},
+          {"stopped", stopped},
+          {"test", test},
+          {"trainable_parameters", n_trainable},
+          {"wall_s", wall_s}};
+}
+
+std::string FinetuneReport::to_markdown() const {
+  std::ostringstream s;
+  s << "# vispco finetune\n\n- plan: `" << options.plan << "`, trains: " << options.train << " ("
+    << n_trainable << " parameters), batch " << options.batch << ", lr " << options.lr << ", up to "
+    << options.steps << " steps, validation every " << options.val_every << ", patience " << options.patience
+    << "\n- chosen step " << best_step << " (validation accuracy " << fmt("%.1f", 100 * best_val_accuracy)
+    << " % with the plan); " << stopped << "; wall " << fmt("%.0f", wall_s) << " s\n\n";
+  s << "| step | validation % (plan) | training scenes % (plan) | training loss |\n|---:|---:|---:|---:|\n";
+  for (const auto& c : checks) {
+    double l = NAN;
+    for (const auto& [st, v] : train_loss)
+      if (st == c.step) l = v;
+    s << "| " << c.step << " | " << fmt("%.1f", 100 * c.val_accuracy) << " | "
+      << fmt("%.1f", 100 * c.train_accuracy) << " | " << (std::isnan(l) ? std::string("–") : fmt("%.4f", l))
+      << " |\n";
+  }
+  if (!test.is_null()) {
+    s << "\n## Test split, per family (accuracy %)\n\n| family | unpruned before | unpruned after | plan "
+         "before | "
+         "plan after | retention before | retention after |\n|---|---:|---:|---:|---:|---:|---:|\n";
+    for (const auto& [fam, ub] : test.at("unpruned_before").items()) {
+      const double u0 = ub.get<double>(), u1 = test.at("unpruned_after").at(fam).get<double>();
+      const double p0 = test.at("plan_before").at(fam).get<double>(),
+                   p1 = test.at("plan_after").at(fam).get<double>();
+      s << "| " << fam << " | " << fmt("%.1f", 100 * u0) << " | " << fmt("%.1f", 100 * u1) << " | "
+        << fmt("%.1f", 100 * p0) << " | " << fmt("%.1f", 100 * p1) << " | "
+        << (u0 > 0 ? fmt("%.3f", p0 / u0) : "n/a") << " | " << (u0 > 0 ? fmt("%.3f", p1 / u0) : "n/a")
+        << " |\n";
+    }
+    s << "\nRetention is against the unpruned model *before* tuning. Recovered share of the gap: "
+      << test.at("recovered_share").dump() << ".\n";
+  }
+  return s.str();
+}
+
+std::string tuned_plan_of(const std::string& model_dir) {
+  const fs::path path = fs::path(model_dir) / "config.json";
+  nlohmann::json j;
+  try {
+    j = read_json_file(path.string(), "model config");
+  } catch (const Error&) {
+    return "";  // a missing or corrupt config is the model loader's error to report, in its words
+  }
+  if (j.contains("vispco") && j["vispco"].is_object() && j["vispco"].contains("tuned_for_plan") &&
+      j["vispco"]["tuned_for_plan"].is_string())
+    return j["vispco"]["tuned_for_plan"].get<std::string>();
+  return "";
+}
+
+FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& val, const eval::Dataset* test,
+                            const FinetuneOptions& options, const std::string& out_dir, int n_threads,
+                            const std::function<void(const std::string&)>& log) {
+  options.validate();
+  Stopwatch wall;
+  auto say = [&](const std::string& l) {
+    if (log) log(l);
+  };
+  RunContext ctx;  // training needs fp32
+  ctx.dtype = at::kFloat;
+  ctx.n_threads = n_threads;
+  apply_threads(ctx);
+  auto m = VisionLanguageModel::load(model_dir, ctx);
+  const auto& cfg = m.config();
+  const PruningPlan plan = parse_plan(options.plan, cfg);
+  plan.validate(cfg);
+  if (plan.empty()) throw InvalidArgument("finetune: --plan must prune something");
+  FinetuneReport rep;
+  rep.options = options;
+  rep.options.plan = plan.to_string();
+  auto net = m.net();
+  auto params = trainable(net, options.train, cfg.text.num_hidden_layers);
+  for (const auto& p : params) rep.n_trainable += p.numel();
+  torch::optim::AdamW opt(params, torch::optim::AdamWOptions(options.lr).weight_decay(options.weight_decay));
+
+  const fs::path out(out_dir), ckpt = out / "checkpoint";
+  fs::create_directories(out);
+  // The training-scene probe: the first scenes of the training stream (seen in the first steps), for the
+  // overfitting check (training accuracy next to validation accuracy).
+  const size_t n_probe =
+      options.val_limit > 0 ? std::min(options.val_limit, val.samples.size()) : val.samples.size();
+  if (!fs::exists(out / "train-probe" / "data.jsonl")) {
+    eval::synthvqa::SynthOptions so;
+    so.seed = options.data_seed;
+    so.count =
+        std::max<size_t>(1, std::min<size_t>(n_probe, static_cast<size_t>(options.steps * options.batch)));
+    so.n_threads = 1;
+    eval::synthvqa::generate_synthvqa(so, (out / "train-probe").string());
+  }
+  const auto probe = eval::load_dataset((out / "train-probe").string());
+
+  int64_t step = 0, since_best = 0;
+  std::vector<at::Tensor> best;  // trainable parameters at the best check
+  const auto snapshot = [&] {
+    best.clear();
+    for (const auto& p : params) best.push_back(p.detach().clone());
+  };
+  if (fs::exists(ckpt / "position.json")) {  // resume
+    const auto pos = read_json_file((ckpt / "position.json").string(), "finetune checkpoint");
+    if (pos.at("options") != train::to_json(rep.options))
+      throw InvalidArgument("finetune: " + ckpt.string() +
+                            " was written with other options; use another --out");
+    std::vector<at::Tensor> cur, saved_best;
+    torch::load(cur, (ckpt / "params.pt").string());
+    torch::load(saved_best, (ckpt / "best.pt").string());
+    torch::load(opt, (ckpt / "optimizer.pt").string());
+    torch::NoGradGuard g;
+    for (size_t i = 0; i < params.size(); ++i) params[i].copy_(cur.at(i));
+    best = saved_best;
+    step = pos.at("step").get<int64_t>();
+    since_best = pos.at("since_best").get<int64_t>();
+    rep.best_step = pos.at("best_step").get<int64_t>();
+    rep.best_val_accuracy = pos.at("best_val_accuracy").get<double>();
+    for (const auto& c : pos.at("checks"))
+      rep.checks.push_back({c.at("step").get<int64_t>(), c.at("val_accuracy").get<double>(),
+                            c.at("train_accuracy").get<double>()});
+    for (const auto& l : pos.at("train_loss"))
+      rep.train_loss.emplace_back(l.at("step").get<int64_t>(), l.at("loss").get<double>());
+    rep.stopped = pos.value("stopped", "");
+    say("resumed at step " + std::to_string(step));
+  }
+  const auto save_ckpt = [&] {
+    const fs::path tmp = out / "checkpoint.tmp";
+    fs::remove_all(tmp);
+    fs::create_directories(tmp);
+    std::vector<at::Tensor> cur;
+    for (const auto& p : params) cur.push_back(p.detach().clone());
+    torch::save(cur, (tmp / "params.pt").string());
+    torch::save(best.empty() ? cur : best, (tmp / "best.pt").string());
+    torch::save(opt, (tmp / "optimizer.pt").string());
+    auto j = rep.to_json();
+    write_text(tmp / "position.json", nlohmann::json{{"options", train::to_json(rep.options)},
+                                                     {"step", step},
+                                                     {"since_best", since_best},
+                                                     {"best_step", rep.best_step},
+                                                     {"best_val_accuracy", rep.best_val_accuracy},
+                                                     {"checks", j["checks"]},
+                                                     {"train_loss", j["train_loss"]},
+                                                     {"stopped", rep.stopped}}
+                                          .dump(1));
+    fs::remove_all(ckpt);
+    fs::rename(tmp, ckpt);
+  };
+  const auto check = [&] {
+    net->eval();
+    const double v = accuracy_with(m, val, options.val_limit, plan, model_dir, options.eval_batch);
+    const double t = accuracy_with(m, probe, 0, plan, model_dir, options.eval_batch);
+    net->train();
+    rep.checks.push_back({step, v, t});
+    if (rep.checks.size() == 1 || v > rep.best_val_accuracy) {
+      rep.best_val_accuracy = v;
+      rep.best_step = step;
+      since_best = 0;
+      snapshot();
+    } else {
+      ++since_best;
+    }
+    say("check step " + std::to_string(step) + ": validation " + fmt("%.4f", v) + ", training scenes " +
+        fmt("%.4f", t) + " (best " + fmt("%.4f", rep.best_val_accuracy) + " at step " +
+        std::to_string(rep.best_step) + ")");
+  };
+
+  if (rep.checks.empty()) check();  // step 0: the untuned model
+  Stopwatch since_ckpt;
+  double loss_sum = 0;
+  int64_t loss_n = 0;
+  while (rep.stopped.empty() && step < options.steps) {
+    // One batch of fresh (image, question, answer) scenes.
+    std::vector<eval::synthvqa::SynthSample> samples;
+    std::vector<at::Tensor> px;
+    std::vector<VlmRequest> reqs;
+    std::vector<std::vector<std::pair<std::string, std::string>>> turns;
+    for (int64_t b = 0; b < options.batch; ++b) {
+      samples.push_back(
+          eval::synthvqa::make_sample(options.data_seed, static_cast<uint64_t>(step * options.batch + b)));
+      px.push_back(m.preprocess(samples.back().rgb));
+      reqs.push_back({px.back(), m.prompt_ids(samples.back().question)});
+      turns.push_back({{samples.back().question, samples.back().answer}});
+    }
+    // The plan's decisions, from an inference prefill of the prompts (exactly what inference would keep).
+    PlanHook hook(plan, cfg, 0, ScorerEnv{model_dir});
+    GenerationConfig one;
+    one.max_new_tokens = 1;
+    generate(m, reqs, one, &hook);
+    ReplayHook replay(hook.traces());
+    ConversationOptions co;
+    co.prune_hook = &replay;
+    for (auto g : opt.param_groups())
+      static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr_at(options, step));
+    opt.zero_grad();
+    auto parts = conversation_loss(m, at::stack(px).to(ctx.device), turns, co);
+    parts.total.backward();
+    torch::nn::utils::clip_grad_norm_(params, 1.0);
+    opt.step();
+    loss_sum += parts.total.item<double>();
+    ++loss_n;
+    ++step;
+    if (step % options.val_every == 0 || step == options.steps) {
+      rep.train_loss.emplace_back(step, loss_sum / loss_n);
+      say("step " + std::to_string(step) + "/" + std::to_string(options.steps) + " loss " +
+          fmt("%.4f", loss_sum / loss_n) + " lr " + fmt("%.2e", lr_at(options, step - 1)));
+      loss_sum = 0;
+      loss_n = 0;
+      check();
+      if (since_best >= options.patience)
+        rep.stopped =
+            "early stopping after " + std::to_string(options.patience) + " checks without a new best";
+    }
+    if (since_ckpt.ms() / 1000.0 >= options.checkpoint_seconds) {
+      save_ckpt();
+      since_ckpt.reset();
+    }
+  }
+  if (rep.stopped.empty()) rep.stopped = "steps done";
+  save_ckpt();
+
+  // The tuned model: the best check's weights, the source folder's other files, the plan recorded.
+  eval::EvalReport before_plan, before_full, after_plan, after_full;
+  if (test) {
+    auto src = VisionLanguageModel::load(model_dir, ctx);  // the untuned model, whatever was resumed
+    accuracy_with(src, *test, options.test_limit, plan, model_dir, options.eval_batch, &before_plan);
+    accuracy_with(src, *test, options.test_limit, PruningPlan{}, model_dir, options.eval_batch, &before_full);
+  }
+  {
+    torch::NoGradGuard g;
+    for (size_t i = 0; i < params.size() && !best.empty(); ++i) params[i].copy_(best[i]);
+  }
+  const fs::path model_out = out / "model";
+  fs::create_directories(model_out);
+  for (const auto& e : fs::directory_iterator(model_dir)) {
+    const auto name = e.path().filename().string();
+    const bool weights = e.path().extension() == ".safetensors" && name != "gate.safetensors";
+    if (!e.is_regular_file() || weights || name == "model.safetensors.index.json" || name == "config.json" ||
+        name == "README.md" || e.path().extension() == ".png")
+      continue;
+    fs::copy_file(e.path(), model_out / name, fs::copy_options::overwrite_existing);
+  }
+  save_llava(model_out.string(), cfg, net, at::kBFloat16);  // as the bundled model ships
+  auto j = read_json_file((model_out / "config.json").string(), "model config");
+  j["vispco"] = {{"tuned_for_plan", rep.options.plan},
+                 {"finetune",
+                  {{"from", fs::absolute(model_dir).string()},
+                   {"best_step", rep.best_step},
+                   {"best_val_accuracy", rep.best_val_accuracy},
+                   {"train", options.train}}}};
+  write_text(model_out / "config.json", j.dump(2) + "\n");
+  if (test) {  // what ships: the saved (bf16) folder, computed in fp32 like the "before" figures
+    auto tuned = VisionLanguageModel::load(model_out.string(), ctx);
+    accuracy_with(tuned, *test, options.test_limit, plan, model_dir, options.eval_batch, &after_plan);
+    accuracy_with(tuned, *test, options.test_limit, PruningPlan{}, model_dir, options.eval_batch,
+                  &after_full);
+    const double u0 = before_full.metrics.overall.accuracy(), p0 = before_plan.metrics.overall.accuracy(),
+                 p1 = after_plan.metrics.overall.accuracy();
+    rep.test = {{"unpruned_before", per_family(before_full)},
+                {"unpruned_after", per_family(after_full)},
+                {"plan_before", per_family(before_plan)},
+                {"plan_after", per_family(after_plan)},
+                {"n", before_full.rows.size()}};
+    rep.test["recovered_share"] = u0 > p0 ? nlohmann::json((p1 - p0) / (u0 - p0)) : nlohmann::json(nullptr);
+  }
+  rep.wall_s = wall.ms() / 1000.0;
+  write_text(out / "finetune.json", rep.to_json().dump(2) + "\n");
+  write_text(out / "finetune.md", rep.to_markdown());
+  return rep;
+}
+
+}  // namespace vispco::train
