@@ -1,5 +1,6 @@
 // `vispco finetune`: prune-then-fine-tune a model for one pruning plan (train/finetune.h).
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -33,7 +34,8 @@ void register_finetune(CLI::App& app) {
     std::string model, plan, out, val, test;
     train::FinetuneOptions o;
     int threads = 0;
-    int64_t val_limit = 0, test_limit = 0;
+    int64_t val_limit = 0, test_limit = 0, train_scenes = 0;
+    double epochs = 0;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand(
@@ -51,6 +53,9 @@ void register_finetune(CLI::App& app) {
   cmd->add_option("--train", a->o.train, "What trains: projector | projector+decoder | decoder-last-N")
       ->capture_default_str();
   cmd->add_option("--steps", a->o.steps, "Most optimiser steps")->capture_default_str();
+  cmd->add_option("--epochs", a->epochs, "Instead of --steps: passes over --train-scenes scenes")->excludes("--steps");
+  cmd->add_option("--train-scenes", a->train_scenes, "Training-scene pool size (0 = a fresh scene every time)")
+      ->capture_default_str();
   cmd->add_option("--batch", a->o.batch, "(image, question) pairs per step")->capture_default_str();
   cmd->add_option("--lr", a->o.lr, "Peak learning rate (warm-up, cosine to 10 %)")->capture_default_str();
   cmd->add_option("--weight-decay", a->o.weight_decay, "AdamW weight decay")->capture_default_str();
@@ -67,6 +72,13 @@ void register_finetune(CLI::App& app) {
   cmd->callback([a] {
     if (a->val_limit < 0) throw InvalidArgument("finetune: --val-limit must be ≥ 0");
     a->o.val_limit = static_cast<size_t>(a->val_limit);
+    if (a->train_scenes < 0) throw InvalidArgument("finetune: --train-scenes must be ≥ 0");
+    a->o.train_scenes = static_cast<size_t>(a->train_scenes);
+    if (a->epochs != 0) {
+      if (!(a->epochs > 0) || a->train_scenes == 0)
+        throw InvalidArgument("finetune: --epochs needs a positive value and --train-scenes N (the pool an epoch covers)");
+      a->o.steps = static_cast<int64_t>(std::ceil(a->epochs * static_cast<double>(a->train_scenes) / static_cast<double>(a->o.batch)));
+    }
     if (a->test_limit < 0) throw InvalidArgument("finetune: --test-limit must be ≥ 0");
     a->o.test_limit = static_cast<size_t>(a->test_limit);
     const LlavaConfig cfg = load_llava_config(a->model);

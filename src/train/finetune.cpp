@@ -304,7 +304,7 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
   };
   if (fs::exists(ckpt / "position.json")) {  // resume
     const auto pos = read_json_file((ckpt / "position.json").string(), "finetune checkpoint");
-    if (pos.at("options") != train::to_json(rep.options))
+    if (finetune_options_from_json(pos.at("options")) != rep.options)  // keys added later take their defaults
       throw InvalidArgument("finetune: " + ckpt.string() +
                             " was written with other options; use another --out");
     std::vector<at::Tensor> cur, saved_best;

@@ -30,6 +30,9 @@ struct FinetuneOptions {
   int64_t patience = 3;             ///< stop after this many validations without a new best, ≥ 1
   uint64_t seed = 0;                ///< initialisation / shuffling seed
   uint64_t data_seed = 40401;       ///< SynthVQA seed of the training scenes (disjoint from calib/test)
+  /// Size of the training-scene pool: scene (step·batch + b) mod train_scenes; 0 = every scene fresh (the
+  /// generator makes any number). `vispco finetune --epochs E` sets steps = ⌈E · train_scenes / batch⌉.
+  size_t train_scenes = 0;
   double checkpoint_seconds = 120;  ///< checkpoint period, s > 0
   size_t val_limit = 0;             ///< first validation samples used (0 = all)
   size_t test_limit = 0;            ///< first test samples used for the before/after figures (0 = all)

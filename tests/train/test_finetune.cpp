@@ -195,6 +195,9 @@ TEST(Finetune, OptionsValidateAndRoundTrip) {
   o.train = "encoder";
   EXPECT_THROW(o.validate(), InvalidArgument);
   EXPECT_THROW(finetune_options_from_json({{"plan", "x"}, {"bogus", 1}}), InvalidArgument);
+  auto r = testing::run_cli("finetune --model m --plan x --out o --val v --epochs 2");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--train-scenes"), std::string::npos) << r.err;
 }
 
 }  // namespace
