@@ -68,6 +68,22 @@ TEST(BundledModel, GenerateAnswersShapeQuestionsAboutAShippedImage) {
   EXPECT_GE(correct, kMinShapeAnswers) << log;
 }
 
+// The shipped K predictor (issue 18, docs/dynamic-k.md: DivPrune, trained on 2000 labelled scenes): counting
+// needs more tokens than naming a colour — measured 576 vs 16 for these two shipped questions — so through the
+// command line `divprune:keep=auto` must give the count question strictly more visual tokens.
+TEST(BundledModel, ShippedKPredictorGivesCountingMoreTokensThanColour) {
+  auto kept = [&](const std::string& image, const std::string& question) {
+    const auto r = testing::run_cli("generate --model " + kModel + " --image " + kSource + "/data/samples/images/" +
+                                    image + " --prompt '" + question + "' --plan divprune:keep=auto --threads 1 --json");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out).at("stats").at("n_visual_kept").get<int64_t>();
+  };
+  const int64_t count = kept("000002.png", "How many squares are there?");
+  const int64_t colour = kept("000000.png", "What color is the cross?");
+  EXPECT_GT(count, colour);
+  EXPECT_LE(colour, 64);
+}
+
 TEST(BundledModel, AccuracyOnTheFirst200TestSamplesIsAboveTheFloor) {
   const auto& split = eval::synthvqa::find_split("test");
   testing::TempDir tmp;
