@@ -235,8 +235,10 @@ std::string FinetuneReport::to_markdown() const {
         << (u0 > 0 ? fmt("%.3f", p0 / u0) : "n/a") << " | " << (u0 > 0 ? fmt("%.3f", p1 / u0) : "n/a")
         << " |\n";
     }
-    s << "\nRetention is against the unpruned model *before* tuning. Recovered share of the gap: "
-      << test.at("recovered_share").dump() << ".\n";
+    const auto& share = test.at("recovered_share");
+    s << "\nRetention is against the unpruned model *before* tuning. Share of the pruning gap (unpruned − plan, "
+         "before) recovered by tuning: "
+      << (share.is_number() ? fmt("%.1f %%", 100 * share.get<double>()) : std::string("n/a (no gap)")) << ".\n";
   }
   return s.str();
 }
