@@ -32,17 +32,20 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--model", o->model, "Model folder (HF LLaVA layout)")->required();
   cmd->add_option("--image", o->image, "Image file (JPEG, PNG, WebP, BMP)")->required();
   cmd->add_option("--prompt", o->prompt, "Question / instruction")->required();
-  cmd->add_option("--max-new-tokens", o->gen.max_new_tokens, "Most tokens to generate")->capture_default_str();
+  cmd->add_option("--max-new-tokens", o->gen.max_new_tokens, "Most tokens to generate")
+      ->capture_default_str();
   cmd->add_option("--temperature", o->gen.temperature, "0 = greedy")->capture_default_str();
   cmd->add_option("--top-p", o->gen.top_p, "Nucleus sampling mass")->capture_default_str();
   cmd->add_option("--seed", o->gen.seed, "Sampling seed")->capture_default_str();
   cmd->add_option("--dtype", o->dtype,
-                  "Compute dtype: auto | fp32 | bf16 (auto: bf16 on CUDA or where the CPU has AVX512-BF16/AMX, else fp32)")
+                  "Compute dtype: auto | fp32 | bf16 (auto: bf16 on CUDA or where the CPU has "
+                  "AVX512-BF16/AMX, else fp32)")
       ->capture_default_str();
   cmd->add_option("--device", o->device, "cpu | cuda[:N]")->capture_default_str();
   cmd->add_option("--threads", o->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--plan", o->plan,
-                  "Pruning plan: 'scorer:[layer=L,]keep=K[+…]' (layer defaults to the method's paper layer), 'pdrop:[layers=a/b/c,]ratio=r|keep=K', a .json file, or none")
+                  "Pruning plan: 'scorer:[layer=L,]keep=K[+…]' (layer defaults to the method's paper layer), "
+                  "'pdrop:[layers=a/b/c,]ratio=r|keep=K', a .json file, or none")
       ->capture_default_str();
   cmd->add_option("--top-logprobs", o->top_logprobs,
                   "Print each generated token's log-probability and the N most likely alternatives (0–20; "
@@ -53,7 +56,8 @@ void register_generate(CLI::App& app) {
     o->plan = plan_for_model(o->model, o->plan, cmd->count("--plan") > 0);
     o->gen.validate();
     if (o->top_logprobs != -1 && (o->top_logprobs < 0 || o->top_logprobs > 20))
-      throw InvalidArgument("generate: --top-logprobs must be in [0, 20], got " + std::to_string(o->top_logprobs));
+      throw InvalidArgument("generate: --top-logprobs must be in [0, 20], got " +
+                            std::to_string(o->top_logprobs));
     RunContext ctx;
     ctx.device = parse_device(o->device);
     const DtypeChoice dtype_choice = choose_dtype(o->dtype, ctx.device);
@@ -79,6 +83,7 @@ void register_generate(CLI::App& app) {
       Stopwatch sw;
       auto vt = model.encode_images(req.pixels.unsqueeze(0), true);
       const int rung = (*predictor)->predict(optimize::k_features(model, vt, {o->prompt})).at(0);
+      req.visual = {vt.embeds[0], vt.cls_attention[0], vt.keys[0]};  // generate() re-uses the tower's output
       predict_ms = sw.ms();
       const int64_t k = (*predictor)->meta.ladder.at(rung);  // N_v runs unpruned, as in eval and serve
       hook_slot.emplace(k >= cfg.n_visual_tokens() ? PruningPlan{} : auto_plan->at(k, cfg), cfg, o->gen.seed,
@@ -89,19 +94,24 @@ void register_generate(CLI::App& app) {
     const bool want_logprobs = o->top_logprobs >= 0;
     auto res = generate(model, {req}, o->gen, hook.plan().empty() ? nullptr : &hook, want_logprobs);
     std::vector<PositionLogprobs> logprobs;
-    if (want_logprobs) logprobs = token_logprobs(res.step_logits, 0, res.tokens[0], o->top_logprobs, model.tokenizer());
+    if (want_logprobs)
+      logprobs = token_logprobs(res.step_logits, 0, res.tokens[0], o->top_logprobs, model.tokenizer());
     if (!o->heatmap.empty() && !hook.traces().empty()) {
       at::Tensor scores;
       for (const auto& t : hook.traces())
         if (!scores.defined() && !t.scores[0].isnan().all().item<bool>()) scores = t.scores[0];
       if (!scores.defined()) scores = hook.traces().front().scores[0];
-      write_token_heatmap(o->heatmap, rgb, model.config().vision.grid(), scores, hook.traces().back().kept[0]);
+      write_token_heatmap(o->heatmap, rgb, model.config().vision.grid(), scores,
+                          hook.traces().back().kept[0]);
     }
     const auto& s = res.stats;
     const double rss_mb = peak_rss_bytes() / 1048576.0;
     if (o->json) {
-      nlohmann::json j = {{"answer", res.texts[0]}, {"tokens", res.tokens[0]}, {"plan", hook.plan().to_string()},
-                          {"stats", s.to_json()}, {"dtype", dtype_choice.describe()}};
+      nlohmann::json j = {{"answer", res.texts[0]},
+                          {"tokens", res.tokens[0]},
+                          {"plan", hook.plan().to_string()},
+                          {"stats", s.to_json()},
+                          {"dtype", dtype_choice.describe()}};
       if (auto_keep) j["keep_auto"] = {{"plan", auto_plan->to_string()}, {"predict_ms", predict_ms}};
       j["stats"]["peak_rss_mb"] = rss_mb;
       if (want_logprobs) j["logprobs"] = {{"content", to_openai_json(logprobs)}};
@@ -110,9 +120,11 @@ void register_generate(CLI::App& app) {
     }
     std::cout << res.texts[0] << "\n";
     if (auto_keep)
-      std::printf("[keep=auto: K = %ld → plan %s (tower + features + predictor %.1f ms)]\n",
-                  (long)(hook.plan().empty() ? cfg.n_visual_tokens() : hook.plan().stages.at(0).keep),
-                  hook.plan().to_string().c_str(), predict_ms);
+      std::printf(
+          "[keep=auto: K = %ld → plan %s (tower + features + predictor %.1f ms; the tower's output is "
+          "re-used)]\n",
+          (long)(hook.plan().empty() ? cfg.n_visual_tokens() : hook.plan().stages.at(0).keep),
+          hook.plan().to_string().c_str(), predict_ms);
     for (size_t i = 0; i < logprobs.size(); ++i) {  // one line per generated token
       const auto& p = logprobs[i];
       std::printf("%3zu %6ld %-12s %9.4f |", i, (long)p.chosen.id, p.chosen.piece.c_str(), p.chosen.logprob);
@@ -122,11 +134,12 @@ void register_generate(CLI::App& app) {
     char prepass[64] = "";
     if (s.prepass_ms > 0)
       std::snprintf(prepass, sizeof prepass, " | gradient pre-pass %.1f ms", s.prepass_ms);
-    std::fprintf(stdout,
-                 "[vision %.1f ms%s | prefill %.1f ms | TTFT %.1f ms | decode %.1f tok/s | N_v %ld kept %ld | "
-                 "N_t %ld | peak RSS %.0f MB | %s]\n",
-                 s.vision_ms, prepass, s.prefill_ms, s.ttft_ms, s.decode_tokens_per_s, (long)s.n_visual,
-                 (long)s.n_visual_kept, (long)s.n_text_max, rss_mb, dtype_choice.describe().c_str());
+    std::fprintf(
+        stdout,
+        "[vision %.1f ms%s | prefill %.1f ms | TTFT %.1f ms | decode %.1f tok/s | N_v %ld kept %ld | "
+        "N_t %ld | peak RSS %.0f MB | %s]\n",
+        s.vision_ms, prepass, s.prefill_ms, s.ttft_ms, s.decode_tokens_per_s, (long)s.n_visual,
+        (long)s.n_visual_kept, (long)s.n_text_max, rss_mb, dtype_choice.describe().c_str());
   });
 }
 

@@ -14,27 +14,39 @@
 namespace vispco {
 
 void GenerationConfig::validate() const {
-  if (max_new_tokens < 1) throw InvalidArgument("max_new_tokens must be ≥ 1 (got " + std::to_string(max_new_tokens) + ")");
-  if (!(temperature >= 0)) throw InvalidArgument("temperature must be ≥ 0 (got " + std::to_string(temperature) + ")");
-  if (!(top_p > 0 && top_p <= 1)) throw InvalidArgument("top_p must be in (0, 1] (got " + std::to_string(top_p) + ")");
+  if (max_new_tokens < 1)
+    throw InvalidArgument("max_new_tokens must be ≥ 1 (got " + std::to_string(max_new_tokens) + ")");
+  if (!(temperature >= 0))
+    throw InvalidArgument("temperature must be ≥ 0 (got " + std::to_string(temperature) + ")");
+  if (!(top_p > 0 && top_p <= 1))
+    throw InvalidArgument("top_p must be in (0, 1] (got " + std::to_string(top_p) + ")");
 }
 
 nlohmann::json to_json(const GenerationConfig& c) {
-  return {{"max_new_tokens", c.max_new_tokens}, {"temperature", c.temperature}, {"top_p", c.top_p},
-          {"seed", c.seed},                     {"stop_at_eos", c.stop_at_eos}};
+  return {{"max_new_tokens", c.max_new_tokens},
+          {"temperature", c.temperature},
+          {"top_p", c.top_p},
+          {"seed", c.seed},
+          {"stop_at_eos", c.stop_at_eos}};
 }
 
 GenerationConfig generation_config_from_json(const nlohmann::json& j) {
   GenerationConfig c;
   for (const auto& [key, value] : j.items()) {
     try {
-      if (key == "max_new_tokens") c.max_new_tokens = value.get<int64_t>();
-      else if (key == "temperature") c.temperature = value.get<double>();
-      else if (key == "top_p") c.top_p = value.get<double>();
-      else if (key == "seed") c.seed = value.get<uint64_t>();
-      else if (key == "stop_at_eos") c.stop_at_eos = value.get<bool>();
-      else throw InvalidArgument("unknown generation setting '" + key +
-                                 "' (valid: max_new_tokens, temperature, top_p, seed, stop_at_eos)");
+      if (key == "max_new_tokens")
+        c.max_new_tokens = value.get<int64_t>();
+      else if (key == "temperature")
+        c.temperature = value.get<double>();
+      else if (key == "top_p")
+        c.top_p = value.get<double>();
+      else if (key == "seed")
+        c.seed = value.get<uint64_t>();
+      else if (key == "stop_at_eos")
+        c.stop_at_eos = value.get<bool>();
+      else
+        throw InvalidArgument("unknown generation setting '" + key +
+                              "' (valid: max_new_tokens, temperature, top_p, seed, stop_at_eos)");
     } catch (const nlohmann::json::exception&) {
       throw InvalidArgument("generation setting '" + key + "' has the wrong type (got " + value.dump() + ")");
     }
@@ -59,15 +71,16 @@ nlohmann::json GenerationStats::to_json() const {
           {"kv_cache_bytes", kv_cache_bytes}};
 }
 
-TokenState build_prefill_state(VisionLanguageModel& m, const std::vector<VlmRequest>& reqs, const at::Tensor& visual) {
+TokenState build_prefill_state(VisionLanguageModel& m, const std::vector<VlmRequest>& reqs,
+                               const at::Tensor& visual) {
   const int64_t B = static_cast<int64_t>(reqs.size()), n_v = visual.size(1);
   const int64_t image_id = m.config().image_token_index;
   std::vector<int64_t> lengths, image_pos;
   for (const auto& r : reqs) {
     const auto n_img = std::count(r.prompt_ids.begin(), r.prompt_ids.end(), image_id);
     if (n_img != 1)
-      throw InvalidArgument("a prompt must hold exactly one image placeholder (id " + std::to_string(image_id) +
-                            "), got " + std::to_string(n_img));
+      throw InvalidArgument("a prompt must hold exactly one image placeholder (id " +
+                            std::to_string(image_id) + "), got " + std::to_string(n_img));
     image_pos.push_back(std::find(r.prompt_ids.begin(), r.prompt_ids.end(), image_id) - r.prompt_ids.begin());
     lengths.push_back(static_cast<int64_t>(r.prompt_ids.size()) - 1 + n_v);
   }
@@ -108,7 +121,7 @@ at::Tensor sample_next(const at::Tensor& logits, const GenerationConfig& gc, at:
   auto probs = at::softmax(l / gc.temperature, -1);
   if (gc.top_p < 1.0) {
     auto [sorted, order] = probs.sort(-1, /*descending=*/true);
-    auto before = sorted.cumsum(-1) - sorted;  // mass strictly before each token
+    auto before = sorted.cumsum(-1) - sorted;      // mass strictly before each token
     sorted.masked_fill_(before >= gc.top_p, 0.0);  // the first token always survives
     probs = at::zeros_like(probs).scatter_(-1, order, sorted);
     probs = probs / probs.sum(-1, true);
@@ -116,14 +129,14 @@ at::Tensor sample_next(const at::Tensor& logits, const GenerationConfig& gc, at:
   return at::multinomial(probs, 1, /*replacement=*/false, gen).squeeze(-1);
 }
 
-GenerationOutput generate(VisionLanguageModel& m, const std::vector<VlmRequest>& reqs, const GenerationConfig& gc,
-                          PrefillHook* hook, bool record_logits) {
+GenerationOutput generate(VisionLanguageModel& m, const std::vector<VlmRequest>& reqs,
+                          const GenerationConfig& gc, PrefillHook* hook, bool record_logits) {
   return generate(m, reqs, std::vector<GenerationConfig>(reqs.size(), gc), hook, record_logits);
 }
 
 GenerationOutput generate(VisionLanguageModel& m, const std::vector<VlmRequest>& reqs,
-                          const std::vector<GenerationConfig>& row_configs, PrefillHook* hook, bool record_logits,
-                          const TokenCallback& on_token) {
+                          const std::vector<GenerationConfig>& row_configs, PrefillHook* hook,
+                          bool record_logits, const TokenCallback& on_token) {
   if (reqs.empty()) throw InvalidArgument("generate: empty batch");
   if (row_configs.size() != reqs.size())
     throw InvalidArgument("generate: " + std::to_string(row_configs.size()) + " decoding configs for " +
@@ -143,9 +156,31 @@ GenerationOutput generate(VisionLanguageModel& m, const std::vector<VlmRequest>&
   st.batch = B;
   Stopwatch total;
 
-  std::vector<at::Tensor> px;
-  for (const auto& r : reqs) px.push_back(r.pixels);
-  auto vis = m.encode_images(at::stack(px, 0), hook != nullptr && hook->wants_vision_attention());
+  const bool want_attention = hook != nullptr && hook->wants_vision_attention();
+  const bool all_encoded = std::all_of(reqs.begin(), reqs.end(), [&](const VlmRequest& r) {
+    return r.visual.embeds.defined() &&
+           (!want_attention || (r.visual.cls_attention.defined() && r.visual.keys.defined()));
+  });
+  VisualTokens vis;
+  if (all_encoded) {  // the tower already ran for these images
+    std::vector<at::Tensor> e, a, k;
+    for (const auto& r : reqs) {
+      e.push_back(r.visual.embeds);
+      if (want_attention) {
+        a.push_back(r.visual.cls_attention);
+        k.push_back(r.visual.keys);
+      }
+    }
+    vis.embeds = at::stack(e, 0).to(dev, m.context().dtype);
+    if (want_attention) {
+      vis.cls_attention = at::stack(a, 0).to(dev, at::kFloat);
+      vis.keys = at::stack(k, 0).to(dev, m.context().dtype);
+    }
+  } else {
+    std::vector<at::Tensor> px;
+    for (const auto& r : reqs) px.push_back(r.pixels);
+    vis = m.encode_images(at::stack(px, 0), want_attention);
+  }
   if (hook != nullptr) hook->begin(vis.cls_attention, vis.keys);
   sync_device(dev);
   st.vision_ms = total.ms();

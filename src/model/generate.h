@@ -38,6 +38,10 @@ GenerationConfig generation_config_from_json(const nlohmann::json& j);
 struct VlmRequest {
   at::Tensor pixels;                ///< [3, S, S] fp32, preprocessed (VisionLanguageModel::preprocess)
   std::vector<int64_t> prompt_ids;  ///< e.g. VisionLanguageModel::prompt_ids(question)
+  /// Optional: this image's tower output already computed (encode_images(…, true) row: embeds [N_v, D],
+  /// cls_attention [N_v], keys [N_v, D_v]), e.g. by a keep=auto K prediction. When every request of a batch
+  /// has it, generate() skips the vision tower (stats.vision_ms is then ~0).
+  VisualTokens visual;
 };
 
 /// Measurements of one generate() call (the whole batch).

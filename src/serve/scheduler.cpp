@@ -214,8 +214,13 @@ void BatchScheduler::resolve_auto_keep(std::unique_lock<std::mutex>& lock) {
       px.push_back(p->job.request.pixels);
       questions.push_back(p->job.question);
     }
-    const auto features = optimize::k_features(model_, model_.encode_images(at::stack(px), true), questions);
+    const auto vt = model_.encode_images(at::stack(px), true);
+    const auto features = optimize::k_features(model_, vt, questions);
     for (size_t i = 0; i < todo.size(); ++i) {
+      // The batch's generate() re-uses this tower output instead of running the tower again.
+      todo[i]->job.request.visual = {vt.embeds[static_cast<int64_t>(i)],
+                                     vt.cls_attention[static_cast<int64_t>(i)],
+                                     vt.keys[static_cast<int64_t>(i)]};
       const auto& a = auto_predictor(todo[i]->auto_text);
       const int rung = a.predictor->predict(features.slice(0, i, i + 1)).at(0);
       const int64_t k = a.predictor->meta.ladder.at(rung);

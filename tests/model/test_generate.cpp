@@ -1,14 +1,14 @@
 // Generation invariants on the tiny random model: KV-cache decode equals full recomputation, batched
 // generation equals per-request generation, sampling rules.
-#include <gtest/gtest.h>
-
 #include <ATen/CPUGeneratorImpl.h>
+#include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "core/errors.h"
 #include "model/generate.h"
 #include "model/tiny_model.h"
+#include "prune/plan_hook.h"
 
 namespace vispco {
 namespace {
@@ -73,6 +73,32 @@ TEST(Generate, BatchEqualsPerRequest) {
     std::printf("request %zu batched vs single max |logit diff| = %.3g\n", i, worst);
     EXPECT_LT(worst, 1e-4);
   }
+}
+
+// A request carrying its image's tower output (keep=auto computes it for the K prediction) skips the tower
+// and gives the answers and logits of the ordinary path — also for a plan that needs the [CLS] attention and
+// keys.
+TEST(Generate, PrecomputedVisualTokensEqualRunningTheTower) {
+  auto m = tiny();
+  GenerationConfig gc;
+  gc.max_new_tokens = 4;
+  gc.stop_at_eos = false;
+  std::vector<VlmRequest> reqs = {{test_pixels(56, 5), m.prompt_ids("How many cubes?")},
+                                  {test_pixels(56, 6), m.prompt_ids("What shape is the red object?")}};
+  std::vector<VlmRequest> pre = reqs;
+  auto vt = m.encode_images(at::stack({reqs[0].pixels, reqs[1].pixels}), true);
+  for (int64_t i = 0; i < 2; ++i) pre[i].visual = {vt.embeds[i], vt.cls_attention[i], vt.keys[i]};
+  for (const std::string plan : {"none", "visionzip:keep=6", "fastv:layer=2,keep=5"}) {
+    PlanHook h1(parse_plan(plan, m.config()), m.config()), h2(parse_plan(plan, m.config()), m.config());
+    auto a = generate(m, reqs, gc, plan == "none" ? nullptr : &h1, true);
+    auto b = generate(m, pre, gc, plan == "none" ? nullptr : &h2, true);
+    EXPECT_EQ(a.tokens, b.tokens) << plan;
+    for (size_t s = 0; s < a.step_logits.size(); ++s)
+      EXPECT_LT(max_diff(a.step_logits[s], b.step_logits[s]), 1e-5) << plan;
+    EXPECT_EQ(a.stats.n_visual_kept, b.stats.n_visual_kept) << plan;
+  }
+  pre[1].visual = {};  // one request without: the tower runs for the batch, same answers
+  EXPECT_EQ(generate(m, pre, gc).tokens, generate(m, reqs, gc).tokens);
 }
 
 TEST(Generate, StatsCountTokens) {
@@ -149,11 +175,13 @@ TEST(Generate, RowsWithTheirOwnLimitsLeaveTheBatchAndEqualAlone) {
     EXPECT_EQ(batched.finish_reasons[i], "length");
     double worst = 0;
     for (size_t s = 0; s < alone.step_logits.size(); ++s)
-      worst = std::max(worst, max_diff(alone.step_logits[s][0], batched.step_logits[s][static_cast<int64_t>(i)]));
+      worst =
+          std::max(worst, max_diff(alone.step_logits[s][0], batched.step_logits[s][static_cast<int64_t>(i)]));
     std::printf("row %zu batched vs alone max |logit diff| = %.3g\n", i, worst);
     EXPECT_LT(worst, 1e-4);
     // After a row has finished its logits are NaN: it is no longer computed.
-    if (limits[i] < 6) EXPECT_TRUE(batched.step_logits[limits[i]][static_cast<int64_t>(i)].isnan().all().item<bool>());
+    if (limits[i] < 6)
+      EXPECT_TRUE(batched.step_logits[limits[i]][static_cast<int64_t>(i)].isnan().all().item<bool>());
   }
 }
 
