@@ -63,7 +63,7 @@ void run_eval(const EvalArgs& a) {
     predictor = optimize::load_plan_predictor(*auto_plan, a.model, cfg);
   }
   const PruningPlan plan = auto_keep ? PruningPlan{} : parse_plan(eval::canonical_plan(a.plan), cfg);
-  PlanHook hook(plan, cfg, /*seed=*/0, ScorerEnv{a.model});  // validates; loads a learned gate
+  PlanHook hook(plan, cfg, /*seed=*/0, ScorerEnv{a.model});        // validates; loads a learned gate
   o.plan = auto_keep ? auto_plan->to_string() : hook.store_key();  // the result-store key (+ the gate's hash)
   o.out_dir = a.out;
   o.store_path = a.store.empty() ? (std::filesystem::path(a.out) / "results.sqlite").string() : a.store;
@@ -71,17 +71,14 @@ void run_eval(const EvalArgs& a) {
   o.progress = a.json ? eval::ProgressMode::kOff : eval::parse_progress_mode(a.progress);
   if (a.shuffle_images != EvalArgs::kNoShuffle) {
     if (a.shuffle_images < 0)
-      throw InvalidArgument("eval: --shuffle-images takes a seed ≥ 0, got " + std::to_string(a.shuffle_images));
+      throw InvalidArgument("eval: --shuffle-images takes a seed ≥ 0, got " +
+                            std::to_string(a.shuffle_images));
     o.shuffle_images = static_cast<uint64_t>(a.shuffle_images);
   }
   o.validate();  // before the slow steps
 
-  RunContext ctx;
-  ctx.device = parse_device(a.device);
-  const DtypeChoice dtype_choice = choose_dtype(a.dtype, ctx.device);
-  ctx.dtype = dtype_choice.dtype;
-  ctx.n_threads = a.threads;
-  apply_threads(ctx);
+  DtypeChoice dtype_choice;
+  const RunContext ctx = inference_context(a.device, a.dtype, a.threads, &dtype_choice);
 
   eval::DatasetOptions dopts;
   dopts.allow_outside = a.allow_outside;
@@ -94,7 +91,8 @@ void run_eval(const EvalArgs& a) {
   nlohmann::json dynamic;  // keep=auto: K groups, batching, prediction cost
   eval::EvalReport rep;
   if (auto_keep) {
-    auto res = optimize::evaluate_auto_keep(model, model_hash, ds, o, *auto_plan, *predictor, ScorerEnv{a.model});
+    auto res =
+        optimize::evaluate_auto_keep(model, model_hash, ds, o, *auto_plan, *predictor, ScorerEnv{a.model});
     dynamic = res.to_json();
     dynamic.erase("report");
     rep = std::move(res.report);
@@ -112,7 +110,8 @@ void run_eval(const EvalArgs& a) {
   if (auto_keep) std::cout << "\nkeep=auto: " << dynamic.dump() << "\n";
   std::cout << "\nwrote " << o.out_dir << "/{predictions.jsonl, summary.json, summary.md}; store "
             << o.store_path << "\n";
-  std::fprintf(stderr, "dtype: %s\n", dtype_choice.describe().c_str());  // after success: errors stay one line
+  std::fprintf(stderr, "dtype: %s\n",
+               dtype_choice.describe().c_str());  // after success: errors stay one line
 }
 
 }  // namespace
@@ -122,7 +121,11 @@ void register_eval(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("eval", "Evaluate a model on a jsonl VQA dataset (resumable)");
   cmd->add_option("--model", a->model, "Model folder (HF LLaVA layout)")->required();
   cmd->add_option("--data", a->data, "data.jsonl or its folder")->required();
-  cmd->add_option("--plan", a->plan, "Pruning plan: 'scorer:[layer=L,]keep=K[+…]' (layer defaults to the method's paper layer), 'scorer:[layer=L,]keep=auto[:file=P]' (per-sample K from a K predictor), 'pdrop:[layers=a/b/c,]ratio=r|keep=K', a .json file, or none")->capture_default_str();
+  cmd->add_option("--plan", a->plan,
+                  "Pruning plan: 'scorer:[layer=L,]keep=K[+…]' (layer defaults to the method's paper layer), "
+                  "'scorer:[layer=L,]keep=auto[:file=P]' (per-sample K from a K predictor), "
+                  "'pdrop:[layers=a/b/c,]ratio=r|keep=K', a .json file, or none")
+      ->capture_default_str();
   cmd->add_option("--limit", a->limit, "Only the first N samples (0 = all); applied before --shard")
       ->capture_default_str();
   cmd->add_option("--shard", a->shard, "Shard i/n: samples with index % n == i")->capture_default_str();
@@ -132,7 +135,10 @@ void register_eval(CLI::App& app) {
   cmd->add_option("--out", a->out, "Output folder (predictions.jsonl, summary.json, summary.md)")
       ->capture_default_str();
   cmd->add_option("--store", a->store, "SQLite result store (default: <out>/results.sqlite)");
-  cmd->add_option("--dtype", a->dtype, "Compute dtype: auto | fp32 | bf16 (auto: bf16 on CUDA or where the CPU has AVX512-BF16/AMX, else fp32)")->capture_default_str();
+  cmd->add_option("--dtype", a->dtype,
+                  "Compute dtype: auto | fp32 | bf16 (auto: bf16 on CUDA or where the CPU has "
+                  "AVX512-BF16/AMX, else fp32)")
+      ->capture_default_str();
   cmd->add_option("--device", a->device, "cpu | cuda[:N]")->capture_default_str();
   cmd->add_option("--threads", a->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--progress", a->progress, "Progress on stderr: auto | bar | lines | off")

@@ -1,6 +1,7 @@
-// `vispco optimize`: choose a pruning plan under a constraint on a calibration split (min-k: smallest K within
-// ε; budget: best plan within a FLOPs ratio; grid: Pareto frontier), evaluate it against the unpruned model on
-// a test split, and write optimize.json, optimize.md and gnuplot plots (optimize/optimize.h, plots.h).
+// `vispco optimize`: choose a pruning plan under a constraint on a calibration split (min-k: smallest K
+// within ε; budget: best plan within a FLOPs ratio; grid: Pareto frontier), evaluate it against the unpruned
+// model on a test split, and write optimize.json, optimize.md and gnuplot plots (optimize/optimize.h,
+// plots.h).
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -31,10 +32,12 @@ namespace {
 namespace fs = std::filesystem;
 
 struct OptimizeArgs {
-  std::string model, calib, test, train, ladder, target = "correct", method, scorer, scorers, layers, keep, out = "optimize_out", store,
-      dtype = "auto", device = "cpu", progress = "auto", gnuplot = "gnuplot";
+  std::string model, calib, test, train, ladder, target = "correct", method, scorer, scorers, layers, keep,
+                                                 out = "optimize_out", store, dtype = "auto", device = "cpu",
+                                                 progress = "auto", gnuplot = "gnuplot";
   std::vector<std::string> templates;
-  int64_t layer = -1, limit_calib = 0, limit_test = 0, limit_train = 0, batch = 8, hidden = 64, predictor_steps = 600;
+  int64_t layer = -1, limit_calib = 0, limit_test = 0, limit_train = 0, batch = 8, hidden = 64,
+          predictor_steps = 600;
   double epsilon = 0.01, epsilon_abs = -1, flops_ratio = 0, confidence = 0;
   int64_t k_min = 1, k_max = 0, k_step = 1;
   int threads = 0;
@@ -76,13 +79,15 @@ std::vector<std::string> build_templates(const OptimizeArgs& a) {
     for (const auto& piece : optimize::split_templates(t)) out.push_back(piece);
   const bool from_scorer = !a.scorer.empty() || !a.scorers.empty();
   if (!out.empty() && from_scorer)
-    throw InvalidArgument("optimize: give plan templates either with --template or with --scorer/--scorers, not both");
+    throw InvalidArgument(
+        "optimize: give plan templates either with --template or with --scorer/--scorers, not both");
   if (!out.empty()) return out;
   if (a.method == "grid") {
     std::vector<std::string> names = parse_name_list(a.scorers.empty() ? a.scorer : a.scorers);
     if (names.empty())
       for (const auto& e : scorer_registry()) names.push_back(e.name);
-    const std::vector<int64_t> layers = a.layers.empty() ? std::vector<int64_t>{} : parse_int_list(a.layers, "--layers");
+    const std::vector<int64_t> layers =
+        a.layers.empty() ? std::vector<int64_t>{} : parse_int_list(a.layers, "--layers");
     for (const auto& s : names) {
       const int64_t def = optimize::default_layer(s);  // also rejects unknown names
       if (layers.empty()) {
@@ -91,18 +96,22 @@ std::vector<std::string> build_templates(const OptimizeArgs& a) {
       }
       const HookPoint hp = make_scorer(s)->hook_point();
       for (const int64_t l : layers)  // only the layers where the scorer can act
-        if ((hp == HookPoint::kPreLlm && l == 0) || (hp == HookPoint::kInLlm && l >= 1) || hp == HookPoint::kAny)
+        if ((hp == HookPoint::kPreLlm && l == 0) || (hp == HookPoint::kInLlm && l >= 1) ||
+            hp == HookPoint::kAny)
           out.push_back(s + ":layer=" + std::to_string(l));
     }
     return out;
   }
   if (!a.scorers.empty())
-    throw InvalidArgument("optimize --method " + a.method + ": use --scorer NAME (--scorers is for --method grid)");
+    throw InvalidArgument("optimize --method " + a.method +
+                          ": use --scorer NAME (--scorers is for --method grid)");
   if (a.scorer.empty())
-    throw InvalidArgument("optimize --method " + a.method + ": name the scorer (--scorer fastv) or give --template");
+    throw InvalidArgument("optimize --method " + a.method +
+                          ": name the scorer (--scorer fastv) or give --template");
   const int64_t def = optimize::default_layer(a.scorer);
   if (a.method == "budget" && !a.layers.empty()) {
-    for (const int64_t l : parse_int_list(a.layers, "--layers")) out.push_back(a.scorer + ":layer=" + std::to_string(l));
+    for (const int64_t l : parse_int_list(a.layers, "--layers"))
+      out.push_back(a.scorer + ":layer=" + std::to_string(l));
     return out;
   }
   out.push_back(a.scorer + ":layer=" + std::to_string(a.layer >= 0 ? a.layer : def));
@@ -113,12 +122,13 @@ void require_folder(const std::string& path, const std::string& flag) {
   if (!fs::exists(path)) throw IoError("optimize: " + flag + " '" + path + "' does not exist");
 }
 
-// --method dynamic-k: its own report (optimize/dynamic_k/dynamic_k.h); it needs per-sample outcomes, which the
-// PlanEvaluator searches do not see.
+// --method dynamic-k: its own report (optimize/dynamic_k/dynamic_k.h); it needs per-sample outcomes, which
+// the PlanEvaluator searches do not see.
 void run_dynamic_k_cmd(const OptimizeArgs& a) {
   optimize::DynamicKOptions o;
   const auto templates = build_templates(a);
-  if (templates.size() != 1) throw InvalidArgument("optimize --method dynamic-k: give exactly one --template");
+  if (templates.size() != 1)
+    throw InvalidArgument("optimize --method dynamic-k: give exactly one --template");
   o.template_text = templates[0];
   if (!a.ladder.empty()) o.ladder = parse_int_list(a.ladder, "--ladder");
   if (a.epsilon_abs >= 0 && a.epsilon_given)
@@ -139,21 +149,21 @@ void run_dynamic_k_cmd(const OptimizeArgs& a) {
   o.store_path = a.store.empty() ? (fs::path(a.out) / "results.sqlite").string() : a.store;
   o.validate();
   if (a.train.empty())
-    throw InvalidArgument("optimize --method dynamic-k: --train DIR is required (fresh scenes to label: "
-                          "vispco data synth --seed S --count N --out DIR)");
-  if (a.no_test) throw InvalidArgument("optimize --method dynamic-k: the test split is part of its report (no --no-test)");
+    throw InvalidArgument(
+        "optimize --method dynamic-k: --train DIR is required (fresh scenes to label: "
+        "vispco data synth --seed S --count N --out DIR)");
+  if (a.no_test)
+    throw InvalidArgument("optimize --method dynamic-k: the test split is part of its report (no --no-test)");
   if (a.test.empty()) throw InvalidArgument("optimize: --test DIR is required");
-  for (const auto& [path, flag] : {std::pair{a.model, "--model"}, {a.train, "--train"}, {a.calib, "--calib"}, {a.test, "--test"}})
+  for (const auto& [path, flag] :
+       {std::pair{a.model, "--model"}, {a.train, "--train"}, {a.calib, "--calib"}, {a.test, "--test"}})
     require_folder(path, flag);
   const LlavaConfig cfg = load_llava_config(a.model);
-  optimize::parse_auto_keep(o.template_text + (o.template_text.find(':') == std::string::npos ? ":" : ",") + "keep=auto", cfg);
+  optimize::parse_auto_keep(
+      o.template_text + (o.template_text.find(':') == std::string::npos ? ":" : ",") + "keep=auto", cfg);
   if (!a.no_plots) optimize::check_gnuplot(a.gnuplot);
-  RunContext ctx;
-  ctx.device = parse_device(a.device);
-  const DtypeChoice dtype_choice = choose_dtype(a.dtype, ctx.device);
-  ctx.dtype = dtype_choice.dtype;
-  ctx.n_threads = a.threads;
-  apply_threads(ctx);
+  DtypeChoice dtype_choice;
+  const RunContext ctx = inference_context(a.device, a.dtype, a.threads, &dtype_choice);
   const auto log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   const eval::Dataset train = eval::load_dataset(a.train), val = eval::load_dataset(a.calib),
                       test = eval::load_dataset(a.test);
@@ -201,12 +211,8 @@ void run_optimize_cmd(const OptimizeArgs& a) {
   o.validate(cfg);  // templates, K values: before the slow steps
   if (!a.no_plots) optimize::check_gnuplot(a.gnuplot);
 
-  RunContext ctx;
-  ctx.device = parse_device(a.device);
-  const DtypeChoice dtype_choice = choose_dtype(a.dtype, ctx.device);
-  ctx.dtype = dtype_choice.dtype;
-  ctx.n_threads = a.threads;
-  apply_threads(ctx);
+  DtypeChoice dtype_choice;
+  const RunContext ctx = inference_context(a.device, a.dtype, a.threads, &dtype_choice);
   const auto log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
 
   const eval::Dataset calib = eval::load_dataset(a.calib);
@@ -247,8 +253,10 @@ void run_optimize_cmd(const OptimizeArgs& a) {
     return;
   }
   std::cout << rep.summary() << "wrote " << a.out << "/optimize.{json,md}"
-            << (rep.plots.empty() ? "" : ", " + a.out + "/plots/*.png") << "; store " << st.store_path << "\n";
-  std::fprintf(stderr, "dtype: %s\n", dtype_choice.describe().c_str());  // after success: errors stay one line
+            << (rep.plots.empty() ? "" : ", " + a.out + "/plots/*.png") << "; store " << st.store_path
+            << "\n";
+  std::fprintf(stderr, "dtype: %s\n",
+               dtype_choice.describe().c_str());  // after success: errors stay one line
 }
 
 }  // namespace
@@ -257,50 +265,72 @@ void register_optimize(CLI::App& app) {
   auto a = std::make_shared<OptimizeArgs>();
   std::string methods;
   for (const auto& e : optimize::search_registry()) methods += "\n  " + e.name + ": " + e.description;
-  methods += "\n  dynamic-k: per-image K from a light MLP predictor trained on ladder labels (--train, --ladder; issue 18)";
+  methods +=
+      "\n  dynamic-k: per-image K from a light MLP predictor trained on ladder labels (--train, --ladder; "
+      "issue 18)";
   CLI::App* cmd = app.add_subcommand(
-      "optimize", "Choose a pruning plan under a constraint on a calibration split, then evaluate it on a test split");
+      "optimize",
+      "Choose a pruning plan under a constraint on a calibration split, then evaluate it on a test split");
   cmd->add_option("--model", a->model, "Model folder (HF LLaVA layout)")->required();
-  cmd->add_option("--calib", a->calib, "Calibration dataset (data.jsonl or its folder): the search runs on it")
+  cmd->add_option("--calib", a->calib,
+                  "Calibration dataset (data.jsonl or its folder): the search runs on it")
       ->required();
-  cmd->add_option("--test", a->test, "Test dataset: the chosen plan and the unpruned model are evaluated on it");
+  cmd->add_option("--test", a->test,
+                  "Test dataset: the chosen plan and the unpruned model are evaluated on it");
   cmd->add_option("--method", a->method, "Search:" + methods)->required();
-  cmd->add_option("--scorer", a->scorer, "min-k/budget: the scorer (fastv, visionzip, divprune, random, uniform, pool)");
+  cmd->add_option("--scorer", a->scorer,
+                  "min-k/budget: the scorer (fastv, visionzip, divprune, random, uniform, pool)");
   cmd->add_option("--layer", a->layer, "min-k/budget: the stage layer ℓ (default 2 for fastv, else 0)");
   cmd->add_option("--scorers", a->scorers, "grid: comma-separated scorers (default: all)");
-  cmd->add_option("--layers", a->layers,
-                  "grid: comma-separated layers, each scorer at those it can act at (default: its default layer); "
-                  "budget: the layers tried for --scorer");
-  cmd->add_option("--template", a->templates,
-                  "Plan template(s) instead of --scorer/--scorers, ';'-separated or repeated: 'fastv:layer=2', "
-                  "a plan with {K}, or (budget) 'pdrop:layers=2/4/6' with the ratio free");
-  cmd->add_option("--train", a->train, "dynamic-k: fresh scenes to label and train the K predictor on (--calib validates)");
-  cmd->add_option("--ladder", a->ladder, "dynamic-k: comma-separated K rungs (default 16,24,32,48,64,96,144,192,288,576)");
-  cmd->add_option("--target", a->target, "dynamic-k: label target: correct | agree (with the unpruned answer)")
+  cmd->add_option(
+      "--layers", a->layers,
+      "grid: comma-separated layers, each scorer at those it can act at (default: its default layer); "
+      "budget: the layers tried for --scorer");
+  cmd->add_option(
+      "--template", a->templates,
+      "Plan template(s) instead of --scorer/--scorers, ';'-separated or repeated: 'fastv:layer=2', "
+      "a plan with {K}, or (budget) 'pdrop:layers=2/4/6' with the ratio free");
+  cmd->add_option("--train", a->train,
+                  "dynamic-k: fresh scenes to label and train the K predictor on (--calib validates)");
+  cmd->add_option("--ladder", a->ladder,
+                  "dynamic-k: comma-separated K rungs (default 16,24,32,48,64,96,144,192,288,576)");
+  cmd->add_option("--target", a->target,
+                  "dynamic-k: label target: correct | agree (with the unpruned answer)")
       ->capture_default_str();
   cmd->add_option("--hidden", a->hidden, "dynamic-k: predictor hidden width")->capture_default_str();
-  cmd->add_option("--predictor-steps", a->predictor_steps, "dynamic-k: predictor training steps")->capture_default_str();
-  cmd->add_option("--limit-train", a->limit_train, "dynamic-k: first N training samples (0 = all)")->capture_default_str();
-  cmd->add_option("--keep", a->keep, "grid: comma-separated K values (e.g. 576,288,192,144,96,64,32,16)");
-  cmd->add_option("--epsilon", a->epsilon, "Tolerated accuracy loss relative to unpruned, in [0, 1) (0.01 = 1 %)")
+  cmd->add_option("--predictor-steps", a->predictor_steps, "dynamic-k: predictor training steps")
       ->capture_default_str();
-  cmd->add_option("--epsilon-abs", a->epsilon_abs,
-                  "Tolerated accuracy loss in absolute accuracy, in [0, 1] (0.01 = one point), instead of --epsilon");
-  cmd->add_option("--confidence", a->confidence,
-                  "min-k, grid, dynamic-k: accept a plan only when the upper confidence bound on its paired accuracy "
-                  "loss is within ε (e.g. 0.9; Clopper–Pearson on the samples lost and gained for 0/1 scores); 0 = point estimate")
+  cmd->add_option("--limit-train", a->limit_train, "dynamic-k: first N training samples (0 = all)")
+      ->capture_default_str();
+  cmd->add_option("--keep", a->keep, "grid: comma-separated K values (e.g. 576,288,192,144,96,64,32,16)");
+  cmd->add_option("--epsilon", a->epsilon,
+                  "Tolerated accuracy loss relative to unpruned, in [0, 1) (0.01 = 1 %)")
+      ->capture_default_str();
+  cmd->add_option(
+      "--epsilon-abs", a->epsilon_abs,
+      "Tolerated accuracy loss in absolute accuracy, in [0, 1] (0.01 = one point), instead of --epsilon");
+  cmd->add_option(
+         "--confidence", a->confidence,
+         "min-k, grid, dynamic-k: accept a plan only when the upper confidence bound on its paired accuracy "
+         "loss is within ε (e.g. 0.9; Clopper–Pearson on the samples lost and gained for 0/1 scores); 0 = "
+         "point estimate")
       ->capture_default_str();
   cmd->add_option("--k-min", a->k_min, "min-k: smallest K searched")->capture_default_str();
   cmd->add_option("--k-max", a->k_max, "min-k: largest K searched (0 = N_v)")->capture_default_str();
   cmd->add_option("--k-step", a->k_step, "min-k: K searched on k_min, k_min + step, …, and k_max")
       ->capture_default_str();
   cmd->add_option("--flops-ratio", a->flops_ratio, "budget: largest allowed LLM FLOPs ratio, in (0, 1]");
-  cmd->add_option("--limit-calib", a->limit_calib, "First N calibration samples (0 = all)")->capture_default_str();
+  cmd->add_option("--limit-calib", a->limit_calib, "First N calibration samples (0 = all)")
+      ->capture_default_str();
   cmd->add_option("--limit-test", a->limit_test, "First N test samples (0 = all)")->capture_default_str();
   cmd->add_option("--batch", a->batch, "Samples per generate() call")->capture_default_str();
-  cmd->add_option("--out", a->out, "Report folder (optimize.json, optimize.md, plots/)")->capture_default_str();
+  cmd->add_option("--out", a->out, "Report folder (optimize.json, optimize.md, plots/)")
+      ->capture_default_str();
   cmd->add_option("--store", a->store, "SQLite result store (default: <out>/results.sqlite)");
-  cmd->add_option("--dtype", a->dtype, "Compute dtype: auto | fp32 | bf16 (auto: bf16 on CUDA or where the CPU has AVX512-BF16/AMX, else fp32)")->capture_default_str();
+  cmd->add_option("--dtype", a->dtype,
+                  "Compute dtype: auto | fp32 | bf16 (auto: bf16 on CUDA or where the CPU has "
+                  "AVX512-BF16/AMX, else fp32)")
+      ->capture_default_str();
   cmd->add_option("--device", a->device, "cpu | cuda[:N]")->capture_default_str();
   cmd->add_option("--threads", a->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--progress", a->progress, "Per-evaluation progress on stderr: auto | bar | lines | off")

@@ -66,12 +66,8 @@ void run_scorer_table(const ScorerTableArgs& a) {
   o.eval.store_path = a.store.empty() ? "out/scorer-table/results.sqlite" : a.store;
   o.eval.progress = eval::parse_progress_mode(a.progress);
   o.validate();
-  RunContext ctx;
-  ctx.device = parse_device(a.device);
-  const DtypeChoice dtype_choice = choose_dtype(a.dtype, ctx.device);
-  ctx.dtype = dtype_choice.dtype;
-  ctx.n_threads = a.threads;
-  apply_threads(ctx);
+  DtypeChoice dtype_choice;
+  const RunContext ctx = inference_context(a.device, a.dtype, a.threads, &dtype_choice);
   const eval::Dataset ds = eval::load_dataset(a.data);
   auto model = VisionLanguageModel::load(a.model, ctx);
   auto table = eval::run_scorer_table(model, a.model, ds, o, [](const eval::ScorerTableCell& c) {
@@ -87,7 +83,8 @@ void run_scorer_table(const ScorerTableArgs& a) {
   write_text(json_path, table.to_json().dump(2) + "\n");
   std::cout << "wrote " << a.out << " and " << json_path << " (" << table.cells.size() << " cells, "
             << table.n_samples << " samples each; store " << o.eval.store_path << ")\n";
-  std::fprintf(stderr, "dtype: %s\n", dtype_choice.describe().c_str());  // after success: errors stay one line
+  std::fprintf(stderr, "dtype: %s\n",
+               dtype_choice.describe().c_str());  // after success: errors stay one line
 }
 
 }  // namespace
@@ -111,7 +108,10 @@ void register_scorer_table(CLI::App& app) {
   cmd->add_option("--store", a->store, "SQLite result store (default out/scorer-table/results.sqlite)");
   cmd->add_option("--banner", a->banner,
                   "A line printed in bold at the top (e.g. 'random weights: chance level')");
-  cmd->add_option("--dtype", a->dtype, "Compute dtype: auto | fp32 | bf16 (auto: bf16 on CUDA or where the CPU has AVX512-BF16/AMX, else fp32)")->capture_default_str();
+  cmd->add_option("--dtype", a->dtype,
+                  "Compute dtype: auto | fp32 | bf16 (auto: bf16 on CUDA or where the CPU has "
+                  "AVX512-BF16/AMX, else fp32)")
+      ->capture_default_str();
   cmd->add_option("--device", a->device, "cpu | cuda[:N]")->capture_default_str();
   cmd->add_option("--threads", a->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--progress", a->progress, "Progress on stderr: auto | bar | lines | off")

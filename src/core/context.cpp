@@ -1,13 +1,12 @@
 // Parsing of the run context's fields and thread set-up.
 #include "core/context.h"
 
-#include "core/cpu_features.h"
-
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
 
 #include <thread>
 
+#include "core/cpu_features.h"
 #include "core/errors.h"
 
 namespace vispco {
@@ -37,10 +36,14 @@ DtypeChoice choose_dtype(const std::string& name, const c10::Device& device) {
 
 std::string dtype_name(c10::ScalarType dtype) {
   switch (dtype) {
-    case c10::kFloat: return "fp32";
-    case c10::kBFloat16: return "bf16";
-    case c10::kHalf: return "fp16";
-    default: return c10::toString(dtype);
+    case c10::kFloat:
+      return "fp32";
+    case c10::kBFloat16:
+      return "bf16";
+    case c10::kHalf:
+      return "fp16";
+    default:
+      return c10::toString(dtype);
   }
 }
 
@@ -62,6 +65,18 @@ void apply_threads(const RunContext& ctx) {
   int n = ctx.n_threads;
   if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   at::set_num_threads(n);
+}
+
+RunContext inference_context(const std::string& device, const std::string& dtype, int n_threads,
+                             DtypeChoice* choice) {
+  RunContext ctx;
+  ctx.device = parse_device(device);
+  const DtypeChoice c = choose_dtype(dtype, ctx.device);
+  ctx.dtype = c.dtype;
+  ctx.n_threads = n_threads;
+  apply_threads(ctx);
+  if (choice != nullptr) *choice = c;
+  return ctx;
 }
 
 }  // namespace vispco

@@ -3,6 +3,7 @@
 #pragma once
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
+
 #include <cstdint>
 #include <string>
 
@@ -43,5 +44,11 @@ std::string dtype_name(c10::ScalarType dtype);
 c10::Device parse_device(const std::string& name);
 /// Applies the context's thread count to LibTorch (all hardware cores when n_threads == 0).
 void apply_threads(const RunContext& ctx);
+
+/// The context of an inference command's flags: device from `device` (parse_device), compute dtype from
+/// `dtype` (choose_dtype, reported through `choice` when given), `n_threads` intra-op threads, applied
+/// (apply_threads). @throws InvalidArgument for a bad device or dtype name.
+RunContext inference_context(const std::string& device, const std::string& dtype, int n_threads,
+                             DtypeChoice* choice = nullptr);
 
 }  // namespace vispco

@@ -236,9 +236,11 @@ std::string FinetuneReport::to_markdown() const {
         << " |\n";
     }
     const auto& share = test.at("recovered_share");
-    s << "\nRetention is against the unpruned model *before* tuning. Share of the pruning gap (unpruned − plan, "
+    s << "\nRetention is against the unpruned model *before* tuning. Share of the pruning gap (unpruned − "
+         "plan, "
          "before) recovered by tuning: "
-      << (share.is_number() ? fmt("%.1f %%", 100 * share.get<double>()) : std::string("n/a (no gap)")) << ".\n";
+      << (share.is_number() ? fmt("%.1f %%", 100 * share.get<double>()) : std::string("n/a (no gap)"))
+      << ".\n";
   }
   return s.str();
 }
@@ -274,6 +276,14 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
   const PruningPlan plan = parse_plan(options.plan, cfg);
   plan.validate(cfg);
   if (plan.empty()) throw InvalidArgument("finetune: --plan must prune something");
+  {  // a plan whose stages merge tokens cannot be replayed: refuse it before any file is written
+    const auto s0 = eval::synthvqa::make_sample(options.data_seed, 0);
+    PlanHook probe(plan, cfg, 0, ScorerEnv{model_dir});
+    GenerationConfig one;
+    one.max_new_tokens = 1;
+    generate(m, {{m.preprocess(s0.rgb), m.prompt_ids(s0.question)}}, one, &probe);
+    ReplayHook check(probe.traces());
+  }
   FinetuneReport rep;
   rep.options = options;
   rep.options.plan = plan.to_string();

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -18,38 +17,14 @@
 #include "optimize/optimize.h"
 #include "optimize/plan_evaluator.h"
 #include "optimize/plan_template.h"
+#include "optimize/self_answered.h"
 
 namespace vispco::optimize {
 namespace {
 
 namespace fs = std::filesystem;
 
-// 12 noise images, varied questions, answers = the unpruned greedy outputs.
-struct SelfAnsweredDataset {
-  testing::TempDir tmp;
-  fs::path dir = tmp.path() / "ds";
-  SelfAnsweredDataset() {
-    const int n = 12;
-    const auto images = testing::write_noise_images(dir, n);
-    std::vector<std::string> questions;
-    for (int i = 0; i < n; ++i) questions.push_back(testing::test_question(i));
-    const auto preds = testing::direct_predictions(dir, images, questions);
-    std::ofstream out(dir / "data.jsonl");
-    for (int i = 0; i < n; ++i)
-      out << nlohmann::json{{"id", "t" + std::to_string(i)},
-                            {"image", images[i]},
-                            {"question", questions[i]},
-                            {"answer", preds[i]},
-                            {"family", i % 3 == 0 ? "x" : "y"}}
-                 .dump()
-          << "\n";
-  }
-};
-
-const SelfAnsweredDataset& self_answered() {
-  static const SelfAnsweredDataset ds;
-  return ds;
-}
+using testing::self_answered;
 
 TEST(OptimizeTiny, BinarySearchMatchesTheExhaustiveCurveOfARealModel) {
   auto model = testing::load_tiny();
@@ -107,8 +82,8 @@ TEST(OptimizeTiny, BinarySearchMatchesTheExhaustiveCurveOfARealModel) {
     if (monotone) {
       EXPECT_EQ(*r.chosen, exhaustive) << "ε " << eps;
     } else {
-      std::printf("ε %.2f: within-ε set not monotone; search gives the boundary K=%ld (exhaustive %ld)\n", eps,
-                  static_cast<long>(*r.chosen), static_cast<long>(exhaustive));
+      std::printf("ε %.2f: within-ε set not monotone; search gives the boundary K=%ld (exhaustive %ld)\n",
+                  eps, static_cast<long>(*r.chosen), static_cast<long>(exhaustive));
       EXPECT_GE(curve[*r.chosen], thr);
       if (*r.chosen > 1) EXPECT_LT(curve[*r.chosen - 1], thr);
     }

@@ -18,6 +18,7 @@
 #include "optimize/dynamic_k/dynamic_k.h"
 #include "optimize/dynamic_k/k_features.h"
 #include "optimize/dynamic_k/ladder_eval.h"
+#include "optimize/self_answered.h"
 #include "prune/plan_hook.h"
 
 namespace vispco::optimize {
@@ -25,31 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// 12 noise images, varied questions, answers = the unpruned greedy outputs (every label defined).
-struct SelfAnswered {
-  testing::TempDir tmp;
-  fs::path dir = tmp.path() / "ds";
-  std::vector<std::string> images, questions;
-  SelfAnswered() {
-    const int n = 12;
-    images = testing::write_noise_images(dir, n);
-    for (int i = 0; i < n; ++i) questions.push_back(testing::test_question(i));
-    const auto preds = testing::direct_predictions(dir, images, questions);
-    std::ofstream out(dir / "data.jsonl");
-    for (int i = 0; i < n; ++i)
-      out << nlohmann::json{{"id", "t" + std::to_string(i)},
-                            {"image", images[i]},
-                            {"question", questions[i]},
-                            {"answer", preds[i]},
-                            {"family", i % 3 == 0 ? "x" : "y"}}
-                 .dump()
-          << "\n";
-  }
-};
-const SelfAnswered& self_answered() {
-  static const SelfAnswered ds;
-  return ds;
-}
+using testing::self_answered;
 
 const std::vector<int64_t> kLadder = {2, 4, 8, 16};
 
