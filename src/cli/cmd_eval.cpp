@@ -119,7 +119,7 @@ void run_eval(const EvalArgs& a) {
 void register_eval(CLI::App& app) {
   auto a = std::make_shared<EvalArgs>();
   CLI::App* cmd = app.add_subcommand("eval", "Evaluate a model on a jsonl VQA dataset (resumable)");
-  cmd->add_option("--model", a->model, "Model folder (HF LLaVA layout)")->required();
+  cmd->add_option("--model", a->model, kModelHelp)->required();
   cmd->add_option("--data", a->data, "data.jsonl or its folder")->required();
   cmd->add_option("--plan", a->plan,
                   "Pruning plan: 'scorer:[layer=L,]keep=K[+…]' (layer defaults to the method's paper layer), "

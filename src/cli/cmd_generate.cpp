@@ -29,7 +29,7 @@ void register_generate(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("generate", "Answer a prompt about an image");
-  cmd->add_option("--model", o->model, "Model folder (HF LLaVA layout)")->required();
+  cmd->add_option("--model", o->model, kModelHelp)->required();
   cmd->add_option("--image", o->image, "Image file (JPEG, PNG, WebP, BMP)")->required();
   cmd->add_option("--prompt", o->prompt, "Question / instruction")->required();
   cmd->add_option("--max-new-tokens", o->gen.max_new_tokens, "Most tokens to generate")

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "model/model_source.h"
 #include "core/context.h"
 #include "core/errors.h"
 #include "eval/dataset.h"
@@ -119,6 +120,10 @@ std::vector<std::string> build_templates(const OptimizeArgs& a) {
 }
 
 void require_folder(const std::string& path, const std::string& flag) {
+  if (flag == std::string("--model")) {
+    resolve_model_source(path);  // a folder or a GGUF pair; throws the one-line error
+    return;
+  }
   if (!fs::exists(path)) throw IoError("optimize: " + flag + " '" + path + "' does not exist");
 }
 
@@ -271,7 +276,7 @@ void register_optimize(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "optimize",
       "Choose a pruning plan under a constraint on a calibration split, then evaluate it on a test split");
-  cmd->add_option("--model", a->model, "Model folder (HF LLaVA layout)")->required();
+  cmd->add_option("--model", a->model, kModelHelp)->required();
   cmd->add_option("--calib", a->calib,
                   "Calibration dataset (data.jsonl or its folder): the search runs on it")
       ->required();

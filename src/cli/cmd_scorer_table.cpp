@@ -94,7 +94,7 @@ void register_scorer_table(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "scorer-table",
       "Accuracy of every pruning scorer at several K, per family → Markdown + JSON (resumable)");
-  cmd->add_option("--model", a->model, "Model folder (HF LLaVA layout)")->required();
+  cmd->add_option("--model", a->model, kModelHelp)->required();
   cmd->add_option("--data", a->data, "data.jsonl or its folder (e.g. the SynthVQA test split)")->required();
   cmd->add_option("--out", a->out, "Markdown file to write")->capture_default_str();
   cmd->add_option("--json", a->json, "JSON file to write (default: --out with .json)");

@@ -38,7 +38,7 @@ void register_serve(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("serve", "Serve OpenAI-style chat completions (POST /v1/chat/completions)");
-  cmd->add_option("--model", o->model, "Model folder (HF LLaVA layout)")->required();
+  cmd->add_option("--model", o->model, kModelHelp)->required();
   cmd->add_option("--plan", o->sched.default_plan,
                   "Default pruning plan (as generate's --plan); a request may name its own in vispco.plan")
       ->capture_default_str();

@@ -95,7 +95,7 @@ void register_train_gate(CLI::App& app) {
   auto a = std::make_shared<TrainGateArgs>();
   auto* cmd = app.add_subcommand(
       "train-gate", "Train the learned token gate of a model (model frozen; task loss + L1 sparsity)");
-  cmd->add_option("--model", a->model, "Model folder (HF LLaVA layout)")->required();
+  cmd->add_option("--model", a->model, kModelHelp)->required();
   cmd->add_option(
          "--data", a->data,
          "Training data: 'synthvqa' (generated on the fly from --data-seed) or a jsonl dataset folder")

@@ -209,7 +209,7 @@ void register_vispco(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "vispco-search",
       "VisPCO (Ji et al., ACL 2026): learn per-layer pruning plans for FLOPs budgets, evaluate the curve");
-  cmd->add_option("--model", a->model, "Model folder (HF LLaVA layout)")->required();
+  cmd->add_option("--model", a->model, kModelHelp)->required();
   cmd->add_option("--data", a->data, "Test split (data.jsonl or folder) evaluated at each budget");
   cmd->add_option("--out", a->out, "Output folder: predictor.{pt,json}, train_log.jsonl, curve.{json,csv,gp,png}, "
                                    "summary.md, results.sqlite")->capture_default_str();

@@ -5,6 +5,11 @@
 
 namespace vispco::cli {
 
+/// Help text of every command's --model (model/model_source.h resolves it).
+inline constexpr const char* kModelHelp =
+    "Model: a Hugging Face LLaVA folder, or a llama.cpp GGUF pair (TEXT.gguf,MMPROJ.gguf; a folder holding "
+    "one of each; or the text .gguf with its mmproj beside it)";
+
 // Each registers one subcommand (its options and callback) on `app`. Keep this list sorted.
 void register_bench(CLI::App& app);
 void register_data(CLI::App& app);

@@ -12,6 +12,8 @@
 #include "core/context.h"
 #include "core/errors.h"
 #include "core/hash.h"
+#include "io/gguf.h"
+#include "model/model_source.h"
 
 namespace vispco::eval {
 namespace {
@@ -87,9 +89,38 @@ void hash_safetensors(Sha256& h, const fs::path& p) {
   }
 }
 
+
+// Name, size, header bytes and the two edges of every tensor of one GGUF file.
+void hash_gguf(Sha256& h, const std::string& path) {
+  const auto f = io::GgufFile::open(path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError("model hash: cannot read '" + path + "'");
+  h.update(fs::path(path).filename().string() + "\n" + std::to_string(fs::file_size(path)) + "\n");
+  h.update(read_at(in, path, 0, f.data_start()));
+  for (const auto& t : f.tensors()) {
+    const uint64_t n = t.nbytes, at = f.data_start() + t.offset;
+    if (n <= 2 * kEdgeBytes) {
+      h.update(read_at(in, path, at, n));
+    } else {
+      h.update(read_at(in, path, at, kEdgeBytes));
+      h.update(read_at(in, path, at + n - kEdgeBytes, kEdgeBytes));
+    }
+  }
+}
+
 }  // namespace
 
 std::string model_folder_hash(const std::string& dir) {
+  if (names_gguf(dir) || fs::is_directory(dir)) {
+    const ModelSource src = resolve_model_source(dir);
+    if (src.is_gguf()) {
+      Sha256 h;
+      h.update("vispco-model-hash-gguf-v1\n");
+      hash_gguf(h, src.text_gguf);
+      hash_gguf(h, src.mmproj_gguf);
+      return "sha256:" + h.hex_digest();
+    }
+  }
   if (!fs::is_directory(dir)) throw IoError("model hash: model folder '" + dir + "' does not exist");
   Sha256 h;
   h.update("vispco-model-hash-v1\n");

@@ -18,6 +18,8 @@ namespace vispco::eval {
 /// of its data (all of it when smaller). Not hashed: the middle of each tensor's data, so an edit that leaves
 /// the first and last 256 bytes of every tensor untouched goes unnoticed (any training step or
 /// re-initialisation changes them).
+/// A GGUF pair (model/model_source.h) hashes both files the same way: name, size, header bytes, each tensor's
+/// first and last 256 bytes.
 /// @throws IoError when the folder or a file cannot be read, FormatError for a truncated safetensors header.
 std::string model_folder_hash(const std::string& dir);
 

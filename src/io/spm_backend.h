@@ -22,13 +22,18 @@ class SpmProcessor {
   virtual int piece_size() const = 0;
   /// The piece of `id` (in [0, piece_size())), e.g. "▁star" or a byte-fallback piece "<0x0A>".
   virtual std::string id_to_piece(int id) const = 0;
+  /// The piece's score (BPE: merge priority).
+  virtual float score(int id) const = 0;
+  /// ModelProto.SentencePiece.Type of `id`: 2 unknown, 3 control, 5 unused, 6 byte, else 1 (SentencePiece's API
+  /// cannot tell a user-defined piece from a normal one).
+  virtual int piece_type(int id) const = 0;
   virtual int bos_id() const = 0;
   virtual int eos_id() const = 0;
   /// −1 when the model defines no pad piece.
   virtual int pad_id() const = 0;
 };
 
-/// `vispco_spm_new_processor`: a new, empty processor owned by the caller (delete through the base).
+/// `vispco_spm_new_processor_v2` (versioned with this interface): a new, empty processor owned by the caller (delete through the base).
 using SpmNewProcessorFn = SpmProcessor* (*)();
 /// `vispco_spm_train`: SentencePieceTrainer::Train over `sentences` with trainer flags `kwargs`; writes the
 /// serialized model to `*proto`. @return false with `*error` set on failure.
@@ -37,7 +42,7 @@ using SpmTrainFn = bool (*)(const std::vector<std::string>* sentences,
                             std::string* proto, std::string* error);
 
 inline constexpr const char* kSpmShimFile = "libvispco_spm.so";
-inline constexpr const char* kSpmNewProcessorSymbol = "vispco_spm_new_processor";
+inline constexpr const char* kSpmNewProcessorSymbol = "vispco_spm_new_processor_v2";
 inline constexpr const char* kSpmTrainSymbol = "vispco_spm_train";
 
 /// Entry points of the loaded shim.

@@ -28,6 +28,14 @@ class Processor final : public SpmProcessor {
   }
   int piece_size() const override { return sp_.GetPieceSize(); }
   std::string id_to_piece(int id) const override { return sp_.IdToPiece(id); }
+  float score(int id) const override { return sp_.GetScore(id); }
+  int piece_type(int id) const override {
+    if (sp_.IsUnknown(id)) return 2;
+    if (sp_.IsControl(id)) return 3;
+    if (sp_.IsUnused(id)) return 5;
+    if (sp_.IsByte(id)) return 6;
+    return 1;
+  }
   int bos_id() const override { return sp_.bos_id(); }
   int eos_id() const override { return sp_.eos_id(); }
   int pad_id() const override { return sp_.pad_id(); }
@@ -58,7 +66,7 @@ class VectorSentenceIterator final : public sentencepiece::SentenceIterator {
 }  // namespace
 }  // namespace vispco::io::detail
 
-VISPCO_SPM_EXPORT vispco::io::detail::SpmProcessor* vispco_spm_new_processor() noexcept {
+VISPCO_SPM_EXPORT vispco::io::detail::SpmProcessor* vispco_spm_new_processor_v2() noexcept {
   try {
     return new vispco::io::detail::Processor();
   } catch (...) {
@@ -86,4 +94,4 @@ VISPCO_SPM_EXPORT bool vispco_spm_train(const std::vector<std::string>* sentence
 // Compile-time check that the entry points match the types the loader casts them to.
 static_assert(std::is_convertible_v<decltype(&vispco_spm_train), vispco::io::detail::SpmTrainFn>);
 static_assert(
-    std::is_convertible_v<decltype(&vispco_spm_new_processor), vispco::io::detail::SpmNewProcessorFn>);
+    std::is_convertible_v<decltype(&vispco_spm_new_processor_v2), vispco::io::detail::SpmNewProcessorFn>);

@@ -141,6 +141,16 @@ std::string Tokenizer::piece(int64_t id) const {
   return sp.id_to_piece(static_cast<int>(id));
 }
 
+float Tokenizer::piece_score(int64_t id) const {
+  piece(id);  // range check
+  return checked(sp_).score(static_cast<int>(id));
+}
+
+SpmPieceType Tokenizer::piece_type(int64_t id) const {
+  piece(id);  // range check
+  return static_cast<SpmPieceType>(checked(sp_).piece_type(static_cast<int>(id)));
+}
+
 std::string Tokenizer::piece_bytes(int64_t id) const {
   const std::string p = piece(id);
   const SpmProcessor& sp = checked(sp_);

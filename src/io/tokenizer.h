@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "io/added_tokens.h"
+#include "io/spm_model_proto.h"
 
 namespace vispco::io {
 namespace detail {
@@ -48,6 +49,11 @@ class Tokenizer {
   /// The SentencePiece piece of `id` ("▁star", "<0x0A>", "</s>"). @throws InvalidArgument outside
   /// [0, vocab_size()).
   std::string piece(int64_t id) const;
+  /// The piece's score (BPE: merge priority) and type (SpmPieceType; a user-defined piece reads as kNormal, as
+  /// SentencePiece cannot tell them apart) — what a GGUF vocabulary stores. @throws InvalidArgument outside
+  /// [0, vocab_size()).
+  float piece_score(int64_t id) const;
+  SpmPieceType piece_type(int64_t id) const;
   /// What `id` contributes to the text, as bytes (OpenAI's logprobs "bytes"): its piece with "▁" as a space,
   /// a byte-fallback piece "<0xHH>" as that byte, control pieces (BOS, EOS, pad, unk's "<unk>" kept) as "".
   /// @throws InvalidArgument outside [0, vocab_size()).

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "model/gguf_llava.h"
+#include "model/model_source.h"
 
 namespace vispco {
 namespace {
@@ -124,9 +126,8 @@ void LlavaConfig::validate() const {
   require(t.d_head() % 2 == 0, "head dim " + std::to_string(t.d_head()) + " must be even for RoPE");
   require(t.hidden_act == "silu", "text_config.hidden_act '" + t.hidden_act + "' (valid: silu)");
   require(t.rope_theta > 0, "text_config.rope_theta must be > 0");
-  require(image_token_index >= 0 && image_token_index < t.vocab_size,
-          "image_token_index " + std::to_string(image_token_index) + " must be in [0, vocab_size=" +
-              std::to_string(t.vocab_size) + ")");
+  // image_token_index may lie outside the embedding table (LLaVA's −200, a GGUF vocabulary's n_vocab): the
+  // prompt placeholder is replaced by the visual tokens before the lookup.
   require(projector_hidden_act == "gelu" || projector_hidden_act == "quick_gelu",
           "projector_hidden_act '" + projector_hidden_act + "' (valid: gelu, quick_gelu)");
   const int64_t used = n_vision_layers_used();
@@ -201,6 +202,10 @@ json llava_config_to_json(const LlavaConfig& c) {
 }
 
 LlavaConfig load_llava_config(const std::string& dir) {
+  if (names_gguf(dir) || std::filesystem::is_directory(dir)) {
+    const ModelSource src = resolve_model_source(dir);
+    if (src.is_gguf()) return gguf_llava_config(src);
+  }
   if (!std::filesystem::is_directory(dir)) throw IoError("model folder '" + dir + "' does not exist");
   const auto path = std::filesystem::path(dir) / "config.json";
   std::ifstream in(path);

@@ -75,7 +75,8 @@ struct LlavaConfig {
 LlavaConfig llava_config_from_json(const nlohmann::json& j);
 /// Serialises to the transformers config.json form (round-trips through llava_config_from_json).
 nlohmann::json llava_config_to_json(const LlavaConfig& cfg);
-/// Reads and validates `<dir>/config.json`. @throws IoError (no such folder, unreadable file), FormatError (bad
+/// Reads and validates `<dir>/config.json`, or the header of a GGUF pair when `dir` names one
+/// (resolve_model_source). @throws IoError (no such folder, unreadable file), FormatError (bad
 /// JSON), ConfigError.
 LlavaConfig load_llava_config(const std::string& dir);
 

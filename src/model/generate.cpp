@@ -94,7 +94,8 @@ TokenState build_prefill_state(VisionLanguageModel& m, const std::vector<VlmRequ
   for (int64_t b = 0; b < B; ++b) {
     const auto& ids = reqs[b].prompt_ids;
     auto id_t = at::tensor(ids, at::TensorOptions().dtype(at::kLong)).to(dev);
-    auto emb = lm->embed(id_t);  // [n_ids, D]
+    // The placeholder's own row is dropped below; it may lie outside the table (−200, a GGUF's n_vocab).
+    auto emb = lm->embed(id_t.masked_fill(id_t == image_id, 0));  // [n_ids, D]
     const int64_t p = image_pos[b], pad = T - lengths[b];
     std::vector<at::Tensor> parts;
     if (pad > 0) parts.push_back(at::zeros({pad, emb.size(1)}, emb.options()));

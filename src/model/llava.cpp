@@ -5,13 +5,17 @@
 #include <spdlog/spdlog.h>
 #include <torch/nn/utils.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
 #include "io/safetensors.h"
 #include "model/blocks.h"
+#include "model/gguf_llava.h"
+#include "model/model_source.h"
 
 namespace vispco {
 
@@ -44,7 +48,15 @@ std::vector<std::string> checkpoint_keys(const std::string& name) {
   return keys;
 }
 
-void load_weights(LlavaNet& net, const io::CheckpointTensors& ckpt, const RunContext& ctx) {
+/// Where load_weights finds tensors: a Hugging Face checkpoint folder or a GGUF pair's mapped tensors.
+struct TensorSource {
+  std::string where;  ///< for messages
+  std::function<bool(const std::string&)> contains;
+  std::function<at::Tensor(const std::string&)> get;
+  size_t count = 0;
+};
+
+void load_weights(LlavaNet& net, const TensorSource& ckpt, const RunContext& ctx) {
   size_t used = 0;
   for (auto& item : net->named_parameters(/*recurse=*/true)) {
     const auto& name = item.key();
@@ -56,12 +68,12 @@ void load_weights(LlavaNet& net, const io::CheckpointTensors& ckpt, const RunCon
         break;
       }
     if (found.empty())
-      throw ConfigError("missing tensor '" + name + "' in " + ckpt.dir() +
+      throw ConfigError("missing tensor '" + name + "' in " + ckpt.where +
                         " (also looked for '" + checkpoint_keys(name).back() + "'; wrong model folder?)");
-    auto t = ckpt.tensor(found);
+    auto t = ckpt.get(found);
     if (t.sizes() != param.sizes()) {
       std::ostringstream msg;
-      msg << "tensor '" << found << "' in " << ckpt.dir() << " has shape " << t.sizes() << " but config.json implies "
+      msg << "tensor '" << found << "' in " << ckpt.where << " has shape " << t.sizes() << " but the config implies "
           << param.sizes();
       throw ConfigError(msg.str());
     }
@@ -74,8 +86,7 @@ void load_weights(LlavaNet& net, const io::CheckpointTensors& ckpt, const RunCon
       param.set_data(t.to(ctx.device, ctx.dtype));
     }
   }
-  const auto n_ckpt = ckpt.names().size();
-  if (used < n_ckpt) spdlog::debug("{} checkpoint tensors not used by the model", n_ckpt - used);
+  if (used < ckpt.count) spdlog::debug("{} checkpoint tensors not used by the model", ckpt.count - used);
 }
 
 io::ImagePreprocessConfig load_preprocess(const std::string& dir, const LlavaConfig& cfg) {
@@ -105,6 +116,24 @@ VisionLanguageModel::VisionLanguageModel(LlavaConfig cfg, LlavaNet net, io::Toke
 }
 
 VisionLanguageModel VisionLanguageModel::load(const std::string& dir, const RunContext& ctx) {
+  const ModelSource src = resolve_model_source(dir);
+  if (src.is_gguf()) {
+    GgufLlava g = load_gguf_llava(src);
+    std::fprintf(stderr, "%s\n", g.vision_layer_note.c_str());  // stderr: stdout may carry --json
+    auto tok = io::Tokenizer::from_serialized(g.tokenizer_proto);
+    if (g.image_token_id >= 0) tok.set_added_tokens({{g.image_token_id, "<image>", true}});
+    LlavaNet net(g.config);
+    {
+      at::NoGradGuard no_grad;
+      TensorSource ts{"GGUF pair " + src.text_gguf + " + " + src.mmproj_gguf,
+                      [&](const std::string& k) { return g.tensors.count(k) != 0; },
+                      [&](const std::string& k) { return g.tensors.at(k); }, g.tensors.size()};
+      load_weights(net, ts, ctx);
+    }
+    VisionLanguageModel m(g.config, net, tok, ctx);
+    m.pre_ = g.preprocess;
+    return m;
+  }
   if (!fs::is_directory(dir)) throw IoError("model folder '" + dir + "' does not exist");
   auto cfg = load_llava_config(dir);
   const auto tok_path = (fs::path(dir) / "tokenizer.model").string();
@@ -118,7 +147,9 @@ VisionLanguageModel VisionLanguageModel::load(const std::string& dir, const RunC
   LlavaNet net(cfg);
   {
     at::NoGradGuard no_grad;
-    load_weights(net, ckpt, ctx);
+    TensorSource ts{ckpt.dir(), [&](const std::string& k) { return ckpt.contains(k); },
+                    [&](const std::string& k) { return ckpt.tensor(k); }, ckpt.names().size()};
+    load_weights(net, ts, ctx);
   }
   VisionLanguageModel m(cfg, net, tok, ctx);
   m.pre_ = load_preprocess(dir, cfg);

@@ -1,5 +1,6 @@
 // LLaVA-1.5 (transformers LlavaForConditionalGeneration): CLIP vision tower → 2-layer MLP projector → Llama
-// decoder, loaded from a Hugging Face folder (config.json, model.safetensors[.index.json], tokenizer.model).
+// decoder, loaded from a Hugging Face folder (config.json, model.safetensors[.index.json], tokenizer.model) or
+// a llama.cpp GGUF pair (text model + mmproj).
 #pragma once
 #include <torch/nn/module.h>
 #include <torch/nn/modules/linear.h>
@@ -46,7 +47,8 @@ struct VisualTokens {
 /// (autograd off in its methods).
 class VisionLanguageModel {
  public:
-  /// Loads a Hugging Face LLaVA folder. Tensors are matched by name in either transformers layout
+  /// Loads a model named as resolve_model_source() resolves `dir`: a Hugging Face LLaVA folder, or a llama.cpp
+  /// GGUF pair (text model + mmproj; model/gguf_llava.h maps it, the chosen vision layer is logged). Tensors are matched by name in either transformers layout
   /// (`language_model.model.layers.N…` or `model.language_model.layers.N…`); shapes are checked against the
   /// config; fp32/fp16/bf16 tensors are converted to ctx.dtype (a stored tensor already in that dtype on the
   /// CPU is used in place: memory-mapped, no second copy).
