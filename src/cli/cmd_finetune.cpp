@@ -5,11 +5,14 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "core/errors.h"
 #include "eval/dataset.h"
+#include "eval/progress.h"
 #include "model/config.h"
+#include "model/model_source.h"
 #include "prune/plan.h"
 #include "train/finetune.h"
 
@@ -34,13 +37,14 @@ void register_finetune(CLI::App& app) {
     std::string model, plan, out, val, test;
     train::FinetuneOptions o;
     int threads = 0;
+    std::string progress = "auto";
     int64_t val_limit = 0, test_limit = 0, train_scenes = 0;
     double epochs = 0;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand(
       "finetune", "Fine-tune a model with a pruning plan applied in training (prune-then-fine-tune)");
-  cmd->add_option("--model", a->model, "Model folder (HF LLaVA layout)")->required();
+  cmd->add_option("--model", a->model, kModelHelp)->required();
   cmd->add_option("--plan", a->plan,
                   "The pruning plan to tune for (selection-only stages, e.g. fastv:layer=2,keep=32)")
       ->required();
@@ -69,6 +73,8 @@ void register_finetune(CLI::App& app) {
                   "SynthVQA seed of the training scenes (disjoint from calib/test)")
       ->capture_default_str();
   cmd->add_option("--threads", a->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("--progress", a->progress, "Progress of the training steps: auto|bar|lines|off")
+      ->capture_default_str();
   cmd->callback([a] {
     if (a->val_limit < 0) throw InvalidArgument("finetune: --val-limit must be ≥ 0");
     a->o.val_limit = static_cast<size_t>(a->val_limit);
@@ -81,14 +87,20 @@ void register_finetune(CLI::App& app) {
     }
     if (a->test_limit < 0) throw InvalidArgument("finetune: --test-limit must be ≥ 0");
     a->o.test_limit = static_cast<size_t>(a->test_limit);
+    if (resolve_model_source(a->model).is_gguf())
+      throw InvalidArgument("finetune: --model must be a Hugging Face folder (the tuned model is written as one); '" +
+                            a->model + "' is a GGUF pair");
     const LlavaConfig cfg = load_llava_config(a->model);
     a->o.plan = parse_plan(a->plan, cfg).to_string();
     a->o.validate();
     const auto val = eval::load_dataset(a->val);
     std::unique_ptr<eval::Dataset> test;
     if (!a->test.empty()) test = std::make_unique<eval::Dataset>(eval::load_dataset(a->test));
-    const auto log = [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); };
-    const auto rep = train::run_finetune(a->model, val, test.get(), a->o, a->out, a->threads, log);
+    const auto mode = eval::parse_progress_mode(a->progress);
+    const bool bar = mode == eval::ProgressMode::kBar || (mode == eval::ProgressMode::kAuto && isatty(fileno(stderr)));
+    // A log line first clears a progress bar drawn in place, which redraws on its next step.
+    const auto log = [bar](const std::string& l) { std::fprintf(stderr, "%s%s\n", bar ? "\r\033[K" : "", l.c_str()); };
+    const auto rep = train::run_finetune(a->model, val, test.get(), a->o, a->out, a->threads, log, mode);
     std::cout << "tuned for " << rep.options.plan << ": best validation accuracy " << rep.best_val_accuracy
               << " at step " << rep.best_step << " (" << rep.stopped << "); model " << a->out
               << "/model, report " << a->out << "/finetune.md\n";

@@ -261,7 +261,7 @@ std::string tuned_plan_of(const std::string& model_dir) {
 
 FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& val, const eval::Dataset* test,
                             const FinetuneOptions& options, const std::string& out_dir, int n_threads,
-                            const std::function<void(const std::string&)>& log) {
+                            const std::function<void(const std::string&)>& log, eval::ProgressMode progress) {
   options.validate();
   Stopwatch wall;
   auto say = [&](const std::string& l) {
@@ -383,6 +383,7 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
   Stopwatch since_ckpt;
   double loss_sum = 0;
   int64_t loss_n = 0;
+  eval::Progress bar(static_cast<size_t>(std::max<int64_t>(0, options.steps - step)), "finetune", progress);
   while (rep.stopped.empty() && step < options.steps) {
     // One batch of fresh (image, question, answer) scenes.
     std::vector<eval::synthvqa::SynthSample> samples;
@@ -414,6 +415,7 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
     loss_sum += parts.total.item<double>();
     ++loss_n;
     ++step;
+    bar.advance();
     if (step % options.val_every == 0 || step == options.steps) {
       rep.train_loss.emplace_back(step, loss_sum / loss_n);
       say("step " + std::to_string(step) + "/" + std::to_string(options.steps) + " loss " +

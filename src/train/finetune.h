@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "eval/dataset.h"
+#include "eval/progress.h"
 
 namespace vispco::train {
 
@@ -73,10 +74,12 @@ struct FinetuneReport {
 /// …}} in its config.json (tokenizer, preprocessor config and learned gate copied; the source's model card,
 /// plots and K predictor are not: they describe the untuned model), and the report. @param test optional
 /// (nullptr: no test figures). @param log one line per step / check. @throws InvalidArgument (options, a plan
-/// that merges tokens), IoError.
+/// that merges tokens), IoError. @param progress a progress bar over the optimiser steps (eval/progress.h),
+/// on stderr.
 FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& val, const eval::Dataset* test,
                             const FinetuneOptions& options, const std::string& out_dir, int n_threads,
-                            const std::function<void(const std::string&)>& log);
+                            const std::function<void(const std::string&)>& log,
+                            eval::ProgressMode progress = eval::ProgressMode::kOff);
 
 /// The plan a model folder was fine-tuned for (config.json "vispco"."tuned_for_plan"), or "" when none (also
 /// when config.json is missing or unreadable: loading the model reports that).
