@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "cli/commands.h"
+#include "model/quant.h"
 #include "core/context.h"
 #include "core/errors.h"
 #include "eval/dataset.h"
@@ -34,6 +35,7 @@ struct EvalArgs {
   int64_t shuffle_images = kNoShuffle;
   static constexpr int64_t kNoShuffle = std::numeric_limits<int64_t>::min();
   bool skip_missing = false, allow_outside = false, json = false;
+  QuantFlags quant;
 };
 
 // "i/n" → (i, n). @throws InvalidArgument.
@@ -85,8 +87,10 @@ void run_eval(const EvalArgs& a) {
   dopts.on_missing_image = o.on_missing_image;
   const eval::Dataset ds = eval::load_dataset(a.data, dopts);
   for (const std::string& w : ds.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-  const std::string model_hash = eval::model_folder_hash(a.model);
+  parse_quant(a.quant.quant);  // a bad name fails before the slow steps
+  const std::string model_hash = quant_model_key(eval::model_folder_hash(a.model), a.quant);
   auto model = VisionLanguageModel::load(a.model, ctx);
+  apply_quant(model, a.quant);
 
   nlohmann::json dynamic;  // keep=auto: K groups, batching, prediction cost
   eval::EvalReport rep;
@@ -141,6 +145,7 @@ void register_eval(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--device", a->device, "cpu | cuda[:N]")->capture_default_str();
   cmd->add_option("--threads", a->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
+  add_quant_flags(cmd, &a->quant);
   cmd->add_option("--progress", a->progress, "Progress on stderr: auto | bar | lines | off")
       ->capture_default_str();
   cmd->add_option("--shuffle-images", a->shuffle_images,

@@ -25,6 +25,7 @@ void register_generate(CLI::App& app) {
     GenerationConfig gen;
     int threads = 0;
     int64_t top_logprobs = -1;  // −1: off
+    QuantFlags quant;
     bool json = false;
   };
   auto o = std::make_shared<Opts>();
@@ -43,6 +44,7 @@ void register_generate(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--device", o->device, "cpu | cuda[:N]")->capture_default_str();
   cmd->add_option("--threads", o->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
+  add_quant_flags(cmd, &o->quant);
   cmd->add_option("--plan", o->plan,
                   "Pruning plan: 'scorer:[layer=L,]keep=K[+…]' (layer defaults to the method's paper layer), "
                   "'pdrop:[layers=a/b/c,]ratio=r|keep=K', a .json file, or none")
@@ -77,6 +79,7 @@ void register_generate(CLI::App& app) {
     if (!auto_keep) hook_slot.emplace(parse_plan(o->plan, cfg), cfg, o->gen.seed, ScorerEnv{o->model});
     auto rgb = io::load_image_rgb(o->image);
     auto model = VisionLanguageModel::load(o->model, ctx);
+    apply_quant(model, o->quant);
     VlmRequest req{model.preprocess(rgb), model.prompt_ids(o->prompt)};
     double predict_ms = 0;
     if (auto_keep) {  // K from the image and the question, then the static plan at that K

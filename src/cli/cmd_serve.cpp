@@ -31,6 +31,7 @@ void on_stop_signal(int sig) {
 void register_serve(CLI::App& app) {
   struct Opts {
     std::string model, dtype = "auto", device = "cpu", port_file;
+    QuantFlags quant;
     serve::SchedulerOptions sched;
     serve::ServerOptions server;
     int threads = 0;
@@ -60,6 +61,7 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--max-image-pixels", o->server.max_image_pixels, "Largest decoded image (413 above)")
       ->capture_default_str();
   cmd->add_option("--threads", o->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
+  add_quant_flags(cmd, &o->quant);
   cmd->add_option("--dtype", o->dtype, "Compute dtype: auto | fp32 | bf16 (auto: bf16 on CUDA or where the CPU has AVX512-BF16/AMX, else fp32)")->capture_default_str();
   cmd->add_option("--device", o->device, "cpu | cuda[:N]")->capture_default_str();
   cmd->callback([o, cmd] {
@@ -80,6 +82,7 @@ void register_serve(CLI::App& app) {
     ctx.n_threads = o->threads;
     apply_threads(ctx);
     auto model = VisionLanguageModel::load(o->model, ctx);
+    apply_quant(model, o->quant);
     serve::Metrics metrics;
     serve::declare_server_metrics(metrics);
     serve::BatchScheduler scheduler(model, o->model, o->sched, &metrics);

@@ -2,6 +2,11 @@
 // A command's callback throws vispco::Error on bad input; main() prints it as one line and exits 2.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <string>
+
+namespace vispco {
+class VisionLanguageModel;
+}
 
 namespace vispco::cli {
 
@@ -29,5 +34,19 @@ void register_vispco(CLI::App& app);  // `vispco vispco-search`
 /// for another plan), else the plan the model folder was fine-tuned for (config.json "vispco"."tuned_for_plan",
 /// train/finetune.h; said on stderr), else "none". @throws what reading the config throws.
 std::string plan_for_model(const std::string& model_dir, const std::string& given, bool given_explicitly);
+
+/// --quant / --quant-tower of the inference commands (model/quant.h).
+struct QuantFlags {
+  std::string quant = "none";  ///< none | int8
+  bool tower = false;          ///< also the vision tower and the projector
+};
+/// Adds --quant and --quant-tower to `cmd`, writing into `*f`.
+void add_quant_flags(CLI::App* cmd, QuantFlags* f);
+/// Quantises `model` as the flags say and says so on stderr (engine, layers, weight bytes before → after);
+/// nothing for "none". @throws InvalidArgument for an unknown --quant or a CUDA model.
+void apply_quant(VisionLanguageModel& model, const QuantFlags& f);
+/// The result-store model key of a quantised model: `model_hash` + "+quant:int8" (+ "-tower"), so int8
+/// results never mix with float ones; `model_hash` itself for "none".
+std::string quant_model_key(const std::string& model_hash, const QuantFlags& f);
 
 }  // namespace vispco::cli

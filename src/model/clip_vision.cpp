@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 
 #include "model/blocks.h"
+#include "model/quant.h"
 
 namespace vispco {
 
@@ -24,15 +25,15 @@ ClipAttentionImpl::ClipAttentionImpl(const VisionConfig& cfg) : n_heads(cfg.num_
 at::Tensor ClipAttentionImpl::forward(const at::Tensor& x, at::Tensor* cls_probs, at::Tensor* keys) {
   const int64_t B = x.size(0), N = x.size(1), D = x.size(2), Dh = D / n_heads;
   auto split = [&](const at::Tensor& t) { return t.view({B, N, n_heads, Dh}).transpose(1, 2); };
-  auto k_flat = k_proj(x);
-  auto q = split(q_proj(x)), k = split(k_flat), v = split(v_proj(x));
+  auto k_flat = linear_forward(k_proj, x);
+  auto q = split(linear_forward(q_proj, x)), k = split(k_flat), v = split(linear_forward(v_proj, x));
   at::Tensor rows;
   if (cls_probs != nullptr) rows = at::zeros({B, 1}, x.options().dtype(at::kLong));
   at::Tensor probs;
   auto out = attention(q, k, v, at::Tensor(), rows, cls_probs != nullptr ? &probs : nullptr);
   if (cls_probs != nullptr) *cls_probs = probs.squeeze(2);  // [B, H, N]
   if (keys != nullptr) *keys = k_flat;
-  return out_proj(out);
+  return linear_forward(out_proj, out);
 }
 
 ClipEncoderLayerImpl::ClipEncoderLayerImpl(const VisionConfig& cfg) : act(cfg.hidden_act) {
@@ -46,7 +47,7 @@ ClipEncoderLayerImpl::ClipEncoderLayerImpl(const VisionConfig& cfg) : act(cfg.hi
 
 at::Tensor ClipEncoderLayerImpl::forward(const at::Tensor& x, at::Tensor* cls_probs, at::Tensor* keys) {
   auto h = x + self_attn->forward(layer_norm1(x), cls_probs, keys);
-  return h + fc2(activation(fc1(layer_norm2(h)), act));
+  return h + linear_forward(fc2, activation(linear_forward(fc1, layer_norm2(h)), act));
 }
 
 ClipVisionModelImpl::ClipVisionModelImpl(const VisionConfig& c) : cfg(c) {

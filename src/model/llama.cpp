@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 
 #include "model/blocks.h"
+#include "model/quant.h"
 
 namespace vispco {
 
@@ -26,9 +27,9 @@ at::Tensor LlamaAttentionImpl::forward(const at::Tensor& x, const Rotary& rot, L
                                        const at::Tensor& valid, const at::Tensor& mask, const at::Tensor& probs_rows,
                                        at::Tensor* probs_out, const at::Tensor& key_gate) {
   const int64_t B = x.size(0), T = x.size(1);
-  auto q = q_proj(x).view({B, T, n_heads, d_head}).transpose(1, 2);
-  auto k = k_proj(x).view({B, T, n_kv_heads, d_head}).transpose(1, 2);
-  auto v = v_proj(x).view({B, T, n_kv_heads, d_head}).transpose(1, 2);
+  auto q = linear_forward(q_proj, x).view({B, T, n_heads, d_head}).transpose(1, 2);
+  auto k = linear_forward(k_proj, x).view({B, T, n_kv_heads, d_head}).transpose(1, 2);
+  auto v = linear_forward(v_proj, x).view({B, T, n_kv_heads, d_head}).transpose(1, 2);
   q = apply_rotary(q, rot);
   k = apply_rotary(k, rot);
   const int64_t past = cache.length();
@@ -36,7 +37,7 @@ at::Tensor LlamaAttentionImpl::forward(const at::Tensor& x, const Rotary& rot, L
   auto out = key_gate.defined()
                  ? attention_gated(q, cache.keys(), cache.values(), mask, key_gate, past, probs_rows, probs_out)
                  : attention(q, cache.keys(), cache.values(), mask, probs_rows, probs_out);
-  return o_proj(out);
+  return linear_forward(o_proj, out);
 }
 
 LlamaMlpImpl::LlamaMlpImpl(const TextConfig& cfg) {
@@ -45,7 +46,9 @@ LlamaMlpImpl::LlamaMlpImpl(const TextConfig& cfg) {
   down_proj = register_module("down_proj", linear(cfg.intermediate_size, cfg.hidden_size, false));
 }
 
-at::Tensor LlamaMlpImpl::forward(const at::Tensor& x) { return down_proj(at::silu(gate_proj(x)) * up_proj(x)); }
+at::Tensor LlamaMlpImpl::forward(const at::Tensor& x) {
+  return linear_forward(down_proj, at::silu(linear_forward(gate_proj, x)) * linear_forward(up_proj, x));
+}
 
 LlamaRmsNormImpl::LlamaRmsNormImpl(int64_t dim, double eps_) : eps(eps_) {
   weight = register_parameter("weight", torch::ones({dim}));
@@ -148,8 +151,8 @@ at::Tensor LlamaForCausalLMImpl::forward_gated(TokenState& state, KeyGateHook& h
 }
 
 at::Tensor LlamaForCausalLMImpl::logits(const at::Tensor& h) {
-  auto w = lm_head ? lm_head->weight : model->embed_tokens->weight;
-  return at::linear(h, w).to(at::kFloat);
+  if (lm_head) return linear_forward(lm_head, h).to(at::kFloat);
+  return at::linear(h, model->embed_tokens->weight).to(at::kFloat);
 }
 
 }  // namespace vispco

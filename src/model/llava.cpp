@@ -15,6 +15,7 @@
 #include "io/safetensors.h"
 #include "model/blocks.h"
 #include "model/gguf_llava.h"
+#include "model/quant.h"
 #include "model/model_source.h"
 
 namespace vispco {
@@ -27,7 +28,9 @@ LlavaProjectorImpl::LlavaProjectorImpl(const LlavaConfig& cfg) : act(cfg.project
   linear_2 = register_module("linear_2", torch::nn::Linear(torch::nn::LinearOptions(d, d).bias(cfg.projector_bias)));
 }
 
-at::Tensor LlavaProjectorImpl::forward(const at::Tensor& x) { return linear_2(activation(linear_1(x), act)); }
+at::Tensor LlavaProjectorImpl::forward(const at::Tensor& x) {
+  return linear_forward(linear_2, activation(linear_forward(linear_1, x), act));
+}
 
 LlavaNetImpl::LlavaNetImpl(const LlavaConfig& cfg) {
   vision_tower = register_module("vision_tower", ClipVisionTower(cfg.vision));

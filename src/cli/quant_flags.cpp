@@ -1,0 +1,35 @@
+// --quant flags shared by generate, eval, serve and bench.
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "core/errors.h"
+#include "model/llava.h"
+#include "model/quant.h"
+
+namespace vispco::cli {
+
+void add_quant_flags(CLI::App* cmd, QuantFlags* f) {
+  cmd->add_option("--quant", f->quant,
+                  "Weights: none | int8 (decoder linear layers int8 per output channel, dynamic activation "
+                  "quantisation, LibTorch's quantized kernels; CPU)")
+      ->capture_default_str();
+  cmd->add_flag("--quant-tower", f->tower, "With --quant int8: the vision tower and projector too");
+}
+
+void apply_quant(VisionLanguageModel& model, const QuantFlags& f) {
+  if (parse_quant(f.quant) == QuantMode::kNone) {
+    if (f.tower) throw InvalidArgument("--quant-tower needs --quant int8");
+    return;
+  }
+  const QuantReport r = quantize_int8(*model.net(), f.tower);
+  std::fprintf(stderr, "quant: int8 (%s engine) — %lld linear layers, weights %.1f MB → %.1f MB\n",
+               r.engine.c_str(), static_cast<long long>(r.n_layers), r.bytes_before / 1e6,
+               r.bytes_int8 / 1e6);
+}
+
+std::string quant_model_key(const std::string& model_hash, const QuantFlags& f) {
+  if (parse_quant(f.quant) == QuantMode::kNone) return model_hash;
+  return model_hash + "+quant:int8" + (f.tower ? "-tower" : "");
+}
+
+}  // namespace vispco::cli

@@ -1,0 +1,158 @@
+// Dynamic int8 linear layers through LibTorch's quantized kernels. The packed weights live in a table keyed
+// by the layer object (with a weak reference, so a destroyed layer's address is never mistaken for a live
+// one); linear_forward consults it, so the decoder's code calls one function for float and int8 layers alike.
+#include "model/quant.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/native/quantized/PackedParams.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include "core/errors.h"
+#include "model/llava.h"
+
+namespace vispco {
+namespace {
+
+struct Entry {
+  std::weak_ptr<torch::nn::LinearImpl> owner;
+  c10::intrusive_ptr<LinearPackedParamsBase> packed;
+  int64_t out = 0, in = 0;
+};
+
+std::shared_mutex table_mutex;
+std::unordered_map<const torch::nn::LinearImpl*, Entry> table;
+std::atomic<bool> any_quantized{false};
+std::atomic<bool> reduce_range{
+    false};  // FBGEMM quantises activations to 7 bits (its u8·s8 pair sums saturate)
+
+const Entry* find(const torch::nn::LinearImpl* layer) {
+  std::shared_lock lock(table_mutex);
+  auto it = table.find(layer);
+  if (it == table.end() || it->second.owner.expired()) return nullptr;
+  return &it->second;
+}
+
+std::string engine_name(at::QEngine e) {
+  switch (e) {
+    case at::kFBGEMM:
+      return "fbgemm";
+    case at::kONEDNN:
+      return "onednn";
+    case at::kQNNPACK:
+      return "qnnpack";
+    case at::kX86:
+      return "x86";
+    default:
+      return "none";
+  }
+}
+
+/// The first supported engine of FBGEMM, x86, oneDNN, QNNPACK, made global. @throws InvalidArgument.
+at::QEngine choose_engine() {
+  const auto& supported = at::globalContext().supportedQEngines();
+  for (const auto e : {at::kFBGEMM, at::kX86, at::kONEDNN, at::kQNNPACK})
+    if (std::find(supported.begin(), supported.end(), e) != supported.end()) {
+      at::globalContext().setQEngine(e);
+      return e;
+    }
+  throw InvalidArgument("--quant int8: this LibTorch has no quantized engine (FBGEMM, oneDNN or QNNPACK)");
+}
+
+void quantize_layer(const torch::nn::Linear& layer, QuantReport& rep) {
+  static auto prepack =
+      c10::Dispatcher::singleton()
+          .findSchemaOrThrow("quantized::linear_prepack", "")
+          .typed<c10::intrusive_ptr<LinearPackedParamsBase>(at::Tensor, c10::optional<at::Tensor>)>();
+  auto w = layer->weight.detach().to(at::kCPU, at::kFloat).contiguous();  // [out, in]
+  const int64_t out = w.size(0), in = w.size(1);
+  // Symmetric per output channel: scale = max|w_row| / 127, zero point 0 (torch.ao's per_channel_symmetric).
+  auto scales = (w.abs().amax(1) / 127.0).clamp_min(1e-12).to(at::kDouble);
+  auto zero_points = at::zeros({out}, at::kLong);
+  auto qw = at::quantize_per_channel(w, scales, zero_points, 0, at::kQInt8);
+  c10::optional<at::Tensor> bias;
+  if (layer->options.bias() && layer->bias.defined() && layer->bias.numel() == out)
+    bias = layer->bias.detach().to(at::kCPU, at::kFloat).contiguous();
+  rep.bytes_before += layer->weight.numel() * layer->weight.element_size() +
+                      (bias ? layer->bias.numel() * layer->bias.element_size() : 0);
+  rep.bytes_int8 += out * in + out * (4 + 4) + (bias ? out * 4 : 0);
+  rep.params += out * in;
+  ++rep.n_layers;
+  Entry e;
+  e.owner = layer.ptr();
+  e.packed = prepack.call(qw, bias);
+  e.out = out;
+  e.in = in;
+  {
+    std::unique_lock lock(table_mutex);
+    table[layer.get()] = std::move(e);
+  }
+  // The float weights are no longer needed: drop them (a memory-mapped view is simply unreferenced).
+  at::NoGradGuard no_grad;
+  layer->weight.set_data(at::empty({0}, layer->weight.options()));
+  if (bias) layer->bias.set_data(at::empty({0}, layer->bias.options()));
+}
+
+}  // namespace
+
+QuantMode parse_quant(const std::string& name) {
+  if (name == "none") return QuantMode::kNone;
+  if (name == "int8") return QuantMode::kInt8;
+  throw InvalidArgument("unknown --quant '" + name + "' (valid: none, int8)");
+}
+
+QuantReport quantize_int8(LlavaNetImpl& net, bool tower) {
+  for (const auto& p : net.parameters())
+    if (!p.device().is_cpu())
+      throw InvalidArgument("--quant int8 runs on the CPU only (LibTorch's quantized kernels)");
+  QuantReport rep;
+  const at::QEngine engine = choose_engine();
+  rep.engine = engine_name(engine);
+  reduce_range = engine == at::kFBGEMM || engine == at::kX86;  // as torch.ao's dynamic Linear on x86
+  auto& lm = net.language_model;
+  for (const auto& m : *lm->model->layers) {
+    auto& layer = *m->as<LlamaDecoderLayerImpl>();
+    auto& a = *layer.self_attn;
+    auto& f = *layer.mlp;
+    for (const auto* l : {&a.q_proj, &a.k_proj, &a.v_proj, &a.o_proj, &f.gate_proj, &f.up_proj, &f.down_proj})
+      quantize_layer(*l, rep);
+  }
+  if (lm->lm_head) quantize_layer(lm->lm_head, rep);
+  if (tower) {
+    for (const auto& m : *net.vision_tower->vision_model->layers) {
+      auto& layer = *m->as<ClipEncoderLayerImpl>();
+      auto& a = *layer.self_attn;
+      for (const auto* l : {&a.q_proj, &a.k_proj, &a.v_proj, &a.out_proj, &layer.fc1, &layer.fc2})
+        quantize_layer(*l, rep);
+    }
+    quantize_layer(net.multi_modal_projector->linear_1, rep);
+    quantize_layer(net.multi_modal_projector->linear_2, rep);
+  }
+  any_quantized = true;
+  return rep;
+}
+
+at::Tensor linear_forward(const torch::nn::Linear& layer, const at::Tensor& x) {
+  if (!any_quantized.load(std::memory_order_relaxed)) return layer.ptr()->forward(x);
+  const Entry* e = find(layer.get());
+  if (!e) return layer.ptr()->forward(x);
+  auto sizes = x.sizes().vec();
+  auto x2 = x.reshape({-1, e->in}).to(at::kFloat).contiguous();
+  auto y = e->packed->apply_dynamic(x2, reduce_range.load(std::memory_order_relaxed));
+  sizes.back() = e->out;
+  return y.view(sizes).to(x.scalar_type());
+}
+
+at::Tensor dequantized_weight(const torch::nn::Linear& layer) {
+  const Entry* e = find(layer.get());
+  if (!e) return {};
+  auto [qw, bias] = e->packed->unpack();
+  return qw.dequantize();
+}
+
+}  // namespace vispco

@@ -1,0 +1,46 @@
+// int8 weights for the decoder's linear layers: dynamic quantisation as PyTorch's
+// torch.ao.nn.quantized.dynamic.Linear does it — weights int8 per output channel (symmetric, scale
+// max|w_row| / 127), activations quantised per tensor at run time, int8 GEMM with fp32 accumulation —
+// through LibTorch's own kernels (quantized::linear_prepack and LinearPackedParamsBase::apply_dynamic on
+// the FBGEMM, oneDNN or QNNPACK engine). No hand-written GEMM.
+#pragma once
+#include <torch/nn/modules/linear.h>
+
+#include <cstdint>
+#include <string>
+
+namespace vispco {
+
+struct LlavaNetImpl;
+
+/// Which weights are int8.
+enum class QuantMode { kNone, kInt8 };
+/// Parses "none" | "int8". @throws InvalidArgument listing the valid names.
+QuantMode parse_quant(const std::string& name);
+
+/// What quantize_int8 did.
+struct QuantReport {
+  std::string engine;        ///< LibTorch quantized engine used ("fbgemm", "onednn", "qnnpack")
+  int64_t n_layers = 0;      ///< linear layers quantised
+  int64_t params = 0;        ///< their weight elements
+  int64_t bytes_before = 0;  ///< their weight + bias bytes before, in the dtype they had
+  int64_t bytes_int8 = 0;    ///< int8 weights + fp32 per-channel scales and zero points + fp32 biases
+};
+
+/// Replaces every linear layer of the decoder (q/k/v/o, gate/up/down, and lm_head when it is not tied to the
+/// embedding) by an int8 one, and, when `tower`, the vision tower's and the projector's too; the float
+/// weights are released. The model then computes those layers in fp32 activations around int8 weights (its
+/// other layers keep their dtype); CPU only. Picks the first supported engine of FBGEMM, oneDNN, QNNPACK and
+/// makes it LibTorch's global quantized engine.
+/// @throws InvalidArgument on a CUDA model or when LibTorch has no quantized engine.
+QuantReport quantize_int8(LlavaNetImpl& net, bool tower);
+
+/// y = linear(x) through the layer's int8 weights when quantize_int8 replaced it, else the layer itself.
+/// @param x [..., in] any float dtype @return [..., out] in x's dtype.
+at::Tensor linear_forward(const torch::nn::Linear& layer, const at::Tensor& x);
+
+/// The int8 weight a quantised layer holds, dequantised ([out, in] fp32: q · scale per row), or an undefined
+/// tensor for a float layer — for tests against a dequantise-then-matmul reference.
+at::Tensor dequantized_weight(const torch::nn::Linear& layer);
+
+}  // namespace vispco
