@@ -45,6 +45,8 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--device", o->device, "cpu | cuda[:N]")->capture_default_str();
   cmd->add_option("--threads", o->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
   add_quant_flags(cmd, &o->quant);
+  cmd->add_flag_callback("--ignore-eos", [o] { o->gen.stop_at_eos = false; },
+                         "Keep generating after EOS until --max-new-tokens (decode benchmarks)");
   cmd->add_option("--plan", o->plan,
                   "Pruning plan: 'scorer:[layer=L,]keep=K[+…]' (layer defaults to the method's paper layer), "
                   "'pdrop:[layers=a/b/c,]ratio=r|keep=K', a .json file, or none")
