@@ -4,10 +4,6 @@
 #include "io/gguf.h"
 
 #include <ATen/ATen.h>
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
@@ -16,6 +12,7 @@
 #include <limits>
 
 #include "core/errors.h"
+#include "io/mapped_file.h"
 
 namespace vispco::io {
 
@@ -220,39 +217,18 @@ std::string ggml_type_name(uint32_t type) {
 }
 
 struct GgufFile::Mapping {
-  std::string path;
-  uint8_t* base = nullptr;
-  uint64_t size = 0;
-  ~Mapping() {
-    if (base != nullptr) ::munmap(base, size);
-  }
+  std::shared_ptr<const MappedFile> file;
 };
 
 GgufFile GgufFile::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw IoError("cannot open GGUF file '" + path + "': " + std::strerror(errno));
-  struct stat st {};
-  const bool stat_ok = ::fstat(fd, &st) == 0;
-  if (!stat_ok || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw IoError("GGUF path '" + path + "' is not a readable regular file");
-  }
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (size < 24) {
-    ::close(fd);
-    throw FormatError("GGUF file '" + path + "' is " + std::to_string(size) +
-                      " bytes, shorter than a GGUF header (24)");
-  }
-  void* base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
-  ::close(fd);
-  if (base == MAP_FAILED) throw IoError("cannot mmap '" + path + "': " + std::strerror(errno));
   GgufFile f;
   f.map_ = std::make_shared<Mapping>();
-  f.map_->path = path;
-  f.map_->base = static_cast<uint8_t*>(base);
-  f.map_->size = size;
-
-  Cursor c(f.map_->base, size, f.map_->path);
+  f.map_->file = MappedFile::open(path, "GGUF");
+  const uint64_t size = f.map_->file->size();
+  if (size < 24)
+    throw FormatError("GGUF file '" + path + "' is " + std::to_string(size) +
+                      " bytes, shorter than a GGUF header (24)");
+  Cursor c(f.map_->file->data(), size, f.map_->file->path());
   if (c.read<uint32_t>("the magic") != kMagic) c.fail("not a GGUF file (magic is not \"GGUF\")");
   f.version_ = c.read<uint32_t>("the version");
   if (f.version_ == 1)
@@ -330,7 +306,7 @@ GgufFile GgufFile::open(const std::string& path) {
   return f;
 }
 
-const std::string& GgufFile::path() const { return map_->path; }
+const std::string& GgufFile::path() const { return map_->file->path(); }
 
 const GgufValue* GgufFile::find(const std::string& key) const {
   auto it = kv_.find(key);
@@ -387,7 +363,7 @@ at::Tensor GgufFile::tensor(const std::string& name) const {
   if (!t)
     config_fail(path(),
                 "no tensor '" + name + "' (it holds " + std::to_string(tensors_.size()) + " tensors)");
-  uint8_t* data = map_->base + data_start_ + t->offset;
+  uint8_t* data = map_->file->data() + data_start_ + t->offset;
   c10::ScalarType dtype;
   switch (static_cast<GgmlType>(t->type)) {
     case GgmlType::kF32:
@@ -412,15 +388,7 @@ at::Tensor GgufFile::tensor(const std::string& name) const {
                               "; vispco reads F32, F16, BF16 and Q8_0 (re-convert with --outtype f16, or "
                               "llama-quantize to Q8_0)");
   }
-  const auto options = at::TensorOptions().dtype(dtype).device(at::kCPU);
-  if (reinterpret_cast<uintptr_t>(data) % c10::elementSize(dtype) != 0) {  // general.alignment below 4
-    at::Tensor copy = at::empty(t->shape, options);
-    std::memcpy(copy.data_ptr(), data, t->nbytes);
-    return copy;
-  }
-  std::shared_ptr<Mapping> keep = map_;
-  return at::from_blob(
-      data, t->shape, [keep](void*) {}, options);
+  return MappedFile::view(map_->file, data_start_ + t->offset, t->shape, dtype);  // copies when misaligned
 }
 
 }  // namespace vispco::io

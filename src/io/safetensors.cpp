@@ -4,10 +4,6 @@
 #include "io/safetensors.h"
 
 #include <ATen/ATen.h>
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
@@ -19,6 +15,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "io/mapped_file.h"
 
 namespace vispco::io {
 
@@ -69,14 +66,6 @@ std::string json_quoted(const std::string& name) { return one_line(json(name)); 
                              const std::string& what) {
   fail(path, "tensor " + json_quoted(tensor) + " field '" + field + "': " + what);
 }
-
-/// Closes a file descriptor on scope exit.
-struct FdGuard {
-  int fd;
-  ~FdGuard() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 /// Parses the header JSON; duplicate top-level names are an error (nlohmann would keep the last silently).
 json parse_header(const std::string& path, const char* begin, const char* end) {
@@ -181,34 +170,19 @@ void check_no_overlap(const std::string& path, const std::map<std::string, Tenso
 
 /// A private (copy-on-write) read-write mapping of a whole file; unmapped when the last holder goes.
 struct SafetensorsFile::Mapping {
-  std::string path;
-  uint8_t* base = nullptr;
-  uint64_t size = 0;
+  std::shared_ptr<const MappedFile> file;
   uint64_t data_start = 0;  // 8 + header length
-  ~Mapping() {
-    if (base != nullptr) ::munmap(base, size);
-  }
 };
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
-  FdGuard fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (fd.fd < 0) throw IoError("cannot open safetensors file '" + path + "': " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd.fd, &st) != 0) throw IoError("cannot stat '" + path + "': " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) throw IoError("safetensors path '" + path + "' is not a regular file");
-  const uint64_t file_size = uint64_t(st.st_size);
+  auto map = std::make_shared<Mapping>();
+  map->file = MappedFile::open(path, "safetensors");
+  const uint64_t file_size = map->file->size();
   if (file_size < 8)
     fail(path, "file is " + std::to_string(file_size) + " bytes, expected at least 8 (the header length)");
 
-  auto map = std::make_shared<Mapping>();
-  map->path = path;
-  void* base = ::mmap(nullptr, file_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd.fd, 0);
-  if (base == MAP_FAILED) throw IoError("cannot mmap '" + path + "': " + std::strerror(errno));
-  map->base = static_cast<uint8_t*>(base);
-  map->size = file_size;
-
   uint64_t n_header = 0;
-  std::memcpy(&n_header, map->base, 8);  // little-endian host (static_assert above)
+  std::memcpy(&n_header, map->file->data(), 8);  // little-endian host (static_assert above)
   if (n_header > kMaxHeaderBytes)
     fail(path, "header length " + std::to_string(n_header) + " exceeds the limit of " +
                    std::to_string(kMaxHeaderBytes) + " bytes (100 MB); not a safetensors file?");
@@ -219,7 +193,7 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   map->data_start = 8 + n_header;
   const uint64_t data_size = file_size - map->data_start;
 
-  const char* text = reinterpret_cast<const char*>(map->base + 8);
+  const char* text = reinterpret_cast<const char*>(map->file->data() + 8);
   json header = parse_header(path, text, text + n_header);
   SafetensorsFile out;
   for (const auto& [name, value] : header.items()) {
@@ -235,7 +209,7 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
 
 const std::string& SafetensorsFile::path() const {
   static const std::string kNone;
-  return map_ ? map_->path : kNone;
+  return map_ ? map_->file->path() : kNone;
 }
 const std::map<std::string, TensorInfo>& SafetensorsFile::entries() const { return entries_; }
 const std::map<std::string, std::string>& SafetensorsFile::metadata() const { return metadata_; }
@@ -248,18 +222,8 @@ at::Tensor SafetensorsFile::tensor(const std::string& name) const {
                       std::to_string(entries_.size()) + " tensors)");
   const TensorInfo& info = it->second;
   const DtypeRow* row = find_dtype(info.dtype);
-  const auto options = at::TensorOptions().dtype(row->type).device(at::kCPU);
-  uint8_t* data = map_->base + map_->data_start + info.begin;
-  if (reinterpret_cast<uintptr_t>(data) % row->size != 0) {
-    // Misaligned for its dtype (a header length not a multiple of 8, or an odd layout): copy rather than
-    // hand LibTorch kernels a misaligned pointer.
-    at::Tensor copy = at::empty(info.shape, options);
-    std::memcpy(copy.data_ptr(), data, info.end - info.begin);
-    return copy;
-  }
-  std::shared_ptr<Mapping> keep = map_;
-  return at::from_blob(
-      data, info.shape, [keep](void*) {}, options);
+  // Misaligned for its dtype (a header length not a multiple of 8, or an odd layout): view() copies.
+  return MappedFile::view(map_->file, map_->data_start + info.begin, info.shape, row->type);
 }
 
 std::string safetensors_dtype(c10::ScalarType dtype) {
