@@ -76,13 +76,21 @@ void TrainRecipe::validate() const {
   if (vision.foreground_keep != 0 || decoder.foreground_keep != 0)
     throw InvalidArgument("recipe: foreground_keep is for lowres stages only");
   if (vision.readout != 0) throw InvalidArgument("recipe: readout is for decoder stages only");
+  for (size_t i = 0; i < refine.size(); ++i) {
+    const auto w = "refine[" + std::to_string(i) + "]";
+    check_stage(refine[i], w);
+    if (refine[i].pool != 1 || refine[i].foreground_keep != 0)
+      throw InvalidArgument("recipe: " + w + " trains at full resolution: pool must be 1 and foreground_keep 0");
+  }
   bool readout = decoder.readout > 0;
   for (const auto& st : lowres) readout = readout || st.readout > 0;
+  for (const auto& st : refine) readout = readout || st.readout > 0;
   if (readout && model.text.num_hidden_layers < 6)
     throw InvalidArgument("recipe: readout reads the hidden state after decoder layer 4, so it needs ≥ 6 decoder layers, got " +
                           std::to_string(model.text.num_hidden_layers));
   bool decoder_position = decoder.position_loss != 0;
   for (const auto& st : lowres) decoder_position = decoder_position || st.position_loss != 0;
+  for (const auto& st : refine) decoder_position = decoder_position || st.position_loss != 0;
   if (decoder_position) throw InvalidArgument("recipe: position_loss is for the vision stage only");
   for (size_t i = 0; i < lowres.size(); ++i) {
     const auto w = "lowres[" + std::to_string(i) + "]";
@@ -97,6 +105,7 @@ void TrainRecipe::validate() const {
   }
   bool answer_grounding = decoder.answer_grounding > 0;
   for (const auto& st : lowres) answer_grounding = answer_grounding || st.answer_grounding > 0;
+  for (const auto& st : refine) answer_grounding = answer_grounding || st.answer_grounding > 0;
   if (answer_grounding && model.text.num_hidden_layers < 5)
     throw InvalidArgument("recipe: answer_grounding grounds decoder layer 3, so it needs ≥ 5 decoder layers, got " +
                           std::to_string(model.text.num_hidden_layers));
@@ -128,6 +137,11 @@ nlohmann::json to_json(const TrainRecipe& r) {
           {"turns", r.turns}, {"checkpoint_seconds", r.checkpoint_seconds}, {"mimetic_init", r.mimetic_init},
           {"probe_every", r.probe_every}, {"probe_per_family", r.probe_per_family}, {"probe_gates", gates}};
   if (r.tokenizer_split_glyphs) j["tokenizer_split_glyphs"] = true;
+  if (!r.refine.empty()) {
+    auto refine_json = nlohmann::json::array();
+    for (const auto& st : r.refine) refine_json.push_back(stage_json(st));
+    j["refine"] = refine_json;
+  }
   return j;
 }
 
@@ -147,6 +161,10 @@ TrainRecipe recipe_from_json(const nlohmann::json& j) {
         for (size_t i = 0; i < v.size(); ++i) r.lowres.push_back(stage_from(v[i], "lowres[" + std::to_string(i) + "]"));
       }
       else if (k == "decoder") r.decoder = stage_from(v, "decoder");
+      else if (k == "refine") {
+        if (!v.is_array()) throw InvalidArgument("recipe: refine must be a list of stages");
+        for (size_t i = 0; i < v.size(); ++i) r.refine.push_back(stage_from(v[i], "refine[" + std::to_string(i) + "]"));
+      }
       else if (k == "turns") r.turns = v.get<int64_t>();
       else if (k == "checkpoint_seconds") r.checkpoint_seconds = v.get<int64_t>();
       else if (k == "mimetic_init") r.mimetic_init = v.get<bool>();

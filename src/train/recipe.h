@@ -80,6 +80,10 @@ struct TrainRecipe {
   /// lets the decoder learn to read the image on short sequences before the full N_v.
   std::vector<StageSettings> lowres;
   StageSettings decoder;        ///< stage 2b: projector + decoder at full N_v, tower frozen
+  /// Stages after `decoder` (optional, run in order; JSON key "refine"): more projector + decoder steps at full
+  /// N_v, each with its own optimiser, warm-up and cosine schedule (a warm restart; e.g. a lower-lr continuation
+  /// of the final stage). pool 1 and no foreground_keep. Empty in recipes before recipe 6.
+  std::vector<StageSettings> refine;
   int64_t turns = 8;            ///< question/answer turns per image in stage 2, ≥ 1
   int64_t checkpoint_seconds = 120;  ///< write a checkpoint at least this often (wall clock), ≥ 1
   /// Mimetic initialisation of the decoder's attention (train/mimetic_init.h) before the first decoder step.

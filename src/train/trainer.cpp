@@ -83,7 +83,7 @@ struct Trainer::State {
   std::unique_ptr<VisionLanguageModel> vlm;
   torch::nn::Linear heads{nullptr};
   torch::nn::Linear readout{nullptr};  // the answer-row readout head (recipe stage "readout"), or null
-  int stage = 0;  // 0 vision, 1…n recipe.lowres, n + 1 decoder, n + 2 done
+  int stage = 0;  // 0 vision, 1…n recipe.lowres, n + 1 decoder, n + 2…n + m + 1 recipe.refine, n + m + 2 done
   int64_t step = 0;
   int64_t last_probe = 0;  // decoder step of the last held-out probe (gates after it are still to check)
   std::string stopped;     // set when a probe gate stopped the run
@@ -92,11 +92,13 @@ struct Trainer::State {
   LlavaNet net() { return vlm->net(); }
   fs::path ckpt() const { return fs::path(out) / "checkpoint"; }
   int n_lowres() const { return static_cast<int>(recipe.lowres.size()); }
-  int done_stage() const { return n_lowres() + 2; }
-  // Settings of stage i (0 vision, 1…n lowres, n + 1 decoder).
+  int done_stage() const { return n_lowres() + static_cast<int>(recipe.refine.size()) + 2; }
+  // Settings of stage i (0 vision, 1…n lowres, n + 1 decoder, then the refine stages).
   const StageSettings& settings_of(int i) const {
     if (i == 0) return recipe.vision;
-    return i <= n_lowres() ? recipe.lowres[i - 1] : recipe.decoder;
+    return i <= n_lowres()     ? recipe.lowres[i - 1]
+           : i == n_lowres() + 1 ? recipe.decoder
+                                 : recipe.refine[i - n_lowres() - 2];
   }
   const StageSettings& settings() const { return settings_of(stage); }
   // True when `stage` is the first decoder stage with steps (where the projector gets its data init).
@@ -234,9 +236,19 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
   if (resume) {
     std::ifstream in(s_->ckpt() / "position.json");
     auto pos = nlohmann::json::parse(in);
-    if (recipe_from_json(pos["recipe"]) != recipe)
+    // The same recipe, or the same with refine stages appended (a finished run continued by more stages) and
+    // probe gates placed in them.
+    auto stored = recipe_from_json(pos["recipe"]);
+    auto prefix = recipe;
+    if (prefix.refine.size() >= stored.refine.size()) prefix.refine.resize(stored.refine.size());
+    int64_t stored_steps = stored.decoder.steps;  // decoder steps of the stored recipe, all stages
+    for (const auto& st : stored.lowres) stored_steps += st.steps;
+    for (const auto& st : stored.refine) stored_steps += st.steps;
+    std::erase_if(prefix.probe_gates, [&](const ProbeGate& g) { return g.decoder_step > stored_steps; });
+    if (prefix != stored)
       throw InvalidArgument("the checkpoint in " + s_->ckpt().string() +
-                            " was made with another recipe; use a new --out folder or the same recipe");
+                            " was made with another recipe; use a new --out folder, the same recipe, or the same "
+                            "recipe with refine stages appended");
   } else {
     io::train_sentencepiece(tokenizer_corpus(recipe.data_seed + 99 * kStageSeedStride, recipe.tokenizer_images,
                                              recipe.tokenizer_split_glyphs),
@@ -249,12 +261,16 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
                                 PatchLabelSizes::kTotal + (recipe.vision.position_loss > 0 ? 2 : 0));
   bool readout = recipe.decoder.readout > 0;
   for (const auto& st : recipe.lowres) readout = readout || st.readout > 0;
+  for (const auto& st : recipe.refine) readout = readout || st.readout > 0;
   if (readout) s_->readout = torch::nn::Linear(recipe.model.text.hidden_size, 3);
   if (resume) {
     std::ifstream in(s_->ckpt() / "position.json");
     auto pos = nlohmann::json::parse(in);
     torch::load(net, (s_->ckpt() / "net.pt").string());
     torch::load(s_->heads, (s_->ckpt() / "heads.pt").string());
+    if (s_->readout && !fs::exists(s_->ckpt() / "readout.pt"))
+      throw InvalidArgument("the checkpoint in " + s_->ckpt().string() +
+                            " has no readout head, which an appended refine stage asks for");
     if (s_->readout) torch::load(s_->readout, (s_->ckpt() / "readout.pt").string());
     s_->stage = pos["stage"].get<int>();
     s_->step = pos["step"].get<int64_t>();

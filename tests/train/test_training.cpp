@@ -278,5 +278,60 @@ TEST(Training, LowResolutionStagesRunInOrderBeforeTheDecoderStage) {
   EXPECT_EQ(stages, (std::vector<std::string>{"vision", "decoder-pool4", "decoder-pool4", "decoder-pool2", "decoder"}));
 }
 
+TEST(TrainRecipe, RefineStagesRoundTripAndTrainAtFullResolution) {
+  auto r = micro_recipe();
+  r.refine = {{.steps = 2, .batch = 1, .lr = 1e-4, .warmup = 0.0}};
+  EXPECT_EQ(recipe_from_json(to_json(r)), r);
+  EXPECT_FALSE(to_json(micro_recipe()).contains("refine"));  // older recipes serialise as before
+  auto j = to_json(r);
+  j["refine"][0]["pool"] = 2;
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  j = to_json(r);
+  j["refine"][0]["foreground_keep"] = 48;
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  j = to_json(r);
+  j["refine"] = j["refine"][0];  // not a list
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+}
+
+TEST(Training, RefineStagesRunAfterTheDecoderStageAndExtendAFinishedRun) {
+  testing::TempDir tmp;
+  auto r = micro_recipe();
+  r.vision.steps = 1;
+  r.decoder.steps = 1;
+  r.decoder.batch = 1;
+  r.probe_every = 2;
+  r.probe_per_family = 1;
+  {
+    Trainer t(r, tmp.str("run"), RunContext{});
+    while (!t.done()) t.step();
+    t.save_checkpoint();
+  }
+  // The finished run continues with two refine stages appended; each restarts its own schedule (no warm-up:
+  // the first step runs at the stage's peak lr).
+  auto more = r;
+  more.refine = {{.steps = 2, .batch = 1, .lr = 3e-4, .warmup = 0.0}, {.steps = 1, .batch = 1, .lr = 1e-4, .warmup = 0.0}};
+  more.probe_gates = {{.decoder_step = 3, .min_accuracy = 0.0}};  // a gate inside the appended stages
+  Trainer t(more, tmp.str("run"), RunContext{});
+  ASSERT_FALSE(t.done());
+  std::vector<double> lrs;
+  while (!t.done()) {
+    auto rep = t.step();
+    EXPECT_EQ(rep.stage, "decoder");
+    lrs.push_back(rep.lr);
+  }
+  ASSERT_EQ(lrs.size(), 3u);
+  EXPECT_DOUBLE_EQ(lrs[0], 3e-4);
+  EXPECT_DOUBLE_EQ(lrs[2], 1e-4);
+  // A checkpoint of another recipe is still refused.
+  t.save_checkpoint();
+  auto other = more;
+  other.decoder.lr *= 2;
+  EXPECT_THROW(Trainer(other, tmp.str("run"), RunContext{}), InvalidArgument);
+  other = more;
+  other.probe_gates.push_back({.decoder_step = 1, .min_accuracy = 0.0});  // a gate in the stages already run
+  EXPECT_THROW(Trainer(other, tmp.str("run"), RunContext{}), InvalidArgument);
+}
+
 }  // namespace
 }  // namespace vispco::train
