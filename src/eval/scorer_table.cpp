@@ -13,6 +13,7 @@
 
 #include "core/errors.h"
 #include "cost/flops.h"
+#include "eval/interval.h"
 #include "eval/run_key.h"
 #include "prune/gate.h"
 #include "prune/plan_hook.h"
@@ -211,8 +212,11 @@ std::string ScorerTable::to_markdown(const std::string& command, const std::stri
         " samples per cell\n";
   md +=
       "- greedy decoding; accuracy = the headline score (exact match after normalisation, VQA soft accuracy "
-      "where human answers exist); retention = accuracy ÷ unpruned accuracy\n";
-  md += strf("- unpruned: %.1f %% accuracy, TTFT %.0f ms\n\n", 100.0 * reference.metrics.overall.accuracy(),
+      "where human answers exist); [lower–upper] = its 95 % Wilson score interval over the samples "
+      "(eval/interval.h); retention = accuracy ÷ unpruned accuracy\n";
+  const Interval ref_ci = wilson_interval(reference.metrics.overall.accuracy(), reference.metrics.overall.n);
+  md += strf("- unpruned: %.1f %% accuracy [%.1f–%.1f], TTFT %.0f ms\n\n",
+             100.0 * reference.metrics.overall.accuracy(), 100.0 * ref_ci.lower, 100.0 * ref_ci.upper,
              reference.mean_ttft_ms);
 
   const auto cell_of = [&](const std::string& s, int64_t k) -> const ScorerTableCell* {
@@ -225,7 +229,7 @@ std::string ScorerTable::to_markdown(const std::string& command, const std::stri
     if (std::find(order.begin(), order.end(), c.scorer) == order.end()) order.push_back(c.scorer);
   const double ref = reference.metrics.overall.accuracy();
 
-  md += "## Accuracy (retention) by kept visual tokens K\n\n| scorer |";
+  md += "## Accuracy % [95 % interval] (retention) by kept visual tokens K\n\n| scorer |";
   for (auto k : keeps) md += " K = " + std::to_string(k) + " |";
   md += "\n|---|";
   for (size_t i = 0; i < keeps.size(); ++i) md += "---:|";
@@ -235,9 +239,10 @@ std::string ScorerTable::to_markdown(const std::string& command, const std::stri
     for (auto k : keeps) {
       const auto* c = cell_of(s, k);
       const double acc = c ? c->metrics.overall.accuracy() : 0;
+      const Interval ci = c ? wilson_interval(acc, c->metrics.overall.n) : Interval{};
       md += !c        ? std::string(" – |")
-            : ref > 0 ? strf(" %.1f (%.2f) |", 100.0 * acc, acc / ref)
-                      : strf(" %.1f |", 100.0 * acc);
+            : ref > 0 ? strf(" %.1f [%.1f–%.1f] (%.2f) |", 100.0 * acc, 100.0 * ci.lower, 100.0 * ci.upper, acc / ref)
+                      : strf(" %.1f [%.1f–%.1f] |", 100.0 * acc, 100.0 * ci.lower, 100.0 * ci.upper);
     }
     md += "\n";
   }

@@ -3,8 +3,10 @@
 // `vispco scorer-table` writing its Markdown and JSON.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <sstream>
@@ -124,6 +126,12 @@ TEST(CliScorers, ScorerTableWritesMarkdownAndJsonAndResumes) {
   auto j = nlohmann::json::parse(std::ifstream(s.tmp.str("t.json")));
   EXPECT_EQ(j["cells"].size(), 10u);  // 5 scorers × K ∈ {8, 4}
   EXPECT_EQ(j["n_samples"], 2);
+  // Each cell's accuracy carries its 95 % Wilson interval over the 2 samples (hand-computed for 0, 1, 2 right).
+  const std::map<int, std::string> wilson_of_2 = {{0, "[0.0–65.8]"}, {1, "[9.5–90.5]"}, {2, "[34.2–100.0]"}};
+  for (const auto& c : j["cells"]) {
+    const int right = static_cast<int>(std::lround(c["metrics"]["overall"]["accuracy"].get<double>() * 2));
+    EXPECT_NE(md.str().find(wilson_of_2.at(right)), std::string::npos) << right;
+  }
   // A second run reads every cell from the store and reports the same figures.
   auto again = run_cli(args);
   ASSERT_EQ(again.exit_code, 0) << again.err;
