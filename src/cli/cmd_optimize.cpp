@@ -234,6 +234,7 @@ void run_optimize_cmd(const OptimizeArgs& a) {
   if (pm == eval::ProgressMode::kAuto) pm = isatty(2) ? eval::ProgressMode::kBar : eval::ProgressMode::kOff;
   st.progress = a.json ? eval::ProgressMode::kOff : pm;
   st.log = log;
+  st.env.model_dir = a.model;
   optimize::ModelPlanEvaluator evaluator(model, model_hash, calib, test, st);
 
   optimize::OptimizeReport rep = optimize::run_optimize(o, evaluator, log);

@@ -100,11 +100,11 @@ EvalPoint ModelPlanEvaluator::evaluate(const PruningPlan& plan, Split split, con
   eval::EvalOptions o;
   o.limit = d.limit;
   o.batch_size = settings_.batch_size;
-  o.plan = plan.to_string();
   o.store_path = settings_.store_path;
   o.progress = settings_.progress;
   std::unique_ptr<PlanHook> hook;
-  if (!plan.empty()) hook = std::make_unique<PlanHook>(plan, model_.config());
+  if (!plan.empty()) hook = std::make_unique<PlanHook>(plan, model_.config(), /*seed=*/0, settings_.env);
+  o.plan = hook ? hook->store_key() : plan.to_string();  // + the learned gate's hash, as vispco eval keys it
   const eval::EvalReport rep = eval::evaluate(model_, model_hash_, *d.dataset, o, hook.get());
 
   EvalPoint p;
@@ -139,6 +139,11 @@ EvalPoint ModelPlanEvaluator::evaluate(const PruningPlan& plan, Split split, con
     settings_.log(buf + p.plan);
   }
   return p;
+}
+
+std::string ModelPlanEvaluator::result_key(const PruningPlan& plan) {
+  if (plan.empty()) return plan.to_string();
+  return PlanHook(plan, model_.config(), /*seed=*/0, settings_.env).store_key();
 }
 
 std::vector<std::string> ModelPlanEvaluator::complete_plans(Split split) {

@@ -20,6 +20,7 @@
 #include "optimize/confidence.h"
 #include "optimize/plan_flops.h"
 #include "prune/plan.h"
+#include "prune/scorer.h"
 
 namespace vispco::optimize {
 
@@ -74,6 +75,10 @@ class PlanEvaluator {
   /// Canonical plan texts whose results for every selected sample of the split are already stored (so
   /// evaluate() would generate nothing). Empty when there is no store.
   virtual std::vector<std::string> complete_plans(Split split) { return {}; }
+  /// The result-store key of `plan` as evaluate() stores it (complete_plans() lists these): the canonical plan
+  /// text, plus the hash of any file a scorer reads (a learned gate), so a retrained gate is not served
+  /// another gate's results. @throws what binding the plan's scorers throws.
+  virtual std::string result_key(const PruningPlan& plan) { return plan.to_string(); }
 };
 
 /// Settings of ModelPlanEvaluator (a plain value).
@@ -88,6 +93,8 @@ struct ModelEvalSettings {
   eval::ProgressMode progress = eval::ProgressMode::kOff;
   /// Called with one line per evaluated plan (plan, split, accuracy, store hits); may be empty.
   std::function<void(const std::string&)> log;
+  /// Bound into every plan's scorers: the model folder, where the learned gate's default file lives.
+  ScorerEnv env;
 };
 
 /// The real evaluator: a loaded model, the two datasets and the result store (eval::evaluate under the
@@ -103,6 +110,7 @@ class ModelPlanEvaluator : public PlanEvaluator {
   EvalPoint evaluate(const PruningPlan& plan, Split split, const std::string& template_text = "",
                      int64_t param = 0) override;
   std::vector<std::string> complete_plans(Split split) override;
+  std::string result_key(const PruningPlan& plan) override;
 
  private:
   struct SplitData {

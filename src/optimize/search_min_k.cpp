@@ -33,7 +33,7 @@ SearchOutcome search_min_k(const OptimizeOptions& o, PlanEvaluator& ev, const Op
   // Known points: plans of this template whose calibration results are all in the store already.
   std::map<std::string, int64_t> k_of_plan;
   for (int64_t k = 1; k <= n_v; ++k)
-    if (t.valid_at(k)) k_of_plan.emplace(t.at(k).to_string(), k);
+    if (t.valid_at(k)) k_of_plan.emplace(ev.result_key(t.at(k)), k);
   std::map<int64_t, double> known;
   for (const std::string& plan : ev.complete_plans(Split::kCalib))
     if (auto it = k_of_plan.find(plan); it != k_of_plan.end()) known[it->second] = 0.0;
