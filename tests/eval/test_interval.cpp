@@ -8,7 +8,10 @@ namespace vispco::eval {
 namespace {
 
 TEST(WilsonInterval, MatchesNewcombesTable) {
-  struct Row { size_t x, n; double lower, upper; };
+  struct Row {
+    size_t x, n;
+    double lower, upper;
+  };
   for (const Row& r : {Row{81, 263, 0.2553, 0.3662}, Row{15, 148, 0.0624, 0.1605}, Row{0, 20, 0.0, 0.1611},
                        Row{1, 29, 0.0061, 0.1718}}) {
     const auto ci = wilson_interval(static_cast<double>(r.x) / static_cast<double>(r.n), r.n);
