@@ -5,6 +5,8 @@
 #include <spdlog/spdlog.h>
 #include <torch/nn/utils.h>
 
+#include <malloc.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -49,6 +51,31 @@ std::vector<std::string> checkpoint_keys(const std::string& name) {
   else if (starts("language_model.lm_head.")) keys.push_back(name.substr(15));
   else keys.push_back("model." + name);
   return keys;
+}
+
+/// Builds the network for loading: its parameters are allocated (and randomly initialised by LibTorch's
+/// modules) in the compute dtype, not fp32, because load_weights replaces every one of them — an fp32 network
+/// of a 1.1B model is 4.4 GB that the process would otherwise keep in its heap beside the weights (issue 20's
+/// "no fp32 shadow copies"). The default dtype is restored before returning, also when construction throws.
+LlavaNet construct_for_loading(const LlavaConfig& cfg, c10::ScalarType dtype) {
+  const caffe2::TypeMeta previous = at::get_default_dtype();
+  at::set_default_dtype(caffe2::TypeMeta::fromScalarType(dtype));
+  try {
+    LlavaNet net(cfg);
+    at::set_default_dtype(previous);
+    return net;
+  } catch (...) {
+    at::set_default_dtype(previous);
+    throw;
+  }
+}
+
+/// Returns the heap pages of the replaced construction-time parameters to the kernel: main() raises glibc's
+/// mmap and trim thresholds (training's activations), so freed blocks would otherwise stay resident.
+void release_freed_heap() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
 }
 
 /// Where load_weights finds tensors: a Hugging Face checkpoint folder or a GGUF pair's mapped tensors.
@@ -125,7 +152,7 @@ VisionLanguageModel VisionLanguageModel::load(const std::string& dir, const RunC
     std::fprintf(stderr, "%s\n", g.vision_layer_note.c_str());  // stderr: stdout may carry --json
     auto tok = io::Tokenizer::from_serialized(g.tokenizer_proto);
     if (g.image_token_id >= 0) tok.set_added_tokens({{g.image_token_id, "<image>", true}});
-    LlavaNet net(g.config);
+    LlavaNet net = construct_for_loading(g.config, ctx.dtype);
     {
       at::NoGradGuard no_grad;
       TensorSource ts{"GGUF pair " + src.text_gguf + " + " + src.mmproj_gguf,
@@ -133,6 +160,7 @@ VisionLanguageModel VisionLanguageModel::load(const std::string& dir, const RunC
                       [&](const std::string& k) { return g.tensors.at(k); }, g.tensors.size()};
       load_weights(net, ts, ctx);
     }
+    release_freed_heap();
     VisionLanguageModel m(g.config, net, tok, ctx);
     m.pre_ = g.preprocess;
     return m;
@@ -147,13 +175,14 @@ VisionLanguageModel VisionLanguageModel::load(const std::string& dir, const RunC
       throw ConfigError(dir + ": the tokenizer's <image> is id " + std::to_string(t.id) +
                         " but config.json's image_token_index is " + std::to_string(cfg.image_token_index));
   auto ckpt = io::CheckpointTensors::open_dir(dir);
-  LlavaNet net(cfg);
+  LlavaNet net = construct_for_loading(cfg, ctx.dtype);
   {
     at::NoGradGuard no_grad;
     TensorSource ts{ckpt.dir(), [&](const std::string& k) { return ckpt.contains(k); },
                     [&](const std::string& k) { return ckpt.tensor(k); }, ckpt.names().size()};
     load_weights(net, ts, ctx);
   }
+  release_freed_heap();
   VisionLanguageModel m(cfg, net, tok, ctx);
   m.pre_ = load_preprocess(dir, cfg);
   return m;

@@ -83,6 +83,13 @@ TEST(LlavaLoad, Bf16CheckpointConvertsToComputeDtype) {
   auto q16 = m16.net()->named_parameters()["language_model.model.layers.0.self_attn.q_proj.weight"];
   EXPECT_EQ(q16.scalar_type(), at::kBFloat16);
   EXPECT_TRUE(at::equal(q16.to(at::kFloat), q32));  // bf16 → fp32 is exact
+  // The network was built in bf16 for loading (no fp32 copy of it); the process default is fp32 again.
+  EXPECT_EQ(at::get_default_dtype(), caffe2::TypeMeta::Make<float>());
+  for (const auto& item : m16.net()->named_parameters(true))
+    EXPECT_EQ(item.value().scalar_type(), at::kBFloat16) << item.key();
+  // A load that fails still restores the default dtype.
+  EXPECT_THROW(VisionLanguageModel::load(tmp.str("missing"), bf), Error);
+  EXPECT_EQ(at::get_default_dtype(), caffe2::TypeMeta::Make<float>());
 }
 
 TEST(LlavaConfig, RealLlava15ConfigTakesHfDefaults) {
