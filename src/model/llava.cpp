@@ -87,7 +87,9 @@ struct TensorSource {
 };
 
 void load_weights(LlavaNet& net, const TensorSource& ckpt, const RunContext& ctx) {
-  size_t used = 0;
+  // Pass 1: find and check every tensor (views into the mapped file, or the GGUF reader's tensors), so a bad
+  // checkpoint throws before anything changes.
+  std::vector<std::pair<at::Tensor, at::Tensor>> assign;  // (parameter, checkpoint tensor)
   for (auto& item : net->named_parameters(/*recurse=*/true)) {
     const auto& name = item.key();
     auto& param = item.value();
@@ -109,14 +111,22 @@ void load_weights(LlavaNet& net, const TensorSource& ckpt, const RunContext& ctx
     }
     if (!at::isFloatingType(t.scalar_type()))
       throw ConfigError("tensor '" + found + "' has non-float dtype " + std::string(c10::toString(t.scalar_type())));
-    ++used;
+    assign.emplace_back(param, t);
+  }
+  if (assign.size() < ckpt.count) spdlog::debug("{} checkpoint tensors not used by the model", ckpt.count - assign.size());
+  // Pass 2: free the constructed (random) parameters before any converted copy is allocated, so the peak is
+  // the weights once in the compute dtype, not twice.
+  for (auto& [param, t] : assign) param.set_data(at::empty({0}, param.options()));
+  release_freed_heap();
+  // Pass 3: the checkpoint's tensors, zero-copy where the dtype already is the compute dtype.
+  for (auto& [param, t] : assign) {
     if (t.scalar_type() == ctx.dtype && ctx.device.is_cpu()) {
       param.set_data(t);  // memory-mapped view, no copy
     } else {
       param.set_data(t.to(ctx.device, ctx.dtype));
     }
+    t = at::Tensor();
   }
-  if (used < ckpt.count) spdlog::debug("{} checkpoint tensors not used by the model", ckpt.count - used);
 }
 
 io::ImagePreprocessConfig load_preprocess(const std::string& dir, const LlavaConfig& cfg) {
