@@ -233,6 +233,7 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
   if (ec) throw IoError("cannot create '" + out_dir + "': " + ec.message());
   const auto tok_path = (fs::path(out_dir) / "tokenizer.model").string();
   const bool resume = fs::exists(s_->ckpt() / "position.json");
+  bool continue_after_tower = false;
   if (resume) {
     std::ifstream in(s_->ckpt() / "position.json");
     auto pos = nlohmann::json::parse(in);
@@ -245,10 +246,19 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
     for (const auto& st : stored.lowres) stored_steps += st.steps;
     for (const auto& st : stored.refine) stored_steps += st.steps;
     std::erase_if(prefix.probe_gates, [&](const ProbeGate& g) { return g.decoder_step > stored_steps; });
-    if (prefix != stored)
+    // A finished tower-only run (a recipe with no decoder steps) continues with any decoder stages on the same
+    // tower: everything that shapes stage 1 and the tokenizer is equal, so this is the state a from-scratch
+    // run of the new recipe reaches after its vision stage.
+    const bool same_tower = stored.model == recipe.model && stored.tokenizer_vocab == recipe.tokenizer_vocab &&
+                            stored.tokenizer_images == recipe.tokenizer_images &&
+                            stored.tokenizer_split_glyphs == recipe.tokenizer_split_glyphs &&
+                            stored.seed == recipe.seed && stored.data_seed == recipe.data_seed &&
+                            stored.vision == recipe.vision;
+    continue_after_tower = prefix != stored && stored_steps == 0 && pos["stage"].get<int>() >= 1 && same_tower;
+    if (prefix != stored && !continue_after_tower)
       throw InvalidArgument("the checkpoint in " + s_->ckpt().string() +
-                            " was made with another recipe; use a new --out folder, the same recipe, or the same "
-                            "recipe with refine stages appended");
+                            " was made with another recipe; use a new --out folder, the same recipe, the same "
+                            "recipe with refine stages appended, or (after a tower-only run) the same tower");
   } else {
     io::train_sentencepiece(tokenizer_corpus(recipe.data_seed + 99 * kStageSeedStride, recipe.tokenizer_images,
                                              recipe.tokenizer_split_glyphs),
@@ -276,6 +286,12 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
     s_->step = pos["step"].get<int64_t>();
     s_->last_probe = pos.value("last_probe", int64_t{0});
     s_->stopped = pos.value("stopped", std::string());
+    if (continue_after_tower) {
+      s_->stage = 1;  // the first stage after the vision stage
+      s_->step = 0;
+      s_->last_probe = 0;
+      s_->stopped.clear();
+    }
     s_->begin_stage();
     if (s_->opt && fs::exists(s_->ckpt() / "optimizer.pt")) torch::load(*s_->opt, (s_->ckpt() / "optimizer.pt").string());
   } else {

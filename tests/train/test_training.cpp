@@ -333,5 +333,38 @@ TEST(Training, RefineStagesRunAfterTheDecoderStageAndExtendAFinishedRun) {
   EXPECT_THROW(Trainer(other, tmp.str("run"), RunContext{}), InvalidArgument);
 }
 
+// A finished tower-only run continues with decoder stages on the same tower, and its first decoder step is the
+// one a from-scratch run of the full recipe takes after its vision stage.
+TEST(Training, ATowerOnlyRunContinuesWithDecoderStagesAsAFromScratchRunWould) {
+  auto full = micro_recipe();
+  full.vision.steps = 2;
+  full.decoder.steps = 2;
+  full.decoder.batch = 1;
+  testing::TempDir tmp;
+  double from_scratch = 0;
+  {
+    Trainer t(full, tmp.str("scratch"), RunContext{});
+    t.step();
+    t.step();  // the two vision steps
+    from_scratch = t.step().loss;
+  }
+  auto tower = full;
+  tower.decoder.steps = 0;
+  {
+    Trainer t(tower, tmp.str("tower"), RunContext{});
+    while (!t.done()) t.step();
+    t.save_checkpoint();
+  }
+  Trainer continued(full, tmp.str("tower"), RunContext{});
+  ASSERT_FALSE(continued.done());
+  const auto r = continued.step();
+  EXPECT_EQ(r.stage, "decoder");
+  EXPECT_NEAR(r.loss, from_scratch, 1e-6 * std::abs(from_scratch));  // stated tolerance: 1e-6 relative
+  // Another tower cannot continue it.
+  auto other = full;
+  other.vision.lr *= 2;
+  EXPECT_THROW(Trainer(other, tmp.str("tower"), RunContext{}), InvalidArgument);
+}
+
 }  // namespace
 }  // namespace vispco::train
