@@ -1,4 +1,6 @@
-// Tests of the run context's parsers.
+// Tests of the run context's parsers and thread set-up.
+#include <ATen/Parallel.h>
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include "core/context.h"
@@ -11,6 +13,21 @@ TEST(Context, ParsesDtypes) {
   EXPECT_EQ(parse_dtype("fp32"), c10::kFloat);
   EXPECT_EQ(dtype_name(parse_dtype("float16")), "fp16");
   EXPECT_THROW(parse_dtype("int4"), InvalidArgument);
+}
+
+// --threads N reaches LibTorch's pool and, where the process has it, OpenBLAS's own pool (which
+// at::set_num_threads does not govern).
+TEST(Context, ThreadCountReachesLibTorchAndOpenBlas) {
+  using GetThreads = int (*)();
+  auto openblas_threads = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  for (int n : {1, 2}) {
+    RunContext ctx;
+    ctx.n_threads = n;
+    apply_threads(ctx);
+    EXPECT_EQ(at::get_num_threads(), n);
+    if (openblas_threads != nullptr) EXPECT_EQ(openblas_threads(), n);
+  }
+  if (openblas_threads == nullptr) GTEST_SKIP() << "this LibTorch does not use OpenBLAS; only LibTorch's pool checked";
 }
 
 TEST(Context, RejectsUnknownDevice) {
