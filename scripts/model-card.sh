@@ -18,7 +18,7 @@ table=$(sed -n '/^| family/,$p' "$RUN/eval-test/summary.md")
 shuffled=$(sed -n '/^| family/,$p' "$RUN/eval-test-shuffled/summary.md" 2>/dev/null || echo "(not measured)")
 limits=$(cat "$RUN/limits.md" 2>/dev/null || echo "(to be written from the per-family figures above)")
 head=$(grep -E '^- (samples|per sample|model|dataset):' "$RUN/eval-test/summary.md")
-mb=$(du -m --apparent-size "$MODEL"/*.safetensors | awk '{ s += $1 } END { print s }')
+mb=$(du -m --apparent-size "$MODEL"/model*.safetensors | awk '{ s += $1 } END { print s }')
 awk -v wall="$wall" -v probe="$probe" -v position="$position" -v table="$table" -v shuffled="$shuffled" -v limits="$limits" -v head="$head" -v mb="$mb" '
   { gsub(/\{\{WALL_MIN\}\}/, wall); gsub(/\{\{WEIGHTS_MB\}\}/, mb); gsub(/\{\{TOWER_POSITION\}\}/, position)
     if ($0 == "{{TOWER_PROBE}}") { print probe; next }
