@@ -13,6 +13,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/default_dtype.h"
 #include "core/errors.h"
 #include "io/safetensors.h"
 #include "model/blocks.h"
@@ -56,18 +57,10 @@ std::vector<std::string> checkpoint_keys(const std::string& name) {
 /// Builds the network for loading: its parameters are allocated (and randomly initialised by LibTorch's
 /// modules) in the compute dtype, not fp32, because load_weights replaces every one of them — an fp32 network
 /// of a 1.1B model is 4.4 GB that the process would otherwise keep in its heap beside the weights (issue 20's
-/// "no fp32 shadow copies"). The default dtype is restored before returning, also when construction throws.
+/// "no fp32 shadow copies"). The default dtype is restored before returning (core/default_dtype.h).
 LlavaNet construct_for_loading(const LlavaConfig& cfg, c10::ScalarType dtype) {
-  const caffe2::TypeMeta previous = at::get_default_dtype();
-  at::set_default_dtype(caffe2::TypeMeta::fromScalarType(dtype));
-  try {
-    LlavaNet net(cfg);
-    at::set_default_dtype(previous);
-    return net;
-  } catch (...) {
-    at::set_default_dtype(previous);
-    throw;
-  }
+  DefaultDtypeGuard guard(dtype);
+  return LlavaNet(cfg);
 }
 
 /// Returns the heap pages of the replaced construction-time parameters to the kernel: main() raises glibc's

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/default_dtype.h"
 #include "core/errors.h"
 #include "io/tokenizer.h"
 
@@ -65,12 +66,6 @@ LlavaConfig llava_tinyllama() {
 }
 
 // Restores LibTorch's default dtype on scope exit.
-struct DefaultDtypeGuard {
-  caffe2::TypeMeta saved = at::get_default_dtype();
-  explicit DefaultDtypeGuard(c10::ScalarType t) { at::set_default_dtype(c10::scalarTypeToTypeMeta(t)); }
-  ~DefaultDtypeGuard() { at::set_default_dtype(saved); }
-};
-
 }  // namespace
 
 const std::vector<ModelPreset>& model_presets() {

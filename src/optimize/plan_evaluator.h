@@ -72,8 +72,9 @@ class PlanEvaluator {
   /// point. @throws what the underlying evaluation throws.
   virtual EvalPoint evaluate(const PruningPlan& plan, Split split, const std::string& template_text = "",
                              int64_t param = 0) = 0;
-  /// Canonical plan texts whose results for every selected sample of the split are already stored (so
-  /// evaluate() would generate nothing). Empty when there is no store.
+  /// Result keys (result_key(): the canonical plan text, plus " @…" for scorer files such as a learned gate)
+  /// whose results for every selected sample of the split are already stored (so evaluate() would generate
+  /// nothing). Empty when there is no store.
   virtual std::vector<std::string> complete_plans(Split split) { return {}; }
   /// The result-store key of `plan` as evaluate() stores it (complete_plans() lists these): the canonical plan
   /// text, plus the hash of any file a scorer reads (a learned gate), so a retrained gate is not served

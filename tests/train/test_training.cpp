@@ -333,13 +333,17 @@ TEST(Training, RefineStagesRunAfterTheDecoderStageAndExtendAFinishedRun) {
   EXPECT_THROW(Trainer(other, tmp.str("run"), RunContext{}), InvalidArgument);
 }
 
-// A finished tower-only run continues with decoder stages on the same tower, and its first decoder step is the
-// one a from-scratch run of the full recipe takes after its vision stage.
+// A tower-only run (finished, or stopped inside its vision stage) continues with decoder stages on the same
+// tower, and its first decoder step is the one a from-scratch run of the full recipe takes after its vision
+// stage. The tower-only recipe keeps the full recipe's probe gate (beyond its own steps) and still resumes.
 TEST(Training, ATowerOnlyRunContinuesWithDecoderStagesAsAFromScratchRunWould) {
   auto full = micro_recipe();
   full.vision.steps = 2;
   full.decoder.steps = 2;
   full.decoder.batch = 1;
+  full.probe_every = 2;
+  full.probe_per_family = 1;
+  full.probe_gates = {{.decoder_step = 2, .min_accuracy = 0.0}};
   testing::TempDir tmp;
   double from_scratch = 0;
   {
@@ -350,20 +354,28 @@ TEST(Training, ATowerOnlyRunContinuesWithDecoderStagesAsAFromScratchRunWould) {
   }
   auto tower = full;
   tower.decoder.steps = 0;
-  {
-    Trainer t(tower, tmp.str("tower"), RunContext{});
-    while (!t.done()) t.step();
-    t.save_checkpoint();
+  for (const char* run : {"finished", "mid-vision"}) {
+    {
+      Trainer t(tower, tmp.str(run), RunContext{});
+      t.step();
+      t.save_checkpoint();
+    }
+    if (std::string(run) == "finished") {
+      Trainer t(tower, tmp.str(run), RunContext{});  // the same recipe resumes despite its gate at step 2
+      while (!t.done()) t.step();
+      t.save_checkpoint();
+    }
+    Trainer continued(full, tmp.str(run), RunContext{});
+    ASSERT_FALSE(continued.done());
+    auto r = continued.step();
+    if (r.stage == "vision") r = continued.step();  // the mid-vision run finishes its tower first
+    EXPECT_EQ(r.stage, "decoder") << run;
+    EXPECT_NEAR(r.loss, from_scratch, 1e-6 * std::abs(from_scratch)) << run;  // stated tolerance: 1e-6 relative
   }
-  Trainer continued(full, tmp.str("tower"), RunContext{});
-  ASSERT_FALSE(continued.done());
-  const auto r = continued.step();
-  EXPECT_EQ(r.stage, "decoder");
-  EXPECT_NEAR(r.loss, from_scratch, 1e-6 * std::abs(from_scratch));  // stated tolerance: 1e-6 relative
   // Another tower cannot continue it.
   auto other = full;
   other.vision.lr *= 2;
-  EXPECT_THROW(Trainer(other, tmp.str("tower"), RunContext{}), InvalidArgument);
+  EXPECT_THROW(Trainer(other, tmp.str("finished"), RunContext{}), InvalidArgument);
 }
 
 }  // namespace
