@@ -66,6 +66,26 @@ void check_stage(const StageSettings& s, const std::string& w) {
 
 }  // namespace
 
+std::vector<const StageSettings*> TrainRecipe::decoder_stages() const {
+  std::vector<const StageSettings*> out;
+  for (const auto& st : lowres) out.push_back(&st);
+  out.push_back(&decoder);
+  for (const auto& st : refine) out.push_back(&st);
+  return out;
+}
+
+bool TrainRecipe::trains_readout() const {
+  for (const auto* st : decoder_stages())
+    if (st->readout > 0) return true;
+  return false;
+}
+
+int64_t TrainRecipe::decoder_steps() const {
+  int64_t n = 0;
+  for (const auto* st : decoder_stages()) n += st->steps;
+  return n;
+}
+
 void TrainRecipe::validate() const {
   model.validate();
   check_stage(vision, "vision");
@@ -82,15 +102,11 @@ void TrainRecipe::validate() const {
     if (refine[i].pool != 1 || refine[i].foreground_keep != 0)
       throw InvalidArgument("recipe: " + w + " trains at full resolution: pool must be 1 and foreground_keep 0");
   }
-  bool readout = decoder.readout > 0;
-  for (const auto& st : lowres) readout = readout || st.readout > 0;
-  for (const auto& st : refine) readout = readout || st.readout > 0;
-  if (readout && model.text.num_hidden_layers < 6)
+  if (trains_readout() && model.text.num_hidden_layers < 6)
     throw InvalidArgument("recipe: readout reads the hidden state after decoder layer 4, so it needs ≥ 6 decoder layers, got " +
                           std::to_string(model.text.num_hidden_layers));
-  bool decoder_position = decoder.position_loss != 0;
-  for (const auto& st : lowres) decoder_position = decoder_position || st.position_loss != 0;
-  for (const auto& st : refine) decoder_position = decoder_position || st.position_loss != 0;
+  bool decoder_position = false;
+  for (const auto* st : decoder_stages()) decoder_position = decoder_position || st->position_loss != 0;
   if (decoder_position) throw InvalidArgument("recipe: position_loss is for the vision stage only");
   for (size_t i = 0; i < lowres.size(); ++i) {
     const auto w = "lowres[" + std::to_string(i) + "]";
@@ -103,9 +119,8 @@ void TrainRecipe::validate() const {
       throw InvalidArgument("recipe: " + w + ".pool must divide the patch grid side " +
                             std::to_string(model.vision.grid()));
   }
-  bool answer_grounding = decoder.answer_grounding > 0;
-  for (const auto& st : lowres) answer_grounding = answer_grounding || st.answer_grounding > 0;
-  for (const auto& st : refine) answer_grounding = answer_grounding || st.answer_grounding > 0;
+  bool answer_grounding = false;
+  for (const auto* st : decoder_stages()) answer_grounding = answer_grounding || st->answer_grounding > 0;
   if (answer_grounding && model.text.num_hidden_layers < 5)
     throw InvalidArgument("recipe: answer_grounding grounds decoder layer 3, so it needs ≥ 5 decoder layers, got " +
                           std::to_string(model.text.num_hidden_layers));

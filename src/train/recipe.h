@@ -96,6 +96,12 @@ struct TrainRecipe {
   int64_t probe_per_family = 16;  ///< ≥ 1
   std::vector<ProbeGate> probe_gates;  ///< early stops (need probe_every > 0), checked in order of step
 
+  /// The decoder stages in run order: lowres…, decoder, refine….
+  std::vector<const StageSettings*> decoder_stages() const;
+  /// True when some decoder stage trains the answer-row readout head (readout > 0).
+  bool trains_readout() const;
+  /// Optimiser steps of all decoder stages together.
+  int64_t decoder_steps() const;
   /// @throws InvalidArgument naming the bad field.
   void validate() const;
   bool operator==(const TrainRecipe&) const = default;

@@ -241,14 +241,10 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
     // The same recipe, or the same with refine stages appended (a finished run continued by more stages) and
     // probe gates placed in them.
     auto stored = recipe_from_json(pos["recipe"]);
-    stored_readout = stored.decoder.readout > 0;
-    for (const auto& st : stored.lowres) stored_readout = stored_readout || st.readout > 0;
-    for (const auto& st : stored.refine) stored_readout = stored_readout || st.readout > 0;
+    stored_readout = stored.trains_readout();
     auto prefix = recipe;
     if (prefix.refine.size() >= stored.refine.size()) prefix.refine.resize(stored.refine.size());
-    int64_t stored_steps = stored.decoder.steps;  // decoder steps of the stored recipe, all stages
-    for (const auto& st : stored.lowres) stored_steps += st.steps;
-    for (const auto& st : stored.refine) stored_steps += st.steps;
+    const int64_t stored_steps = stored.decoder_steps();
     // Gates beyond the stored run's steps never fired in it: compare without them on both sides.
     const auto beyond = [&](const ProbeGate& g) { return g.decoder_step > stored_steps; };
     std::erase_if(prefix.probe_gates, beyond);
@@ -276,10 +272,7 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
   s_->vlm = std::make_unique<VisionLanguageModel>(recipe.model, net, tok, ctx);
   s_->heads = torch::nn::Linear(recipe.model.vision.hidden_size,
                                 PatchLabelSizes::kTotal + (recipe.vision.position_loss > 0 ? 2 : 0));
-  bool readout = recipe.decoder.readout > 0;
-  for (const auto& st : recipe.lowres) readout = readout || st.readout > 0;
-  for (const auto& st : recipe.refine) readout = readout || st.readout > 0;
-  if (readout) s_->readout = torch::nn::Linear(recipe.model.text.hidden_size, 3);
+  if (recipe.trains_readout()) s_->readout = torch::nn::Linear(recipe.model.text.hidden_size, 3);
   if (resume) {
     std::ifstream in(s_->ckpt() / "position.json");
     auto pos = nlohmann::json::parse(in);
