@@ -126,9 +126,10 @@ AnswerGrounding answer_grounding_of(const QaPair& q, const eval::synthvqa::Scene
   if (f == "color" || f == "shape") {
     if (q.objects.size() == 1) g.heads = {{patches(q.objects[0])}};
   } else if (f == "count_shape" || f == "count_color" || f.rfind("exist", 0) == 0) {
+    const bool count = f.rfind("count", 0) == 0;
     g.heads.emplace_back();
-    for (int o : q.objects) g.heads[0].push_back(counted(o));
-    g.sink = true;
+    for (int o : q.objects) g.heads[0].push_back(count && options.count_footprints ? patches(o) : counted(o));
+    g.sink = !(count && options.count_footprints);
     if (f.rfind("count", 0) == 0) g.readout[2] = float(q.objects.size()) / 6.0f;
   } else if (f == "spatial" || f == "size") {
     if (q.objects.size() == 2) g.heads = {{patches(q.objects[0])}, {patches(q.objects[1])}};

@@ -85,6 +85,10 @@ struct AnswerGroundingOptions {
   /// equal logits the sink's share is exactly 1/(n + 1) whatever the objects' sizes (over whole footprints a
   /// large object takes more of the softmax mass than a small one unless the logits learn its area).
   bool count_centres = false;
+  /// Count questions ground on the counted objects' footprints with no sink (for towers that classify each
+  /// object's count of its colour and shape, patch_labels.h patch_extra_labels()); the count is then read
+  /// from the attended tokens' values, as a colour is. Takes precedence over count_centres for counts.
+  bool count_footprints = false;
   /// Text questions get per-glyph targets (AnswerGrounding::glyphs) for the asked string.
   bool text_glyphs = false;
 };

@@ -105,6 +105,33 @@ std::vector<std::vector<int64_t>> glyph_patches(const Scene& scene, size_t text,
   return out;
 }
 
+at::Tensor patch_extra_labels(const Scene& scene, int64_t grid) {
+  const double cell = double(kImageSize) / grid;
+  auto out = at::zeros({grid * grid, 3}, at::kLong);
+  auto a = out.accessor<int64_t, 2>();
+  for (size_t i = 0; i < scene.objects.size(); ++i) {
+    const auto& o = scene.objects[i];
+    int64_t same_colour = 0, same_shape = 0;
+    for (const auto& u : scene.objects) {
+      same_colour += u.colour == o.colour;
+      same_shape += u.shape == o.shape;
+    }
+    for (int64_t p : object_patches(scene, i, grid)) {
+      a[p][0] = std::min(same_colour, PatchExtraSizes::kMaxCount);
+      a[p][1] = std::min(same_shape, PatchExtraSizes::kMaxCount);
+    }
+  }
+  for (const auto& t : scene.texts)
+    for (int64_t r = 0; r < grid; ++r)
+      for (int64_t c = 0; c < grid; ++c) {
+        const double px = (c + 0.5) * cell, py = (r + 0.5) * cell;
+        if (px < t.x || px >= t.x + t.w || py < t.y || py >= t.y + t.h || t.text.empty()) continue;
+        const auto i = std::min(static_cast<size_t>((px - t.x) / t.w * t.text.size()), t.text.size() - 1);
+        a[r * grid + c][2] = std::min<int64_t>(static_cast<int64_t>(i) + 1, PatchExtraSizes::kGlyphIndex - 1);
+      }
+  return out;
+}
+
 at::Tensor patch_positions(int64_t grid) {
   if (grid < 2) throw InvalidArgument("patch_positions: grid must be ≥ 2, got " + std::to_string(grid));
   auto line = at::linspace(-1.0, 1.0, grid, at::kFloat);

@@ -44,6 +44,23 @@ int64_t object_centre_patch(const eval::synthvqa::Scene& scene, size_t object, i
 /// tokens answer token j of a text question should look at. @throws InvalidArgument when `text` is out of range.
 std::vector<std::vector<int64_t>> glyph_patches(const eval::synthvqa::Scene& scene, size_t text, int64_t grid);
 
+/// Classes of the optional extra heads (patch_extra_labels(); class 0 = nothing there).
+struct PatchExtraSizes {
+  static constexpr int64_t kMaxCount = 10;          ///< SynthVQA scenes hold at most 10 objects
+  static constexpr int64_t kCount = kMaxCount + 1;  ///< none + 1…10 objects of that colour (or shape)
+  static constexpr int64_t kGlyphIndex = 5;         ///< none + position 1…4 of the character in its string
+};
+
+/// The optional per-patch labels of the tower's count and glyph-index heads (recipe vision fields
+/// `count_heads`, `glyph_index_head`). @return int64 [grid², 3]: columns
+///   0 — on a patch of object o (object_patches()'s rule: its footprint where no later object covers it, plus
+///       its centre patch): how many objects of the scene have o's colour (1…10), else 0;
+///   1 — the same for o's shape;
+///   2 — on a text patch (patch_labels()'s char rule): the position of its character in the string, 1-based.
+/// Counting is then a property of every counted object's patches, so a count question reads it the way a
+/// colour question reads a colour (one hop) instead of deriving the count from how attention mass divides.
+at::Tensor patch_extra_labels(const eval::synthvqa::Scene& scene, int64_t grid);
+
 /// Where each patch is: fp32 [grid², 2], the patch centre's column and row scaled to [−1, 1]
 /// (−1 = left/top patch, +1 = right/bottom), the regression target of the tower's position head.
 at::Tensor patch_positions(int64_t grid);

@@ -22,6 +22,11 @@ nlohmann::json stage_json(const StageSettings& s) {
   if (s.text_glyphs) j["text_glyphs"] = true;
   if (s.readout != 0) j["readout"] = s.readout;
   if (s.position_loss != 0) j["position_loss"] = s.position_loss;
+  if (s.count_heads) j["count_heads"] = true;
+  if (s.glyph_index_head) j["glyph_index_head"] = true;
+  if (s.min_texts != 0) j["min_texts"] = s.min_texts;
+  if (s.count_footprints) j["count_footprints"] = true;
+  if (s.answer_row_at_first_glyph) j["answer_row_at_first_glyph"] = true;
   return j;
 }
 
@@ -43,6 +48,16 @@ StageSettings stage_from(const nlohmann::json& j, const std::string& where) {
     else if (k == "text_glyphs") s.text_glyphs = v.get<bool>();
     else if (k == "readout") s.readout = v.get<double>();
     else if (k == "position_loss") s.position_loss = v.get<double>();
+    else if (k == "count_heads")
+      s.count_heads = v.get<bool>();
+    else if (k == "glyph_index_head")
+      s.glyph_index_head = v.get<bool>();
+    else if (k == "min_texts")
+      s.min_texts = v.get<int64_t>();
+    else if (k == "count_footprints")
+      s.count_footprints = v.get<bool>();
+    else if (k == "answer_row_at_first_glyph")
+      s.answer_row_at_first_glyph = v.get<bool>();
     else throw InvalidArgument("recipe: unknown key '" + where + "." + k + "'");
   }
   return s;
@@ -60,8 +75,13 @@ void check_stage(const StageSettings& s, const std::string& w) {
   if (!(s.answer_grounding >= 0)) throw InvalidArgument("recipe: " + w + ".answer_grounding must be ≥ 0");
   if (!(s.position_loss >= 0)) throw InvalidArgument("recipe: " + w + ".position_loss must be ≥ 0");
   if (!(s.readout >= 0)) throw InvalidArgument("recipe: " + w + ".readout must be ≥ 0");
-  if ((s.count_centres || s.text_glyphs || s.readout > 0) && s.answer_grounding == 0)
-    throw InvalidArgument("recipe: " + w + ".count_centres, text_glyphs and readout need answer_grounding > 0");
+  if ((s.count_centres || s.count_footprints || s.text_glyphs || s.readout > 0 ||
+       s.answer_row_at_first_glyph) &&
+      s.answer_grounding == 0)
+    throw InvalidArgument(
+        "recipe: " + w +
+        ".count_centres, count_footprints, text_glyphs, readout and answer_row_at_first_glyph need "
+        "answer_grounding > 0");
 }
 
 }  // namespace
@@ -96,6 +116,12 @@ void TrainRecipe::validate() const {
   if (vision.foreground_keep != 0 || decoder.foreground_keep != 0)
     throw InvalidArgument("recipe: foreground_keep is for lowres stages only");
   if (vision.readout != 0) throw InvalidArgument("recipe: readout is for decoder stages only");
+  for (const auto* st : decoder_stages())
+    if (st->count_heads || st->glyph_index_head || st->min_texts != 0)
+      throw InvalidArgument(
+          "recipe: count_heads, glyph_index_head and min_texts are for the vision stage only");
+  if (vision.min_texts < 0 || vision.min_texts > 5)
+    throw InvalidArgument("recipe: vision.min_texts must be in [0, 5]");
   for (size_t i = 0; i < refine.size(); ++i) {
     const auto w = "refine[" + std::to_string(i) + "]";
     check_stage(refine[i], w);

@@ -53,6 +53,28 @@ struct StageSettings {
   /// tower's features. The decoder needs it for spatial relations: RoPE rotates queries and keys, so attention
   /// can find a token by position but the value it reads carries no position of its own. 0 = off.
   double position_loss = 0;
+  /// Vision stage only: two more patch heads classify, on every patch of an object, how many objects of the
+  /// scene share its colour and how many share its shape (patch_labels.h patch_extra_labels()). A count
+  /// question then reads its answer from the counted objects' visual tokens in one hop, as a colour question
+  /// reads a colour; recipe 4 derived counts from how one head's attention divides between the objects and
+  /// BOS, and its counts stayed at 56 % with off-by-one errors for n ≥ 3 (docs/bundled-model-training.md,
+  /// session 12).
+  bool count_heads = false;
+  /// Vision stage only: one more patch head classifies the position (1…4) of a text patch's character in its
+  /// string, so the decoder's per-glyph attention has the reading order in the keys.
+  bool glyph_index_head = false;
+  /// Vision stage only, 0…5: each training scene gets strings added until it holds at least this many
+  /// (generator.h SampleOptions::min_texts) — text-rich scenes give the glyph heads several times the glyph
+  /// patches per step (a SynthVQA scene holds 0–2 strings). 0 = the benchmark's scene distribution.
+  int64_t min_texts = 0;
+  /// Decoder stages with answer_grounding only: count questions ground head 0 on the counted objects' patches
+  /// (footprints, as colour questions), without the BOS sink — for towers with count_heads, whose count is on
+  /// every such patch. Exist questions keep count_centres' targets.
+  bool count_footprints = false;
+  /// Decoder stages with answer_grounding only: answer grounding and readout act at the row that predicts the
+  /// answer's first token spelling a character (ConversationOptions::answer_row_at_first_glyph) — for counts
+  /// ("3" is "▁" "3") the row that emits the digit, not the one that emits the bare "▁".
+  bool answer_row_at_first_glyph = false;
   bool operator==(const StageSettings&) const = default;
 };
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include "core/errors.h"
 #include "cost/timer.h"
@@ -62,6 +63,28 @@ std::vector<std::string> tokenizer_corpus(uint64_t seed, int64_t n_images, bool 
   }
   return out;
 }
+
+// Columns of the tower's patch-head logits: the six label heads of patch_labels(), then the two position
+// outputs (position_loss), then the colour- and shape-count heads (count_heads), then the glyph-index head
+// (glyph_index_head); −1 for a part the recipe does not train.
+struct HeadLayout {
+  int64_t position = -1, count = -1, glyph_index = -1, total = PatchLabelSizes::kTotal;
+  explicit HeadLayout(const StageSettings& v) {
+    if (v.position_loss > 0) position = std::exchange(total, total + 2);
+    if (v.count_heads) count = std::exchange(total, total + 2 * PatchExtraSizes::kCount);
+    if (v.glyph_index_head) glyph_index = std::exchange(total, total + PatchExtraSizes::kGlyphIndex);
+  }
+  // (offset, classes, column of patch_extra_labels()) of each extra classification head.
+  std::vector<std::array<int64_t, 3>> extra_heads() const {
+    std::vector<std::array<int64_t, 3>> out;
+    if (count >= 0) {
+      out.push_back({count, PatchExtraSizes::kCount, 0});
+      out.push_back({count + PatchExtraSizes::kCount, PatchExtraSizes::kCount, 1});
+    }
+    if (glyph_index >= 0) out.push_back({glyph_index, PatchExtraSizes::kGlyphIndex, 2});
+    return out;
+  }
+};
 
 }  // namespace
 
@@ -141,6 +164,8 @@ struct Trainer::State {
     auto feats = net()->vision_tower->forward(at::stack(px).to(ctx.device), cfg.n_vision_layers_used(), true).features;
     auto logits = heads(feats).cpu();
     auto lab = at::stack(labels);
+    const HeadLayout layout(recipe.vision);
+    auto extra = layout.extra_heads();
     const int64_t sizes[] = {PatchLabelSizes::kColour, PatchLabelSizes::kShape, PatchLabelSizes::kSize,
                              PatchLabelSizes::kCentre, PatchLabelSizes::kChar,  PatchLabelSizes::kInk};
     const char* names[] = {"colour", "shape", "size", "centre", "char", "ink"};
@@ -156,9 +181,30 @@ struct Trainer::State {
       std::fprintf(stderr, "tower probe: %-6s foreground accuracy %.3f over %ld patches\n", names[c], acc, (long)n);
       off += sizes[c];
     }
-    if (logits.size(-1) == PatchLabelSizes::kTotal + 2) {  // position head: mean error, in patches
-      auto err = (logits.narrow(-1, PatchLabelSizes::kTotal, 2) - patch_positions(cfg.vision.grid()).unsqueeze(0))
-                     .abs().mean().item<double>() * double(cfg.vision.grid() - 1) / 2.0;
+    if (!extra.empty()) {
+      std::vector<at::Tensor> extra_labels;
+      for (int64_t i = 0; i < kProbeImages; ++i)
+        extra_labels.push_back(patch_extra_labels(make_sample(seed, uint64_t(i)).scene, cfg.vision.grid()));
+      auto elab = at::stack(extra_labels);
+      const char* extra_names[] = {"colour_count", "shape_count", "glyph_index"};
+      for (const auto& [offset, classes, column] : extra) {
+        auto pred = logits.narrow(-1, offset, classes).argmax(-1);
+        auto y = elab.select(-1, column);
+        auto fg = y > 0;
+        const int64_t n = fg.sum().item<int64_t>();
+        const double acc =
+            n ? (pred.masked_select(fg) == y.masked_select(fg)).to(at::kDouble).mean().item<double>() : 0.0;
+        j[extra_names[column]] = {{"foreground_accuracy", acc}, {"foreground_patches", n}};
+        std::fprintf(stderr, "tower probe: %-12s foreground accuracy %.3f over %ld patches\n",
+                     extra_names[column], acc, (long)n);
+      }
+    }
+    if (layout.position >= 0) {  // position head: mean error, in patches
+      auto err = (logits.narrow(-1, layout.position, 2) - patch_positions(cfg.vision.grid()).unsqueeze(0))
+                     .abs()
+                     .mean()
+                     .item<double>() *
+                 double(cfg.vision.grid() - 1) / 2.0;
       j["position"] = {{"mean_abs_error_patches", err}};
       std::fprintf(stderr, "tower probe: position mean abs error %.2f patches\n", err);
     }
@@ -270,8 +316,7 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
   auto tok = io::Tokenizer::load(tok_path);
   auto net = random_llava_net(recipe.model, recipe.seed, at::kFloat);
   s_->vlm = std::make_unique<VisionLanguageModel>(recipe.model, net, tok, ctx);
-  s_->heads = torch::nn::Linear(recipe.model.vision.hidden_size,
-                                PatchLabelSizes::kTotal + (recipe.vision.position_loss > 0 ? 2 : 0));
+  s_->heads = torch::nn::Linear(recipe.model.vision.hidden_size, HeadLayout(recipe.vision).total);
   if (recipe.trains_readout()) s_->readout = torch::nn::Linear(recipe.model.text.hidden_size, 3);
   if (resume) {
     std::ifstream in(s_->ckpt() / "position.json");
@@ -394,8 +439,14 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
         for (auto i : object_word_ends(tok, prompt, 0, prompt.size()))
           words[b].push_back({static_cast<int64_t>(ids.size()) + i, t});
       ids.insert(ids.end(), prompt.begin(), prompt.end());
-      answer_rows[b].push_back(static_cast<int64_t>(ids.size()) - 1);
       auto ans = tok.encode(a, false);
+      size_t first_glyph = 0;  // answer tokens before the first one that spells a character (a bare "▁")
+      if (opts.answer_row_at_first_glyph)
+        while (first_glyph + 1 < ans.size() &&
+               tok.decode(std::vector<int64_t>(ans.begin(), ans.begin() + static_cast<long>(first_glyph) + 1))
+                   .empty())
+          ++first_glyph;
+      answer_rows[b].push_back(static_cast<int64_t>(ids.size() + first_glyph) - 1);
       if (ground_answer && !opts.turn_answers[b][t].glyphs.empty()) {
         const size_t n_chars = opts.turn_answers[b][t].glyphs.size();
         size_t begin = 0;
@@ -581,7 +632,8 @@ StepReport Trainer::step() {
   std::vector<eval::synthvqa::SynthSample> samples;
   std::vector<at::Tensor> px;
   for (int64_t b = 0; b < st.batch; ++b) {
-    samples.push_back(make_sample(data_seed, static_cast<uint64_t>(s.step * st.batch + b)));
+    samples.push_back(make_sample(data_seed, static_cast<uint64_t>(s.step * st.batch + b),
+                                  {.min_texts = s.stage == 0 ? static_cast<int>(st.min_texts) : 0}));
     px.push_back(s.vlm->preprocess(samples.back().rgb));
   }
   auto images = at::stack(px).to(s.ctx.device);
@@ -604,9 +656,19 @@ StepReport Trainer::step() {
       loss = loss + balanced_patch_loss(lg, lab.select(-1, c).reshape({-1}));
       off += sizes[c];
     }
-    if (st.position_loss > 0) {  // the two outputs after the label heads regress (column, row)
+    const HeadLayout layout(st);
+    if (layout.position >= 0) {  // the two outputs after the label heads regress (column, row)
       auto where = patch_positions(cfg.vision.grid()).to(logits.device()).unsqueeze(0).expand({logits.size(0), -1, -1});
-      loss = loss + st.position_loss * at::mse_loss(logits.narrow(-1, PatchLabelSizes::kTotal, 2), where);
+      loss = loss + st.position_loss * at::mse_loss(logits.narrow(-1, layout.position, 2), where);
+    }
+    if (const auto extra = layout.extra_heads(); !extra.empty()) {
+      std::vector<at::Tensor> extra_labels;
+      for (const auto& smp : samples)
+        extra_labels.push_back(patch_extra_labels(smp.scene, cfg.vision.grid()));
+      auto elab = at::stack(extra_labels).to(s.ctx.device);  // [B, N_v, 3]
+      for (const auto& [offset, classes, column] : extra)
+        loss = loss + balanced_patch_loss(logits.narrow(-1, offset, classes).reshape({-1, classes}),
+                                          elab.select(-1, column).reshape({-1}));
     }
   } else {
     std::vector<std::vector<std::pair<std::string, std::string>>> turns;
@@ -623,9 +685,12 @@ StepReport Trainer::step() {
       return out;
     };
     opts.answer_grounding = st.answer_grounding;
-    const AnswerGroundingOptions grounding_options{.count_centres = st.count_centres, .text_glyphs = st.text_glyphs};
+    const AnswerGroundingOptions grounding_options{.count_centres = st.count_centres,
+                                                   .count_footprints = st.count_footprints,
+                                                   .text_glyphs = st.text_glyphs};
     opts.readout = st.readout;
     opts.readout_head = s.readout;
+    opts.answer_row_at_first_glyph = st.answer_row_at_first_glyph;
     for (int64_t b = 0; b < st.batch; ++b) {
       Rng rng(sample_seed(s.recipe.seed, static_cast<uint64_t>(s.step * st.batch + b)));
       const auto& scene = samples[b].scene;

@@ -113,6 +113,12 @@ struct ConversationOptions {
   int64_t readout_layer = 4;
   /// The readout head, D → 3 (fp32, trained with the decoder); needed when readout > 0.
   torch::nn::Linear readout_head{nullptr};
+  /// Answer grounding and readout act at the row that predicts the answer's first token spelling a character,
+  /// not at the last prompt token. Llama-style tokenizers split digits, so "3" is "▁" "3": the last prompt
+  /// token predicts the bare "▁", and the count is emitted one row later. Without this the count is
+  /// supervised where it is not used and must be copied a row on unsupervised. Word answers ("▁red") are one
+  /// token: unchanged.
+  bool answer_row_at_first_glyph = false;
 };
 
 /// The parts of a stage-2 loss, fp32 scalars: total = token + grounding weight · grounding + answer weight ·

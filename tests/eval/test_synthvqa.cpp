@@ -219,6 +219,23 @@ TEST(SynthVQA, SameSeedGivesIdenticalBytesDifferentSeedDiffers) {
   EXPECT_EQ(h1.size(), 7u + 64u);
 }
 
+TEST(SynthVQA, TextRichTrainingScenesKeepTheQuestionAndAddStringsOfUnusedInks) {
+  for (uint64_t i = 0; i < 16; ++i) {
+    const SynthSample plain = make_sample(kSeed, i), same = make_sample(kSeed, i, SampleOptions{});
+    EXPECT_EQ(plain.record(), same.record()) << i;  // default options: the identical sample
+    const SynthSample rich = make_sample(kSeed, i, {.min_texts = 4});
+    EXPECT_EQ(rich.question, plain.question) << i;
+    EXPECT_EQ(rich.answer, plain.answer) << i;
+    EXPECT_GE(rich.scene.texts.size(), 4u) << i;
+    std::set<std::string> inks;
+    for (const auto& t : rich.scene.texts) inks.insert(t.color);
+    EXPECT_EQ(inks.size(), rich.scene.texts.size()) << i;  // "the <ink> text" stays unambiguous
+    // The strings the family drew come first, unchanged.
+    for (size_t k = 0; k < plain.scene.texts.size() && plain.family == "text"; ++k)
+      EXPECT_EQ(rich.scene.texts[k].text, plain.scene.texts[k].text) << i;
+  }
+}
+
 TEST(SynthVQA, GeneratedFoldersAreByteIdenticalAndPrefixStable) {
   test::TempDir tmp;
   SynthOptions opts;

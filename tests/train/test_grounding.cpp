@@ -314,6 +314,74 @@ TEST(AnswerGrounding, CountCentresGroundEachCountedObjectOnItsCentrePatchAlone) 
   EXPECT_EQ(g("size", {0, 1}).heads, (std::vector<std::vector<std::vector<int64_t>>>{{{50, 74, 75}}, {{51, 52}}}));
 }
 
+TEST(AnswerGrounding, CountFootprintsGroundCountsOnWholeObjectsWithoutTheSink) {
+  const Scene s = two_objects();  // object patches: 0 → {50, 74, 75}, 1 → {51, 52}; centres 75 and 52
+  const auto g = [&](const char* family, std::vector<int> objects) {
+    return answer_grounding_of({family, "q", "a", std::move(objects)}, s, 24,
+                               {.count_centres = true, .count_footprints = true});
+  };
+  auto n = g("count_color", {0, 1});
+  EXPECT_EQ(n.heads, (std::vector<std::vector<std::vector<int64_t>>>{{{50, 74, 75}, {51, 52}}}));
+  EXPECT_FALSE(n.sink);
+  EXPECT_FLOAT_EQ(n.readout[2], 2.0f / 6.0f);  // the readout's count target stays
+  // Exist questions keep count_centres' centre patches and the sink.
+  auto e = g("exist", {1});
+  EXPECT_EQ(e.heads, (std::vector<std::vector<std::vector<int64_t>>>{{{52}}}));
+  EXPECT_TRUE(e.sink);
+}
+
+TEST(PatchExtraLabels, CountEachObjectsColourAndShapeAndNumberTheGlyphs) {
+  Scene s = two_objects();  // object patches: 0 → {50, 74, 75}, 1 → {51, 52}
+  s.objects[0].colour = Colour::kRed, s.objects[0].shape = Shape::kStar;
+  s.objects[1].colour = Colour::kRed, s.objects[1].shape = Shape::kCross;
+  SceneObject c;  // a third object far away: blue star, small, centre (300, 300) → row 21, col 21
+  c.x = 300, c.y = 300, c.radius = 14, c.colour = Colour::kBlue, c.shape = Shape::kStar;
+  s.objects.push_back(c);
+  SceneText t;  // shares of 14 px; patch centres at 7 + 14k → columns 11, 12, 13 of row 10
+  t.text = "K7Q", t.x = 154, t.y = 140, t.w = 42, t.h = 14;
+  s.texts = {t};
+  const auto lab = patch_extra_labels(s, 24);
+  ASSERT_EQ(lab.sizes(), (at::IntArrayRef{576, 3}));
+  const auto at = [&](int64_t p, int64_t col) { return lab[p][col].item<int64_t>(); };
+  for (int64_t p : {50, 74, 75, 51, 52}) EXPECT_EQ(at(p, 0), 2) << p;  // two red objects
+  for (int64_t p : {50, 74, 75}) EXPECT_EQ(at(p, 1), 2) << p;          // two stars
+  for (int64_t p : {51, 52}) EXPECT_EQ(at(p, 1), 1) << p;              // one cross
+  EXPECT_EQ(at(21 * 24 + 21, 0), 1);                                   // one blue object
+  EXPECT_EQ(at(21 * 24 + 21, 1), 2);
+  EXPECT_EQ(at(240 + 11, 2), 1);
+  EXPECT_EQ(at(240 + 12, 2), 2);
+  EXPECT_EQ(at(240 + 13, 2), 3);
+  // Everything else is 0: 6 object patches (5 + the third's centre) × 2 counts + 3 glyph patches.
+  EXPECT_EQ((lab > 0).sum().item<int64_t>(), 6 * 2 + 3);
+}
+
+TEST(TrainRecipe, CountAndGlyphIndexHeadsRoundTripAndStayInTheVisionStage) {
+  TrainRecipe r;
+  r.model = micro_model();
+  r.model.text.num_hidden_layers = 5;
+  r.tokenizer_vocab = 400;
+  r.vision.count_heads = true;
+  r.vision.glyph_index_head = true;
+  r.vision.min_texts = 4;
+  r.lowres = {{.steps = 3, .batch = 2, .answer_grounding = 1.0, .count_footprints = true}};
+  EXPECT_EQ(recipe_from_json(to_json(r)), r);
+  auto j = to_json(r);
+  j["vision"]["min_texts"] = 6;  // at most 5 inks
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  j = to_json(r);
+  j["lowres"][0]["min_texts"] = 2;
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  j = to_json(r);
+  j["lowres"][0]["count_heads"] = true;  // a decoder stage has no patch heads
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  j = to_json(r);
+  j["decoder"]["glyph_index_head"] = true;
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  j = to_json(r);
+  j["lowres"][0]["answer_grounding"] = 0;  // count_footprints shapes answer grounding's targets
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+}
+
 TEST(GlyphPatches, SplitTheStringsBoxEvenlyAmongItsCharacters) {
   Scene s;
   SceneText t;
@@ -453,6 +521,47 @@ TEST(ConversationLoss, AnswerGroundingTargetsTheAnswerRowOfEachTurn) {
   EXPECT_NEAR(with_patches.total.item<double>(), with_patches.token.item<double>() + with_patches.answer.item<double>(), 1e-5);
   opts.turn_answers = {};
   EXPECT_THROW(conversation_loss(m, images, turns, opts), InvalidArgument);
+}
+
+TEST(ConversationLoss, AnswerRowAtFirstGlyphMovesCountGroundingToTheRowThatEmitsTheDigit) {
+  OneTurn t(5);
+  auto& [tmp, tok, cfg, m, s, images, turns, ans, req] = t;
+  at::NoGradGuard ng;
+  // A count answer: digits are split, so "3" is a bare "▁" and then "3".
+  const std::string q = "How many circles are there?";
+  turns = {{{q, "3"}}};
+  ans = tok.encode("3", false);
+  ASSERT_EQ(ans.size(), 2u);
+  ASSERT_EQ(tok.decode({ans[0]}), "");
+  ASSERT_EQ(tok.decode(ans), "3");
+  ans.push_back(tok.eos_id());
+  req.prompt_ids = io::encode_llava_prompt(tok, q, cfg.image_token_index);
+  req.prompt_ids.insert(req.prompt_ids.end(), ans.begin(), ans.end());
+  AnswerGrounding sink_only;
+  sink_only.heads = {{}};
+  sink_only.sink = true;
+  ConversationOptions opts;
+  opts.answer_grounding = 1.0;
+  opts.turn_answers = {{sink_only}};
+  const double at_prompt = conversation_loss(m, images, turns, opts).answer.item<double>();
+  opts.answer_row_at_first_glyph = true;
+  const double at_digit = conversation_loss(m, images, turns, opts).answer.item<double>();
+  // By hand: head 0's BOS mass at layer 3 of the last prompt token and of the "▁" token after it.
+  auto state = t.state();
+  const int64_t T = state.hidden.size(1), last_prompt = T - static_cast<int64_t>(ans.size()) - 1;
+  AttentionRowRecorder rec({3}, at::tensor({last_prompt, last_prompt + 1}, at::kLong).unsqueeze(0));
+  KvCache cache(cfg.text.num_hidden_layers);
+  m.net()->language_model->forward(state, cache, &rec);
+  const auto p = rec.recorded().at(0)[0];  // [H, 2, T]
+  EXPECT_NEAR(at_prompt, -std::log(p[0][0][0].item<double>()), 1e-5);
+  EXPECT_NEAR(at_digit, -std::log(p[0][1][0].item<double>()), 1e-5);
+  EXPECT_GT(std::abs(at_prompt - at_digit), 1e-4);  // the two rows differ, so the test can tell them apart
+  // A one-token answer ("▁red"-like words) keeps the last prompt token.
+  turns = {{{s.question, s.answer}}};
+  opts.answer_row_at_first_glyph = false;
+  const double word_plain = conversation_loss(m, images, turns, opts).answer.item<double>();
+  opts.answer_row_at_first_glyph = true;
+  EXPECT_DOUBLE_EQ(conversation_loss(m, images, turns, opts).answer.item<double>(), word_plain);
 }
 
 // Keeps the full hidden state entering decoder layer `layer` (the engine's PrefillHook contract).

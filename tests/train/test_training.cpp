@@ -2,9 +2,9 @@
 // uninterrupted one, questions derived from a scene include the generator's own, and patch labels sit where
 // the scene puts objects and text.
 #include <gtest/gtest.h>
-
 #include <torch/optim/adamw.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -57,6 +57,29 @@ TEST(Training, PositionLossMakesThePatchPositionReadableFromTheTowersFeatures) {
   // axis; a tower that keeps where its patches are does much better.
   std::printf("position mean abs error after 300 steps: %.2f patches (constant guess: 6.00)\n", err);
   EXPECT_LT(err, 3.0);
+}
+
+TEST(Training, CountAndGlyphIndexHeadsAddTheirCrossEntropiesToTheVisionLoss) {
+  testing::TempDir tmp;
+  auto r = micro_recipe();
+  r.vision.steps = 1;
+  r.decoder.steps = 0;
+  Trainer plain(r, tmp.str("plain"), RunContext{});
+  const double base = plain.step().loss;
+  r.vision.count_heads = true;
+  r.vision.glyph_index_head = true;
+  Trainer extra(r, tmp.str("extra"), RunContext{});
+  const double with = extra.step().loss;
+  // At initialisation each balanced head costs ≈ ln(classes): 2 · ln 11 (counts) + ln 5 (glyph index) ≈ 6.41.
+  std::printf("first vision loss: %.3f without, %.3f with the extra heads\n", base, with);
+  EXPECT_NEAR(with - base, 2 * std::log(11.0) + std::log(5.0), 0.7);
+  // The tower probe reports the extra heads.
+  std::ifstream in(tmp.str("extra/tower_probe.json"));
+  const auto probe = nlohmann::json::parse(in);
+  for (const char* head : {"colour_count", "shape_count", "glyph_index"}) {
+    ASSERT_TRUE(probe.contains(head)) << head;
+    EXPECT_GT(probe[head]["foreground_patches"].get<int64_t>(), 0) << head;
+  }
 }
 
 TEST(Training, ConversationLossFallsWhenFittingOneBatch) {

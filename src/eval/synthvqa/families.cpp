@@ -272,6 +272,22 @@ std::string spatial_relation(const SceneObject& a, const SceneObject& b) {
 
 void add_distractor_texts(Draft& draft, Rng& rng) { add_texts(draft, rng, rng.uniform_int(0, 2), 0); }
 
+void add_texts_up_to(Draft& draft, Rng& rng, int total) {
+  std::vector<size_t> free_inks;
+  for (size_t i = 0; i < ink_table().size(); ++i)
+    if (std::none_of(draft.texts.begin(), draft.texts.end(),
+                     [&](const SceneText& t) { return t.color == ink_table()[i].name; }))
+      free_inks.push_back(i);
+  rng.shuffle(free_inks);
+  for (size_t k = 0; k < free_inks.size() && static_cast<int>(draft.texts.size()) < total; ++k) {
+    SceneText t;
+    t.text = random_string(rng, rng.uniform_int(2, 4));
+    t.color = ink_table()[free_inks[k]].name;
+    t.font_px = rng.uniform_int(12, 20);
+    draft.texts.push_back(t);
+  }
+}
+
 void layout(Draft& draft, Rng& rng) {
   for (int attempt = 0; attempt < kRestarts; ++attempt)
     if (try_layout(draft, rng)) return;

@@ -53,6 +53,11 @@ std::string spatial_relation(const SceneObject& a, const SceneObject& b);
 /// adds them to every draft without strings of its own.
 void add_distractor_texts(Draft& draft, Rng& rng);
 
+/// Appends random strings (2–4 characters, inks unused by the draft's strings) until the draft holds `total`
+/// strings or every ink is used (at most 5). Tower pre-training uses it for text-rich scenes
+/// (generator.h SampleOptions::min_texts); no benchmark split does.
+void add_texts_up_to(Draft& draft, Rng& rng, int total);
+
 /// Places the draft's strings then objects uniformly at random, all inside the image, strings apart from
 /// each other and from objects, objects overlapping at most slightly (centre distance ≥ 0.9·(r_i + r_j)),
 /// the spatial constraint satisfied. Retries whole layouts on a dead end.

@@ -29,7 +29,9 @@ nlohmann::json SynthSample::record() const {
           {"answer", answer}, {"family", family}, {"scene", scene_to_json(scene)}};
 }
 
-SynthSample make_sample(uint64_t seed, uint64_t index) {
+SynthSample make_sample(uint64_t seed, uint64_t index) { return make_sample(seed, index, SampleOptions{}); }
+
+SynthSample make_sample(uint64_t seed, uint64_t index, const SampleOptions& options) {
   const auto& families = family_table();
   const FamilyInfo& family = families[index % families.size()];
   const size_t slot = (index / families.size()) % family.n_slots;
@@ -37,6 +39,7 @@ SynthSample make_sample(uint64_t seed, uint64_t index) {
 
   Draft draft = family.build(rng, slot);
   if (draft.texts.empty()) add_distractor_texts(draft, rng);
+  if (options.min_texts > 0) add_texts_up_to(draft, rng, options.min_texts);
   layout(draft, rng);
 
   SynthSample s;

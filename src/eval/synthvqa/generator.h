@@ -34,6 +34,15 @@ struct SynthSample {
 /// (index div 8) mod the family's slot count, so families and answers are balanced to ±1.
 SynthSample make_sample(uint64_t seed, uint64_t index);
 
+/// Variations of make_sample() for training data only (no benchmark split uses them).
+struct SampleOptions {
+  /// Strings are added (families.h add_texts_up_to) until the scene holds at least this many, at most 5:
+  /// text-rich scenes for the tower's glyph heads. 0 = as make_sample(seed, index).
+  int min_texts = 0;
+};
+/// make_sample() with `options`; with default options the identical sample.
+SynthSample make_sample(uint64_t seed, uint64_t index, const SampleOptions& options);
+
 /// What to generate.
 struct SynthOptions {
   /// Dataset seed; any 64-bit value.
