@@ -1,10 +1,12 @@
 // Reading, writing and validating training recipes.
 #include "train/recipe.h"
 
+#include <algorithm>
 #include <fstream>
 
 #include "core/errors.h"
 #include "core/json_file.h"
+#include "eval/synthvqa/families.h"
 
 namespace vispco::train {
 
@@ -27,6 +29,7 @@ nlohmann::json stage_json(const StageSettings& s) {
   if (s.min_texts != 0) j["min_texts"] = s.min_texts;
   if (s.count_footprints) j["count_footprints"] = true;
   if (s.answer_row_at_first_glyph) j["answer_row_at_first_glyph"] = true;
+  if (!s.turn_weights.empty()) j["turn_weights"] = s.turn_weights;
   return j;
 }
 
@@ -58,6 +61,8 @@ StageSettings stage_from(const nlohmann::json& j, const std::string& where) {
       s.count_footprints = v.get<bool>();
     else if (k == "answer_row_at_first_glyph")
       s.answer_row_at_first_glyph = v.get<bool>();
+    else if (k == "turn_weights")
+      s.turn_weights = v.get<std::map<std::string, int64_t>>();
     else throw InvalidArgument("recipe: unknown key '" + where + "." + k + "'");
   }
   return s;
@@ -75,6 +80,12 @@ void check_stage(const StageSettings& s, const std::string& w) {
   if (!(s.answer_grounding >= 0)) throw InvalidArgument("recipe: " + w + ".answer_grounding must be ≥ 0");
   if (!(s.position_loss >= 0)) throw InvalidArgument("recipe: " + w + ".position_loss must be ≥ 0");
   if (!(s.readout >= 0)) throw InvalidArgument("recipe: " + w + ".readout must be ≥ 0");
+  for (const auto& [family, k] : s.turn_weights) {
+    const auto& fams = eval::synthvqa::family_table();
+    if (std::none_of(fams.begin(), fams.end(), [&](const auto& f) { return family == f.name; }))
+      throw InvalidArgument("recipe: " + w + ".turn_weights: unknown family '" + family + "'");
+    if (k < 1) throw InvalidArgument("recipe: " + w + ".turn_weights." + family + " must be ≥ 1");
+  }
   if ((s.count_centres || s.count_footprints || s.text_glyphs || s.readout > 0 ||
        s.answer_row_at_first_glyph) &&
       s.answer_grounding == 0)
@@ -116,6 +127,7 @@ void TrainRecipe::validate() const {
   if (vision.foreground_keep != 0 || decoder.foreground_keep != 0)
     throw InvalidArgument("recipe: foreground_keep is for lowres stages only");
   if (vision.readout != 0) throw InvalidArgument("recipe: readout is for decoder stages only");
+  if (!vision.turn_weights.empty()) throw InvalidArgument("recipe: turn_weights is for decoder stages only");
   for (const auto* st : decoder_stages())
     if (st->count_heads || st->glyph_index_head || st->min_texts != 0)
       throw InvalidArgument(

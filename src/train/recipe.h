@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,9 @@ struct StageSettings {
   /// answer's first token spelling a character (ConversationOptions::answer_row_at_first_glyph) — for counts
   /// ("3" is "▁" "3") the row that emits the digit, not the one that emits the bare "▁".
   bool answer_row_at_first_glyph = false;
+  /// Decoder stages only: family name → k ≥ 1, so that family contributes up to k of each image's extra turns
+  /// per cycle over the families (scene_questions.h sample_questions' weights); empty = one each.
+  std::map<std::string, int64_t> turn_weights;
   bool operator==(const StageSettings&) const = default;
 };
 

@@ -80,7 +80,8 @@ std::vector<QaPair> all_questions(const Scene& scene) {
   return out;
 }
 
-std::vector<QaPair> sample_questions(const Scene& scene, Rng& rng, size_t n) {
+std::vector<QaPair> sample_questions(const Scene& scene, Rng& rng, size_t n,
+                                     const std::map<std::string, int64_t>& weights) {
   std::map<std::string, std::vector<QaPair>> by_family;
   for (auto& q : all_questions(scene)) {
     std::string fam = q.family == "exist_easy" ? "exist" : q.family;
@@ -103,10 +104,12 @@ std::vector<QaPair> sample_questions(const Scene& scene, Rng& rng, size_t n) {
     bool any = false;
     for (const auto& f : fams) {
       auto& qs = by_family[f];
-      if (used[f] < qs.size() && out.size() < n) {
-        out.push_back(qs[used[f]++]);
-        any = true;
-      }
+      const auto w = weights.find(qs.empty() ? f : qs.front().family);  // exist_no… count as exist
+      for (int64_t k = 0, per_cycle = w == weights.end() ? 1 : w->second; k < per_cycle; ++k)
+        if (used[f] < qs.size() && out.size() < n) {
+          out.push_back(qs[used[f]++]);
+          any = true;
+        }
     }
     if (!any) break;
   }

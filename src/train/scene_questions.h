@@ -2,6 +2,8 @@
 // families.cpp), so one rendered image can carry several question/answer turns when the bundled model is
 // trained (its 576 visual tokens are then paid once for many answers).
 #pragma once
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,9 @@ std::vector<QaPair> all_questions(const eval::synthvqa::Scene& scene);
 
 /// Up to `n` questions drawn from all_questions(), cycling over families in random order so each family
 /// appears as evenly as the scene allows, and yes/no balanced within exist. Deterministic given `rng`.
-std::vector<QaPair> sample_questions(const eval::synthvqa::Scene& scene, eval::synthvqa::Rng& rng, size_t n);
+/// `weights` (family name → k ≥ 1, default 1; exist covers its yes and no questions) lets a family contribute
+/// up to k questions per cycle — more turns of the families a model is slow to learn; empty = the plain draw.
+std::vector<QaPair> sample_questions(const eval::synthvqa::Scene& scene, eval::synthvqa::Rng& rng, size_t n,
+                                     const std::map<std::string, int64_t>& weights = {});
 
 }  // namespace vispco::train

@@ -704,7 +704,7 @@ StepReport Trainer::step() {
             if (st.grounding > 0) refs[0] = patches_of(scene, q.objects);
             if (st.answer_grounding > 0) answers[0] = answer_grounding_of(q, scene, grid, grounding_options);
           }
-      for (const auto& q : sample_questions(scene, rng, static_cast<size_t>(s.recipe.turns - 1)))
+      for (const auto& q : sample_questions(scene, rng, static_cast<size_t>(s.recipe.turns - 1), st.turn_weights))
         if (q.question != samples[b].question) {
           conv.push_back({q.question, q.answer});
           refs.push_back(st.grounding > 0 ? patches_of(scene, q.objects) : std::vector<int64_t>{});

@@ -364,8 +364,18 @@ TEST(TrainRecipe, CountAndGlyphIndexHeadsRoundTripAndStayInTheVisionStage) {
   r.vision.glyph_index_head = true;
   r.vision.min_texts = 4;
   r.lowres = {{.steps = 3, .batch = 2, .answer_grounding = 1.0, .count_footprints = true}};
+  r.decoder.turn_weights = {{"count_shape", 3}, {"text", 2}};
   EXPECT_EQ(recipe_from_json(to_json(r)), r);
   auto j = to_json(r);
+  j["decoder"]["turn_weights"]["counts"] = 2;  // not a family
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  j = to_json(r);
+  j["decoder"]["turn_weights"]["text"] = 0;
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  j = to_json(r);
+  j["vision"]["turn_weights"] = {{"text", 2}};
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  j = to_json(r);
   j["vision"]["min_texts"] = 6;  // at most 5 inks
   EXPECT_THROW(recipe_from_json(j), InvalidArgument);
   j = to_json(r);

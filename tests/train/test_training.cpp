@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/optim/adamw.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -217,6 +218,31 @@ TEST(SceneQuestions, SampleBalancesFamiliesAndYesNo) {
   std::set<std::string> fams;
   for (const auto& q : qs) fams.insert(q.family);
   EXPECT_GE(fams.size(), 5u);
+}
+
+TEST(SceneQuestions, TurnWeightsGiveAFamilyMoreTurnsAndNoWeightsChangeNothing) {
+  size_t plain_counts = 0, weighted_counts = 0;
+  for (uint64_t i = 0; i < 24; ++i) {
+    auto s = make_sample(5, i);
+    Rng a(7), b(7), c(7);
+    const auto plain = sample_questions(s.scene, a, 15);
+    const auto same = sample_questions(s.scene, b, 15, {});
+    ASSERT_EQ(plain.size(), same.size());
+    for (size_t k = 0; k < plain.size(); ++k) EXPECT_EQ(plain[k].question, same[k].question) << i << " " << k;
+    const auto weighted = sample_questions(s.scene, c, 15, {{"count_shape", 3}, {"count_color", 3}});
+    const auto counts = [](const std::vector<QaPair>& qs) {
+      return std::count_if(qs.begin(), qs.end(), [](const QaPair& q) { return q.family.rfind("count", 0) == 0; });
+    };
+    // Every count question the scene has, or 3 + 3 per cycle of at most 9 families: never fewer than plain.
+    size_t available = 0;
+    for (const auto& q : all_questions(s.scene)) available += q.family.rfind("count", 0) == 0;
+    EXPECT_GE(counts(weighted), counts(plain)) << i;
+    EXPECT_LE(static_cast<size_t>(counts(weighted)), available) << i;
+    plain_counts += counts(plain);
+    weighted_counts += counts(weighted);
+  }
+  std::printf("count turns in 24 scenes of 15 turns: %zu plain, %zu with weight 3\n", plain_counts, weighted_counts);
+  EXPECT_GT(weighted_counts, plain_counts);  // measured 143 vs 86
 }
 
 TEST(PatchLabels, MarkObjectsAndTextWhereTheSceneDrawsThem) {
