@@ -10,8 +10,9 @@ namespace vispco {
 
 std::string CpuFeatures::summary() const {
   std::string s;
-  for (const auto& [on, name] : {std::pair{avx2, "avx2"}, std::pair{avx512f, "avx512f"},
-                                 std::pair{avx512_bf16, "avx512_bf16"}, std::pair{amx_bf16, "amx_bf16"}})
+  for (const auto& [on, name] :
+       {std::pair{avx2, "avx2"}, std::pair{avx_vnni, "avx_vnni"}, std::pair{avx512f, "avx512f"},
+        std::pair{avx512_vnni, "avx512_vnni"}, std::pair{avx512_bf16, "avx512_bf16"}, std::pair{amx_bf16, "amx_bf16"}})
     if (on) s += (s.empty() ? "" : " ") + std::string(name);
   return s.empty() ? "none" : s;
 }
@@ -36,9 +37,11 @@ CpuFeatures detect_cpu_features() {
   f.avx2 = ymm && ((b >> 5) & 1);
   f.avx512f = zmm && ((b >> 16) & 1);
   f.amx_bf16 = tiles && ((d >> 22) & 1);
+  f.avx512_vnni = f.avx512f && ((c >> 11) & 1);
   if (max_sub >= 1) {
     __cpuid_count(7, 1, a, b, c, d);
     f.avx512_bf16 = f.avx512f && ((a >> 5) & 1);
+    f.avx_vnni = ymm && ((a >> 4) & 1);
   }
 #endif
   return f;

@@ -21,6 +21,9 @@ QuantMode parse_quant(const std::string& name);
 /// What quantize_int8 did.
 struct QuantReport {
   std::string engine;        ///< LibTorch quantized engine used ("fbgemm", "onednn", "qnnpack")
+  /// Bits of the dynamically quantised activations: 7 (reduce_range) with FBGEMM / x86, or on CPUs without
+  /// VNNI (core/cpu_features.h int8_dot), where 8-bit u8·s8 pair sums saturate; else 8.
+  int activation_bits = 8;
   int64_t n_layers = 0;      ///< linear layers quantised
   int64_t params = 0;        ///< their weight elements
   int64_t bytes_before = 0;  ///< their weight + bias bytes before, in the dtype they had

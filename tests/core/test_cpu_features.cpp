@@ -35,6 +35,8 @@ TEST(CpuFeatures, AgreeWithProcCpuinfo) {
   EXPECT_EQ(f.avx512f, flags.count("avx512f") > 0);
   EXPECT_EQ(f.avx512_bf16, flags.count("avx512_bf16") > 0);
   EXPECT_EQ(f.amx_bf16, flags.count("amx_bf16") > 0);
+  EXPECT_EQ(f.avx512_vnni, flags.count("avx512_vnni") > 0);
+  EXPECT_EQ(f.avx_vnni, flags.count("avx_vnni") > 0);
 }
 
 TEST(ChooseDtype, AutoFollowsNativeBf16AndNamesAreHonoured) {

@@ -33,7 +33,7 @@ TEST(Quant, LinearMatchesTheDequantisedWeightWithinTheActivationStep) {
   auto& q = m.net()->language_model->model->layers[0]->as<LlamaDecoderLayerImpl>()->self_attn->q_proj;
   const auto w = q->weight.detach().clone();  // [out, in] fp32, before quantisation
   auto x = at::randn({3, 5, w.size(1)});
-  quantize_int8(*m.net(), false);
+  const auto rep = quantize_int8(*m.net(), false);
   EXPECT_EQ(q->weight.numel(), 0);  // the float weights were released
   const auto wq = dequantized_weight(q);
   ASSERT_TRUE(wq.defined());
@@ -41,12 +41,14 @@ TEST(Quant, LinearMatchesTheDequantisedWeightWithinTheActivationStep) {
   const auto scale = w.abs().amax(1, true) / 127;
   EXPECT_TRUE(((w - wq).abs() <= scale / 2 + 1e-7).all().item<bool>());
   EXPECT_FALSE(at::equal(w, wq));
-  // Activations: one uint8 scale per call, s_x = (max − min) / 255 (range widened to hold 0), so each x moves
-  // by at most s_x / 2 and each output by at most s_x / 2 · Σ|ŵ_row| (plus fp32 rounding).
+  // Activations: one uint8 scale per call, s_x = (max − min) / (2^bits − 1) (range widened to hold 0; 7 bits
+  // where the kernels need reduce_range), so each x moves by at most s_x / 2 and each output by at most
+  // s_x / 2 · Σ|ŵ_row| (plus fp32 rounding). A kernel whose 8-bit sums saturate (x86 without VNNI) breaks it.
+  ASSERT_TRUE(rep.activation_bits == 7 || rep.activation_bits == 8);
   const auto y = linear_forward(q, x);
   const auto ref = at::matmul(x, wq.t());
   const double lo = std::min(0.0, x.min().item<double>()), hi = std::max(0.0, x.max().item<double>());
-  const double s_x = (hi - lo) / 255;
+  const double s_x = (hi - lo) / ((1 << rep.activation_bits) - 1);
   const auto bound = (s_x / 2) * wq.abs().sum(1) + 1e-4;  // [out]
   EXPECT_TRUE(((y - ref).abs() <= bound).all().item<bool>()) << (y - ref).abs().max().item<double>();
   EXPECT_GT((y - at::matmul(x, w.t())).abs().max().item<double>(), 0.0);  // it is not the float layer
