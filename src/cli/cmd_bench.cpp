@@ -46,10 +46,9 @@ void register_bench(CLI::App& app) {
       ->delimiter(';');
   // auto by default: on CPUs without AVX512-BF16/AMX, LibTorch's bf16 matmul is ~30x slower than fp32
   // (measured on a 2-core AVX2 machine: ~5 vs ~160 GFLOP/s), so auto picks fp32 there and bf16 where it is native.
-  cmd->add_option("--dtype", o->dtype,
-                  "auto | fp32 | bf16 | fp16 (auto: bf16 on CUDA or where the CPU has AVX512-BF16/AMX, else fp32)")
-      ->capture_default_str();
-  cmd->add_option("--device", o->device, "cpu | cuda[:N]")->capture_default_str();
+  add_compute_flags(
+      cmd, &o->dtype, &o->device, &o->cfg.n_threads,
+      "auto | fp32 | bf16 | fp16 (auto: bf16 on CUDA or where the CPU has AVX512-BF16/AMX, else fp32)");
   cmd->add_option("--n-text", o->cfg.n_text,
                   "Text tokens in the prompt (BOS included), besides the N_v visual ones")
       ->capture_default_str();
@@ -59,7 +58,6 @@ void register_bench(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--repeats", o->cfg.repeats, "Timed repetitions after one warm-up (median reported)")
       ->capture_default_str();
-  cmd->add_option("--threads", o->cfg.n_threads, "Intra-op threads (0 = all cores)")->capture_default_str();
   cmd->add_option("--layers", o->cfg.n_layers,
                   "Truncate decoder and vision tower to N layers, widths kept (0 = full depth)")
       ->capture_default_str();

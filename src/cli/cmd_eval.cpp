@@ -139,12 +139,7 @@ void register_eval(CLI::App& app) {
   cmd->add_option("--out", a->out, "Output folder (predictions.jsonl, summary.json, summary.md)")
       ->capture_default_str();
   cmd->add_option("--store", a->store, "SQLite result store (default: <out>/results.sqlite)");
-  cmd->add_option("--dtype", a->dtype,
-                  "Compute dtype: auto | fp32 | bf16 (auto: bf16 on CUDA or where the CPU has "
-                  "AVX512-BF16/AMX, else fp32)")
-      ->capture_default_str();
-  cmd->add_option("--device", a->device, "cpu | cuda[:N]")->capture_default_str();
-  cmd->add_option("--threads", a->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
+  add_compute_flags(cmd, &a->dtype, &a->device, &a->threads);
   add_quant_flags(cmd, &a->quant);
   cmd->add_option("--progress", a->progress, "Progress on stderr: auto | bar | lines | off")
       ->capture_default_str();

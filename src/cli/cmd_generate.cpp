@@ -38,12 +38,7 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--temperature", o->gen.temperature, "0 = greedy")->capture_default_str();
   cmd->add_option("--top-p", o->gen.top_p, "Nucleus sampling mass")->capture_default_str();
   cmd->add_option("--seed", o->gen.seed, "Sampling seed")->capture_default_str();
-  cmd->add_option("--dtype", o->dtype,
-                  "Compute dtype: auto | fp32 | bf16 (auto: bf16 on CUDA or where the CPU has "
-                  "AVX512-BF16/AMX, else fp32)")
-      ->capture_default_str();
-  cmd->add_option("--device", o->device, "cpu | cuda[:N]")->capture_default_str();
-  cmd->add_option("--threads", o->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
+  add_compute_flags(cmd, &o->dtype, &o->device, &o->threads);
   add_quant_flags(cmd, &o->quant);
   cmd->add_flag_callback("--ignore-eos", [o] { o->gen.stop_at_eos = false; },
                          "Keep generating after EOS until --max-new-tokens (decode benchmarks)");
@@ -62,13 +57,9 @@ void register_generate(CLI::App& app) {
     if (o->top_logprobs != -1 && (o->top_logprobs < 0 || o->top_logprobs > 20))
       throw InvalidArgument("generate: --top-logprobs must be in [0, 20], got " +
                             std::to_string(o->top_logprobs));
-    RunContext ctx;
-    ctx.device = parse_device(o->device);
-    const DtypeChoice dtype_choice = choose_dtype(o->dtype, ctx.device);
-    ctx.dtype = dtype_choice.dtype;
-    ctx.n_threads = o->threads;
+    DtypeChoice dtype_choice;
+    RunContext ctx = inference_context(o->device, o->dtype, o->threads, &dtype_choice);
     ctx.seed = o->gen.seed;
-    apply_threads(ctx);
     const LlavaConfig cfg = load_llava_config(o->model);  // cheap: checks the plan before the slow steps
     const bool auto_keep = optimize::is_auto_keep(o->plan);
     std::optional<optimize::AutoKeepPlan> auto_plan;

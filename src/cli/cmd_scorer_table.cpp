@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "core/context.h"
 #include "core/errors.h"
+#include "core/text_file.h"
 #include "eval/scorer_table.h"
 #include "model/llava.h"
 
@@ -31,17 +32,6 @@ std::vector<std::string> split_list(const std::string& s) {
   while (std::getline(in, item, ','))
     if (!item.empty()) out.push_back(item);
   return out;
-}
-
-void write_text(const std::string& path, const std::string& text) {
-  const auto parent = std::filesystem::path(path).parent_path();
-  std::error_code ec;
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  std::ofstream f(path + ".tmp");
-  f << text;
-  f.close();
-  if (!f) throw IoError("cannot write '" + path + "'");
-  std::filesystem::rename(path + ".tmp", path);
 }
 
 void run_scorer_table(const ScorerTableArgs& a) {
@@ -77,10 +67,10 @@ void run_scorer_table(const ScorerTableArgs& a) {
   });
   std::string command = "vispco";
   for (const auto& s : a.argv) command += " " + s;
-  write_text(a.out, table.to_markdown(command, a.banner));
+  write_text_atomically(a.out, table.to_markdown(command, a.banner));
   const std::string json_path =
       a.json.empty() ? std::filesystem::path(a.out).replace_extension(".json").string() : a.json;
-  write_text(json_path, table.to_json().dump(2) + "\n");
+  write_text_atomically(json_path, table.to_json().dump(2) + "\n");
   std::cout << "wrote " << a.out << " and " << json_path << " (" << table.cells.size() << " cells, "
             << table.n_samples << " samples each; store " << o.eval.store_path << ")\n";
   std::fprintf(stderr, "dtype: %s\n",
@@ -108,12 +98,7 @@ void register_scorer_table(CLI::App& app) {
   cmd->add_option("--store", a->store, "SQLite result store (default out/scorer-table/results.sqlite)");
   cmd->add_option("--banner", a->banner,
                   "A line printed in bold at the top (e.g. 'random weights: chance level')");
-  cmd->add_option("--dtype", a->dtype,
-                  "Compute dtype: auto | fp32 | bf16 (auto: bf16 on CUDA or where the CPU has "
-                  "AVX512-BF16/AMX, else fp32)")
-      ->capture_default_str();
-  cmd->add_option("--device", a->device, "cpu | cuda[:N]")->capture_default_str();
-  cmd->add_option("--threads", a->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
+  add_compute_flags(cmd, &a->dtype, &a->device, &a->threads);
   cmd->add_option("--progress", a->progress, "Progress on stderr: auto | bar | lines | off")
       ->capture_default_str();
   cmd->callback([a, cmd] {

@@ -60,10 +60,8 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--max-body-mb", o->max_body_mb, "Largest request body (413 above)")->capture_default_str();
   cmd->add_option("--max-image-pixels", o->server.max_image_pixels, "Largest decoded image (413 above)")
       ->capture_default_str();
-  cmd->add_option("--threads", o->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
+  add_compute_flags(cmd, &o->dtype, &o->device, &o->threads);
   add_quant_flags(cmd, &o->quant);
-  cmd->add_option("--dtype", o->dtype, "Compute dtype: auto | fp32 | bf16 (auto: bf16 on CUDA or where the CPU has AVX512-BF16/AMX, else fp32)")->capture_default_str();
-  cmd->add_option("--device", o->device, "cpu | cuda[:N]")->capture_default_str();
   cmd->callback([o, cmd] {
     o->sched.default_plan = plan_for_model(o->model, o->sched.default_plan, cmd->count("--plan") > 0);
     o->server.max_body_bytes = static_cast<int64_t>(o->max_body_mb * 1048576.0);
@@ -75,12 +73,8 @@ void register_serve(CLI::App& app) {
     // OpenCV refuses to decode images over this many pixels (a decompression bomb's guard; the server's own
     // limit, checked after decoding, answers 413 between it and this).
     setenv("OPENCV_IO_MAX_IMAGE_PIXELS", std::to_string(4 * o->server.max_image_pixels).c_str(), 1);
-    RunContext ctx;
-    ctx.device = parse_device(o->device);
-    const DtypeChoice dtype_choice = choose_dtype(o->dtype, ctx.device);
-    ctx.dtype = dtype_choice.dtype;
-    ctx.n_threads = o->threads;
-    apply_threads(ctx);
+    DtypeChoice dtype_choice;
+    const RunContext ctx = inference_context(o->device, o->dtype, o->threads, &dtype_choice);
     auto model = VisionLanguageModel::load(o->model, ctx);
     apply_quant(model, o->quant);
     serve::Metrics metrics;

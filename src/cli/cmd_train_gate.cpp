@@ -117,10 +117,8 @@ void register_train_gate(CLI::App& app) {
   cmd->add_option("--seed", a->train.seed, "Seed of the gate's initialisation (and dataset order)")
       ->capture_default_str();
   cmd->add_option("--log-every", a->log_every, "Print a progress line every N steps")->capture_default_str();
-  cmd->add_option("--dtype", a->dtype, "Compute dtype of the frozen model: fp32 | bf16")
-      ->capture_default_str();
-  cmd->add_option("--device", a->device, "cpu | cuda[:N]")->capture_default_str();
-  cmd->add_option("--threads", a->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
+  add_compute_flags(cmd, &a->dtype, &a->device, &a->threads,
+                    "Compute dtype of the frozen model: fp32 | bf16");
   cmd->callback([a] { run_train_gate(*a); });
 }
 

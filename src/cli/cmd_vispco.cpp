@@ -128,13 +128,9 @@ void run_search(const PcoArgs& a) {
   if (!a.predictor.empty() && a.world_size > 1)
     throw InvalidArgument("--predictor loads a trained predictor; it takes no --world-size > 1");
 
-  RunContext ctx;
-  ctx.device = parse_device(a.device);
-  const DtypeChoice dtype_choice = choose_dtype(a.dtype, ctx.device);
-  ctx.dtype = dtype_choice.dtype;
-  ctx.n_threads = a.threads;
+  DtypeChoice dtype_choice;
+  RunContext ctx = inference_context(a.device, a.dtype, a.threads, &dtype_choice);
   ctx.seed = a.seed;
-  apply_threads(ctx);
   torch::manual_seed(a.seed + static_cast<uint64_t>(a.rank));  // dropout draws of g_φ (LibTorch's default generator)
 
   eval::Dataset ds;
@@ -282,10 +278,9 @@ void register_vispco(CLI::App& app) {
                   "Grid frontier to overlay and compare wall time with: the optimize.json of `vispco optimize "
                   "--method grid`, or a CSV 'flops_ratio,accuracy'");
   cmd->add_option("--label", a->label, "Text shown in the summary and plot title (e.g. 'random weights')");
-  cmd->add_option("--dtype", a->dtype, "Compute dtype of the VLM: fp32 | bf16 (g_φ is always fp32)")
-      ->capture_default_str();
-  cmd->add_option("--device", a->device, "cpu | cuda[:N]")->capture_default_str();
-  cmd->add_option("--threads", a->threads, "Intra-op threads per process (0 = all cores)")->capture_default_str();
+  add_compute_flags(cmd, &a->dtype, &a->device, &a->threads,
+                    "Compute dtype of the VLM: fp32 | bf16 (g_φ is always fp32)",
+                    "Intra-op threads per process (0 = all cores)");
   cmd->add_flag("--skip-eval", a->skip_eval, "Train and save the predictor only");
   cmd->add_flag("--no-budget-projection", a->no_projection,
                 "Evaluate the predicted keep fractions as they are instead of projecting them onto each budget "

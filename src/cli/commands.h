@@ -35,6 +35,15 @@ void register_vispco(CLI::App& app);  // `vispco vispco-search`
 /// train/finetune.h; said on stderr), else "none". @throws what reading the config throws.
 std::string plan_for_model(const std::string& model_dir, const std::string& given, bool given_explicitly);
 
+/// Help text of --dtype for the commands that resolve it with choose_dtype() (core/context.h).
+inline constexpr const char* kDtypeHelp =
+    "Compute dtype: auto | fp32 | bf16 (auto: bf16 on CUDA or where the CPU has AVX512-BF16/AMX, else fp32)";
+/// Adds --dtype, --device and --threads, writing into the given fields (their current values are the
+/// defaults shown by --help). @param dtype_help the --dtype text @param threads_help the --threads text
+void add_compute_flags(CLI::App* cmd, std::string* dtype, std::string* device, int* threads,
+                       const char* dtype_help = kDtypeHelp,
+                       const char* threads_help = "Intra-op threads (0 = all cores)");
+
 /// --quant / --quant-tower of the inference commands (model/quant.h).
 struct QuantFlags {
   std::string quant = "none";  ///< none | int8

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "core/errors.h"
+#include "core/text_file.h"
 #include "eval/evaluator.h"
 
 namespace vispco::eval {
@@ -14,22 +15,6 @@ namespace fs = std::filesystem;
 
 // Model output may hold invalid UTF-8 (a byte-fallback token cut in half): write U+FFFD instead of throwing.
 constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
-
-// Writes `text` to path.tmp, then renames it over `path`, so readers never see half a file.
-void write_atomically(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw IoError("eval: cannot write '" + tmp.string() + "'");
-    out << text;
-    out.flush();
-    if (!out) throw IoError("eval: error while writing '" + tmp.string() + "' (disk full?)");
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec)
-    throw IoError("eval: cannot rename '" + tmp.string() + "' to '" + path.string() + "': " + ec.message());
-}
 
 nlohmann::json row_json(const EvalRow& r) {
   nlohmann::json j = {{"id", r.id},
@@ -121,11 +106,12 @@ void write_eval_outputs(const EvalReport& report, const EvalOptions& options, co
   if (ec) throw IoError("eval: cannot create output folder '" + dir + "': " + ec.message());
   std::string lines;
   for (const EvalRow& r : report.rows) lines += row_json(r).dump(-1, ' ', false, kReplace) + "\n";
-  write_atomically(fs::path(dir) / "predictions.jsonl", lines);
+  write_text_atomically((fs::path(dir) / "predictions.jsonl").string(), lines);
   nlohmann::json summary = report.to_json();
   summary["options"] = to_json(options);
-  write_atomically(fs::path(dir) / "summary.json", summary.dump(2, ' ', false, kReplace) + "\n");
-  write_atomically(fs::path(dir) / "summary.md", report.to_markdown());
+  write_text_atomically((fs::path(dir) / "summary.json").string(),
+                        summary.dump(2, ' ', false, kReplace) + "\n");
+  write_text_atomically((fs::path(dir) / "summary.md").string(), report.to_markdown());
 }
 
 }  // namespace vispco::eval

@@ -10,6 +10,7 @@
 
 #include "core/default_dtype.h"
 #include "core/errors.h"
+#include "core/named_table.h"
 #include "io/tokenizer.h"
 
 namespace vispco {
@@ -79,12 +80,7 @@ const std::vector<ModelPreset>& model_presets() {
 }
 
 const ModelPreset& find_preset(const std::string& name) {
-  std::string names;
-  for (const auto& p : model_presets()) {
-    if (p.name == name) return p;
-    names += (names.empty() ? "" : ", ") + p.name;
-  }
-  throw InvalidArgument("unknown preset '" + name + "' (valid: " + names + ")");
+  return find_named(model_presets(), name, "preset");
 }
 
 LlavaNet random_llava_net(const LlavaConfig& cfg, uint64_t seed, c10::ScalarType dtype) {

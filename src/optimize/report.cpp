@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "core/errors.h"
+#include "core/text_file.h"
 #include "optimize/optimize.h"
 
 namespace vispco::optimize {
@@ -23,20 +24,6 @@ std::string fmt(const char* f, double v) {
 }
 
 std::string pct(double v) { return fmt("%.1f", 100.0 * v); }
-
-void write_atomically(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw IoError("optimize: cannot write '" + tmp.string() + "'");
-    out << text;
-    out.flush();
-    if (!out) throw IoError("optimize: error while writing '" + tmp.string() + "' (disk full?)");
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) throw IoError("optimize: cannot rename '" + tmp.string() + "' to '" + path.string() + "': " + ec.message());
-}
 
 std::string constraint_text(const OptimizeOptions& o) {
   const std::string eps = o.epsilon_absolute ? "ε = " + pct(o.epsilon) + " points (absolute)"
@@ -239,8 +226,9 @@ void write_report(const OptimizeReport& report, const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw IoError("optimize: cannot create the report folder '" + dir + "': " + ec.message());
-  write_atomically(fs::path(dir) / "optimize.json", report.to_json().dump(2, ' ', false, kReplace) + "\n");
-  write_atomically(fs::path(dir) / "optimize.md", report.to_markdown());
+  write_text_atomically((fs::path(dir) / "optimize.json").string(),
+                        report.to_json().dump(2, ' ', false, kReplace) + "\n");
+  write_text_atomically((fs::path(dir) / "optimize.md").string(), report.to_markdown());
 }
 
 }  // namespace vispco::optimize

@@ -93,8 +93,10 @@ bool PlanHook::apply(int64_t layer, TokenState& state, const LayerSignals& signa
 
   StageTrace trace;
   trace.stage = stage;
-  trace.scores = at::full({B, n_visual_}, std::numeric_limits<float>::quiet_NaN(), at::kFloat);
-  trace.kept = at::zeros({B, n_visual_}, at::kBool);
+  // On the prefill's device: recording costs two scatters there, no copy to the host (readers move them).
+  trace.scores =
+      at::full({B, n_visual_}, std::numeric_limits<float>::quiet_NaN(), at::device(dev).dtype(at::kFloat));
+  trace.kept = at::zeros({B, n_visual_}, at::device(dev).dtype(at::kBool));
   if (stage.keep >= N) {  // nothing to remove at this stage
     traces_.push_back(trace);
     return false;
@@ -125,9 +127,9 @@ bool PlanHook::apply(int64_t layer, TokenState& state, const LayerSignals& signa
   Selection sel = scorer.select(in);
 
   auto grid_of_alive = state.grid_index.gather(1, in.visual_pos);  // [B, N]
-  if (sel.scores.defined()) trace.scores.scatter_(1, grid_of_alive.cpu(), sel.scores.to(at::kFloat).cpu());
+  if (sel.scores.defined()) trace.scores.scatter_(1, grid_of_alive, sel.scores.to(dev, at::kFloat));
   auto kept_visual = in.visual_pos.gather(1, sel.keep.to(dev));     // [B, K_keep] indices into T
-  trace.kept.scatter_(1, state.grid_index.gather(1, kept_visual).cpu(), true);
+  trace.kept.scatter_(1, state.grid_index.gather(1, kept_visual), true);
 
   // Non-visual tokens (text, padding) in order, plus the kept visual ones, re-sorted into sequence order.
   auto is_text = state.visual.logical_not();
@@ -137,7 +139,7 @@ bool PlanHook::apply(int64_t layer, TokenState& state, const LayerSignals& signa
   if (sel.merged.defined() && sel.merged.size(1) > 0) {
     const int64_t M = sel.merged.size(1);
     auto rep = sel.merged_grid_index.to(dev);
-    trace.kept.scatter_(1, rep.cpu(), true);
+    trace.kept.scatter_(1, rep, true);
     trace.merged = true;
     // Position of patch g is (first visual token's position − its patch index) + g.
     auto first = in.visual_pos.narrow(1, 0, 1);

@@ -13,7 +13,8 @@
 
 namespace vispco {
 
-/// What one stage did, mapped back to the image's patch grid (for heat-maps and reports).
+/// What one stage did, mapped back to the image's patch grid (for heat-maps and reports). The tensors live on
+/// the prefill's device (no host copy in the hot path); readers move them where they need them.
 struct StageTrace {
   PruneStage stage;
   at::Tensor scores;  ///< [B, N_v] fp32, NaN for tokens already gone before this stage or unscored

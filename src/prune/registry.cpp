@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/errors.h"
+#include "core/named_table.h"
 #include "prune/scorer.h"
 #include "prune/scorers/scorers.h"
 
@@ -44,12 +45,7 @@ const std::vector<ScorerEntry>& scorer_registry() {
 namespace {
 
 const ScorerEntry& entry(const std::string& name) {
-  std::string names;
-  for (const auto& e : scorer_registry()) {
-    if (e.name == name) return e;
-    names += (names.empty() ? "" : ", ") + e.name;
-  }
-  throw InvalidArgument("unknown scorer '" + name + "' (valid: " + names + ", and the shorthand pdrop)");
+  return find_named(scorer_registry(), name, "scorer", ", and the shorthand pdrop");
 }
 
 }  // namespace
@@ -67,11 +63,9 @@ void Scorer::check(const PruneStage& stage, const LlavaConfig& cfg) const {
                           " acts inside the LLM (on layer ℓ−1's output), so layer must be ≥ 1");
   const auto valid = option_names();
   for (const auto& [k, v] : stage.options)
-    if (std::find(valid.begin(), valid.end(), k) == valid.end()) {
-      std::string list;
-      for (const auto& n : valid) list += (list.empty() ? "" : ", ") + n;
-      throw InvalidArgument(where + ": unknown option '" + k + "' (valid: " + (list.empty() ? "none" : list) + ")");
-    }
+    if (std::find(valid.begin(), valid.end(), k) == valid.end())
+      throw InvalidArgument(where + ": unknown option '" + k +
+                            "' (valid: " + (valid.empty() ? "none" : join_names(valid)) + ")");
   check_extra(stage, cfg);
 }
 

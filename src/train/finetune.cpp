@@ -17,6 +17,7 @@
 #include "core/context.h"
 #include "core/errors.h"
 #include "core/json_file.h"
+#include "core/text_file.h"
 #include "cost/timer.h"
 #include "eval/evaluator.h"
 #include "eval/synthvqa/generator.h"
@@ -99,15 +100,6 @@ nlohmann::json per_family(const eval::EvalReport& r) {
   for (const auto& [f, t] : r.metrics.per_family) j[f] = t.accuracy();
   j["all"] = r.metrics.overall.accuracy();
   return j;
-}
-
-void write_text(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!(out << text)) throw IoError("finetune: cannot write '" + tmp.string() + "'");
-  }
-  fs::rename(tmp, path);
 }
 
 }  // namespace
@@ -348,15 +340,16 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
     torch::save(best.empty() ? cur : best, (tmp / "best.pt").string());
     torch::save(opt, (tmp / "optimizer.pt").string());
     auto j = rep.to_json();
-    write_text(tmp / "position.json", nlohmann::json{{"options", train::to_json(rep.options)},
-                                                     {"step", step},
-                                                     {"since_best", since_best},
-                                                     {"best_step", rep.best_step},
-                                                     {"best_val_accuracy", rep.best_val_accuracy},
-                                                     {"checks", j["checks"]},
-                                                     {"train_loss", j["train_loss"]},
-                                                     {"stopped", rep.stopped}}
-                                          .dump(1));
+    write_text_atomically((tmp / "position.json").string(),
+                          nlohmann::json{{"options", train::to_json(rep.options)},
+                                         {"step", step},
+                                         {"since_best", since_best},
+                                         {"best_step", rep.best_step},
+                                         {"best_val_accuracy", rep.best_val_accuracy},
+                                         {"checks", j["checks"]},
+                                         {"train_loss", j["train_loss"]},
+                                         {"stopped", rep.stopped}}
+                              .dump(1));
     fs::remove_all(ckpt);
     fs::rename(tmp, ckpt);
   };
@@ -464,7 +457,7 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
                    {"best_step", rep.best_step},
                    {"best_val_accuracy", rep.best_val_accuracy},
                    {"train", options.train}}}};
-  write_text(model_out / "config.json", j.dump(2) + "\n");
+  write_text_atomically((model_out / "config.json").string(), j.dump(2) + "\n");
   if (test) {  // what ships: the saved (bf16) folder, computed in fp32 like the "before" figures
     auto tuned = VisionLanguageModel::load(model_out.string(), ctx);
     accuracy_with(tuned, *test, options.test_limit, plan, model_dir, options.eval_batch, &after_plan);
@@ -480,8 +473,8 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
     rep.test["recovered_share"] = u0 > p0 ? nlohmann::json((p1 - p0) / (u0 - p0)) : nlohmann::json(nullptr);
   }
   rep.wall_s = wall.ms() / 1000.0;
-  write_text(out / "finetune.json", rep.to_json().dump(2) + "\n");
-  write_text(out / "finetune.md", rep.to_markdown());
+  write_text_atomically((out / "finetune.json").string(), rep.to_json().dump(2) + "\n");
+  write_text_atomically((out / "finetune.md").string(), rep.to_markdown());
   return rep;
 }
 

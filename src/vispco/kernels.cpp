@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "core/named_table.h"
 
 namespace vispco::pco {
 
@@ -48,14 +49,7 @@ const std::vector<KernelEntry>& kernel_registry() {
   return table;
 }
 
-KernelKind kernel_kind(const std::string& name) {
-  std::string names;
-  for (const auto& e : kernel_registry()) {
-    if (e.name == name) return e.kind;
-    names += (names.empty() ? "" : ", ") + e.name;
-  }
-  throw InvalidArgument("unknown kernel '" + name + "' (valid: " + names + ")");
-}
+KernelKind kernel_kind(const std::string& name) { return find_named(kernel_registry(), name, "kernel").kind; }
 
 std::string kernel_name(KernelKind kind) {
   for (const auto& e : kernel_registry())

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "core/named_table.h"
 
 namespace vispco::pco {
 
@@ -18,12 +19,7 @@ const std::vector<PcoScorerEntry>& pco_scorer_registry() {
 }
 
 const PcoScorerEntry& find_pco_scorer(const std::string& name) {
-  std::string names;
-  for (const auto& e : pco_scorer_registry()) {
-    if (e.name == name) return e;
-    names += (names.empty() ? "" : ", ") + e.name;
-  }
-  throw InvalidArgument("VisPCO: unknown scorer '" + name + "' (valid: " + names + ")");
+  return find_named(pco_scorer_registry(), name, "scorer");
 }
 
 std::vector<double> release_train_budgets() {

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "core/text_file.h"
 
 namespace vispco::pco {
 
@@ -24,11 +25,6 @@ std::string fmt(double v, int digits = 4) {
   return buf;
 }
 
-void write_text(const fs::path& p, const std::string& text) {
-  std::ofstream out(p, std::ios::binary);
-  out << text;
-  if (!out) throw IoError("cannot write " + p.string());
-}
 }  // namespace
 
 nlohmann::json SearchReport::to_json() const {
@@ -235,11 +231,11 @@ std::string write_search_outputs(const SearchReport& r, const std::string& dir, 
   fs::create_directories(dir, ec);
   if (ec) throw IoError("cannot create folder '" + dir + "': " + ec.message());
   const fs::path d(dir);
-  write_text(d / "curve.json", r.to_json().dump(2) + "\n");
-  write_text(d / "curve.csv", curve_csv(r));
-  write_text(d / "summary.md", r.to_markdown());
+  write_text_atomically((d / "curve.json").string(), r.to_json().dump(2) + "\n");
+  write_text_atomically((d / "curve.csv").string(), curve_csv(r));
+  write_text_atomically((d / "summary.md").string(), r.to_markdown());
   if (r.points.empty()) return "";
-  write_text(d / "curve.gp", curve_gnuplot(r, "curve.png"));
+  write_text_atomically((d / "curve.gp").string(), curve_gnuplot(r, "curve.png"));
   if (gnuplot.empty()) return "";
   const std::string cmd = "cd '" + d.string() + "' && " + gnuplot + " curve.gp > gnuplot.log 2>&1";
   if (std::system(cmd.c_str()) != 0)

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "core/text_file.h"
 #include "cost/timer.h"
 #include "eval/evaluator.h"
 #include "eval/metrics.h"
@@ -136,18 +137,6 @@ std::string plot_k_distribution(const DynamicKReport& r,
     plot += "$" + name + " using 1:2 with linespoints title " + gnuplot_quoted(fam) + ", ";
   }
   return gp + plot.substr(0, plot.size() - 2) + "\n";
-}
-
-// Writes through a temporary file and a rename. @throws IoError.
-void write_text(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!(out << text)) throw IoError("dynamic-k: cannot write '" + tmp + "'");
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) throw IoError("dynamic-k: cannot rename '" + tmp + "': " + ec.message());
 }
 
 std::string pct(double x) { return std::isfinite(x) ? fmt("%.1f", 100 * x) : "n/a"; }
@@ -481,8 +470,8 @@ DynamicKReport run_dynamic_k(VisionLanguageModel& model, const std::string& mode
                                out_dir);
   }
   rep.wall_s = wall.ms() / 1000.0;
-  write_text((fs::path(out_dir) / "dynamic_k.json").string(), rep.to_json().dump(2) + "\n");
-  write_text((fs::path(out_dir) / "dynamic_k.md").string(), rep.to_markdown());
+  write_text_atomically((fs::path(out_dir) / "dynamic_k.json").string(), rep.to_json().dump(2) + "\n");
+  write_text_atomically((fs::path(out_dir) / "dynamic_k.md").string(), rep.to_markdown());
   return rep;
 }
 
