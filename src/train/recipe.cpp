@@ -30,6 +30,9 @@ nlohmann::json stage_json(const StageSettings& s) {
   if (s.count_footprints) j["count_footprints"] = true;
   if (s.answer_row_at_first_glyph) j["answer_row_at_first_glyph"] = true;
   if (!s.turn_weights.empty()) j["turn_weights"] = s.turn_weights;
+  if (s.sincos_positions != 0) j["sincos_positions"] = s.sincos_positions;
+  if (s.mimetic_tower) j["mimetic_tower"] = true;
+  if (s.glyph_weight != 1) j["glyph_weight"] = s.glyph_weight;
   return j;
 }
 
@@ -63,6 +66,12 @@ StageSettings stage_from(const nlohmann::json& j, const std::string& where) {
       s.answer_row_at_first_glyph = v.get<bool>();
     else if (k == "turn_weights")
       s.turn_weights = v.get<std::map<std::string, int64_t>>();
+    else if (k == "sincos_positions")
+      s.sincos_positions = v.get<double>();
+    else if (k == "mimetic_tower")
+      s.mimetic_tower = v.get<bool>();
+    else if (k == "glyph_weight")
+      s.glyph_weight = v.get<double>();
     else throw InvalidArgument("recipe: unknown key '" + where + "." + k + "'");
   }
   return s;
@@ -132,6 +141,12 @@ void TrainRecipe::validate() const {
     if (st->count_heads || st->glyph_index_head || st->min_texts != 0)
       throw InvalidArgument(
           "recipe: count_heads, glyph_index_head and min_texts are for the vision stage only");
+  for (const auto* st : decoder_stages())
+    if (st->sincos_positions != 0 || st->mimetic_tower || st->glyph_weight != 1)
+      throw InvalidArgument(
+          "recipe: sincos_positions, mimetic_tower and glyph_weight are for the vision stage only");
+  if (!(vision.glyph_weight > 0)) throw InvalidArgument("recipe: vision.glyph_weight must be > 0");
+  if (!(vision.sincos_positions >= 0)) throw InvalidArgument("recipe: vision.sincos_positions must be ≥ 0");
   if (vision.min_texts < 0 || vision.min_texts > 5)
     throw InvalidArgument("recipe: vision.min_texts must be in [0, 5]");
   for (size_t i = 0; i < refine.size(); ++i) {

@@ -79,6 +79,16 @@ struct StageSettings {
   /// Decoder stages only: family name → k ≥ 1, so that family contributes up to k of each image's extra turns
   /// per cycle over the families (scene_questions.h sample_questions' weights); empty = one each.
   std::map<std::string, int64_t> turn_weights;
+  /// Vision stage only, ≥ 0: a fresh run starts the tower's learned position table from 2-D sine-cosine
+  /// positions of this scale (train/tower_init.h sincos_position_init); 0 = N(0, 0.02²) like every weight.
+  double sincos_positions = 0;
+  /// Vision stage only: a fresh run starts the tower's attention from the mimetic initialisation
+  /// (train/tower_init.h mimetic_tower_init), so that with sincos_positions it attends locally at step 0.
+  bool mimetic_tower = false;
+  /// Vision stage only, > 0: weight of the glyph (character) head's loss among the patch heads (1 = as the
+  /// others). The glyph head learns last (docs/bundled-model-training.md); a larger weight gives it a larger
+  /// share of the shared tower's updates.
+  double glyph_weight = 1;
   bool operator==(const StageSettings&) const = default;
 };
 
@@ -116,8 +126,9 @@ struct TrainRecipe {
   bool mimetic_init = false;
   /// Held-out probe of the decoder stages, ≥ 0 (0 = off): every `probe_every` steps and at the end of each
   /// decoder stage, greedy answers through the inference path (all N_v visual tokens) on `probe_per_family`
-  /// unseen SynthVQA scenes per family, appended to <out>/probe.jsonl (the learning curves; the loss alone hid
-  /// the prior plateau before).
+  /// unseen SynthVQA scenes per family, appended to <out>/probe.jsonl (the learning curves; the loss alone
+  /// hid the prior plateau before). The vision stage probes its patch heads at the same interval
+  /// (<out>/tower_probe.jsonl).
   int64_t probe_every = 0;
   int64_t probe_per_family = 16;  ///< ≥ 1
   std::vector<ProbeGate> probe_gates;  ///< early stops (need probe_every > 0), checked in order of step

@@ -25,6 +25,7 @@
 #include "train/patch_labels.h"
 #include "train/projector_init.h"
 #include "train/scene_questions.h"
+#include "train/tower_init.h"
 
 namespace vispco::train {
 
@@ -148,9 +149,11 @@ struct Trainer::State {
     return ps;
   }
 
-  // Foreground accuracy of each patch head on 32 images of a seed no stage trains on, written to
-  // <out>/tower_probe.json (what the tower can tell the decoder; a plain accuracy would be ~95% background).
-  void probe_tower() {
+  // Foreground accuracy of each patch head on 32 images of a seed no stage trains on (what the tower can tell
+  // the decoder; a plain accuracy would be ~95% background), appended with the step to
+  // <out>/tower_probe.jsonl (the tower's learning curves; every probe_every steps) and, at the end of the
+  // stage, to tower_probe.json.
+  void probe_tower(bool final) {
     constexpr int64_t kProbeImages = 32;
     const uint64_t seed = recipe.data_seed + 97 * kStageSeedStride;
     const auto& cfg = recipe.model;
@@ -208,7 +211,9 @@ struct Trainer::State {
       j["position"] = {{"mean_abs_error_patches", err}};
       std::fprintf(stderr, "tower probe: position mean abs error %.2f patches\n", err);
     }
-    std::ofstream(fs::path(out) / "tower_probe.json") << j.dump(2) << "\n";
+    if (final) std::ofstream(fs::path(out) / "tower_probe.json") << j.dump(2) << "\n";
+    j["step"] = step;
+    std::ofstream(fs::path(out) / "tower_probe.jsonl", std::ios::app) << j.dump() << "\n";
   }
 
   // The held-out probe of the decoder stages (recipe.probe_every), appended to <out>/probe.jsonl.
@@ -343,6 +348,13 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
     s_->begin_stage();
     if (s_->opt && fs::exists(s_->ckpt() / "optimizer.pt")) torch::load(*s_->opt, (s_->ckpt() / "optimizer.pt").string());
   } else {
+    // After every seeded draw of a run without these options, so that they change nothing else.
+    auto& tower = net->vision_tower->vision_model;
+    if (recipe.vision.sincos_positions > 0) sincos_position_init(tower, recipe.vision.sincos_positions);
+    if (recipe.vision.mimetic_tower) {
+      at::manual_seed(recipe.seed + 2);
+      mimetic_tower_init(tower);
+    }
     s_->begin_stage();
   }
 }
@@ -653,7 +665,8 @@ StepReport Trainer::step() {
     loss = at::zeros({}, logits.options());
     for (int c = 0; c < 6; ++c) {
       auto lg = logits.narrow(-1, off, sizes[c]).reshape({-1, sizes[c]});
-      loss = loss + balanced_patch_loss(lg, lab.select(-1, c).reshape({-1}));
+      const double weight = c == 4 ? st.glyph_weight : 1.0;  // column 4: the glyph (character) head
+      loss = loss + weight * balanced_patch_loss(lg, lab.select(-1, c).reshape({-1}));
       off += sizes[c];
     }
     const HeadLayout layout(st);
@@ -749,8 +762,10 @@ StepReport Trainer::step() {
   r.samples_per_s = st.batch / (sw.ms() / 1000.0);
   if (s.stage > 0 && s.recipe.probe_every > 0 && (s.step % s.recipe.probe_every == 0 || s.step >= st.steps))
     s.probe_decoder(r.stage);
+  if (s.stage == 0 && s.recipe.probe_every > 0 && s.step % s.recipe.probe_every == 0 && s.step < st.steps)
+    s.probe_tower(false);
   if (s.step >= st.steps) {
-    if (s.stage == 0) s.probe_tower();
+    if (s.stage == 0) s.probe_tower(true);
     ++s.stage;
     s.step = 0;
     s.begin_stage();
