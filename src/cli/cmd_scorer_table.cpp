@@ -1,5 +1,6 @@
 // `vispco scorer-table`: evaluates every pruning scorer at several K on one model and dataset and writes the
-// Markdown table (docs/scorers.md) and its JSON; resumable through the result store (eval/scorer_table.h).
+// Markdown table (docs/scorers.md) and its JSON; resumable through the result store
+// (optimize/scorer_table.h).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,8 +12,8 @@
 #include "core/context.h"
 #include "core/errors.h"
 #include "core/text_file.h"
-#include "eval/scorer_table.h"
 #include "model/llava.h"
+#include "optimize/scorer_table.h"
 
 namespace vispco::cli {
 namespace {
@@ -35,7 +36,7 @@ std::vector<std::string> split_list(const std::string& s) {
 }
 
 void run_scorer_table(const ScorerTableArgs& a) {
-  eval::ScorerTableOptions o;
+  optimize::ScorerTableOptions o;
   o.keeps.clear();
   for (const auto& k : split_list(a.keeps)) {
     try {
@@ -60,7 +61,7 @@ void run_scorer_table(const ScorerTableArgs& a) {
   const RunContext ctx = inference_context(a.device, a.dtype, a.threads, &dtype_choice);
   const eval::Dataset ds = eval::load_dataset(a.data);
   auto model = VisionLanguageModel::load(a.model, ctx);
-  auto table = eval::run_scorer_table(model, a.model, ds, o, [](const eval::ScorerTableCell& c) {
+  auto table = optimize::run_scorer_table(model, a.model, ds, o, [](const optimize::ScorerTableCell& c) {
     std::fprintf(stderr, "[scorer-table] %-10s K=%-4ld accuracy %5.1f %%  FLOPs %4.0f %%  (%s)\n",
                  c.scorer.c_str(), (long)c.keep, 100.0 * c.metrics.overall.accuracy(), 100.0 * c.flops_ratio,
                  c.plan.c_str());

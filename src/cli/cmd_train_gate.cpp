@@ -1,4 +1,4 @@
-// `vispco train-gate`: trains the learned token gate (prune/gate.h, prune/gate_train.h) of a model with the
+// `vispco train-gate`: trains the learned token gate (prune/gate.h, train/gate_train.h) of a model with the
 // model frozen, on SynthVQA samples generated on the fly (training seed disjoint from the calib/test splits)
 // or on a jsonl dataset, and saves it beside the model (gate.safetensors) for the `gate` scorer.
 #include <cstdio>
@@ -17,10 +17,15 @@
 #include "eval/synthvqa/splits.h"
 #include "io/image.h"
 #include "model/llava.h"
-#include "prune/gate_train.h"
+#include "train/gate_train.h"
 
 namespace vispco::cli {
 namespace {
+
+using train::GateExample;
+using train::GateStepReport;
+using train::GateTrainOptions;
+using train::train_gate;
 
 /// Default SynthVQA seed of gate training: not a standard split's (calib 20250501, test 20250502) and not one
 /// of the bundled model's training seeds (recipe data_seed 7001 + stage strides).

@@ -22,11 +22,11 @@
 #include "eval/dataset.h"
 #include "eval/run_key.h"
 #include "model/llava.h"
-#include "vispco/ddp.h"
-#include "vispco/evaluate.h"
-#include "vispco/options.h"
-#include "vispco/report.h"
-#include "vispco/trainer.h"
+#include "optimize/learned/ddp.h"
+#include "optimize/learned/evaluate.h"
+#include "optimize/learned/options.h"
+#include "optimize/learned/report.h"
+#include "optimize/learned/trainer.h"
 
 namespace vispco::cli {
 namespace {
@@ -41,12 +41,13 @@ struct PcoArgs {
   uint64_t train_seed = 20250511, val_seed = 20250512, seed = 0;
   double gamma = 10, lr = 1e-3, min_lr = 1e-5, warmup = 0.02, weight_decay = 1e-4, kl_weight = 1000, clip = 0, dropout = 0.1;
   // Augmented-Lagrangian defaults come from AlOptions, where they are documented.
-  double width = 5, temperature = 0.1, lambda0 = pco::AlOptions{}.lambda0, mu0 = pco::AlOptions{}.mu0,
-         growth = pco::AlOptions{}.growth, beta = pco::AlOptions{}.beta, epsilon = pco::AlOptions{}.epsilon,
-         mu_max = pco::AlOptions{}.mu_max;
+  double width = 5, temperature = 0.1, lambda0 = optimize::learned::AlOptions{}.lambda0,
+         mu0 = optimize::learned::AlOptions{}.mu0, growth = optimize::learned::AlOptions{}.growth,
+         beta = optimize::learned::AlOptions{}.beta, epsilon = optimize::learned::AlOptions{}.epsilon,
+         mu_max = optimize::learned::AlOptions{}.mu_max;
   double ddp_timeout = 300;
   int threads = 0;
-  bool skip_eval = false, no_plot = false, keep_last_epoch = false, no_projection = false;
+  bool skip_eval = false, no_plots = false, keep_last_epoch = false, no_projection = false;
 };
 
 std::vector<double> parse_list(const std::string& text, const std::string& flag) {
@@ -64,11 +65,11 @@ std::vector<double> parse_list(const std::string& text, const std::string& flag)
   return out;
 }
 
-pco::SearchOptions search_options(const PcoArgs& a) {
-  pco::SearchOptions o;
+optimize::learned::SearchOptions search_options(const PcoArgs& a) {
+  optimize::learned::SearchOptions o;
   o.scorer = a.scorer;
   o.first_layer = a.first_layer;
-  o.kernel.kind = pco::kernel_kind(a.kernel);
+  o.kernel.kind = optimize::learned::kernel_kind(a.kernel);
   o.kernel.n_stages = a.stages;
   o.kernel.gamma = a.gamma;
   o.threshold.width = a.width;
@@ -80,7 +81,7 @@ pco::SearchOptions search_options(const PcoArgs& a) {
   o.al.epsilon = a.epsilon;
   o.al.patience = a.patience;
   o.al.mu_max = a.mu_max;
-  o.floor = pco::parse_budget_floor(a.floor);
+  o.floor = optimize::learned::parse_budget_floor(a.floor);
   if (!a.train_budgets.empty()) o.train_budgets = parse_list(a.train_budgets, "--train-budgets");
   o.train_seed = a.train_seed;
   o.n_train = a.n_train;
@@ -104,7 +105,7 @@ pco::SearchOptions search_options(const PcoArgs& a) {
 
 void run_search(const PcoArgs& a) {
   namespace fs = std::filesystem;
-  pco::DdpOptions dd;
+  optimize::learned::DdpOptions dd;
   dd.world_size = a.world_size;
   dd.rank = a.rank;
   dd.master_addr = a.master_addr;
@@ -112,7 +113,7 @@ void run_search(const PcoArgs& a) {
   dd.timeout_s = a.ddp_timeout;
   dd.validate();
   auto opts = search_options(a);
-  pco::BudgetEvalOptions eo;
+  optimize::learned::BudgetEvalOptions eo;
   eo.budgets = parse_list(a.budgets, "--budgets");
   if (a.eval_limit < 0) throw InvalidArgument("--eval-limit must be ≥ 0, got " + std::to_string(a.eval_limit));
   if (a.eval_batch < 1) throw InvalidArgument("--eval-batch must be ≥ 1, got " + std::to_string(a.eval_batch));
@@ -123,8 +124,9 @@ void run_search(const PcoArgs& a) {
   eo.validate();
   const bool evaluate = !a.skip_eval && dd.rank == 0;
   if (evaluate && a.data.empty()) throw InvalidArgument("--data is required unless --skip-eval");
-  pco::GridFrontier grid;
-  if (!a.grid_frontier.empty()) grid = pco::read_grid_frontier(a.grid_frontier);  // before the slow steps
+  optimize::learned::GridFrontier grid;
+  if (!a.grid_frontier.empty())
+    grid = optimize::learned::read_grid_frontier(a.grid_frontier);  // before the slow steps
   if (!a.predictor.empty() && a.world_size > 1)
     throw InvalidArgument("--predictor loads a trained predictor; it takes no --world-size > 1");
 
@@ -136,22 +138,22 @@ void run_search(const PcoArgs& a) {
   eval::Dataset ds;
   if (evaluate) ds = eval::load_dataset(a.data);  // before the slow steps: a bad path fails at once
   auto model = VisionLanguageModel::load(a.model, ctx);
-  pco::SearchReport rep;
+  optimize::learned::SearchReport rep;
   rep.model = a.model;
   rep.data = a.data;
   rep.world_size = a.world_size;
   rep.label = a.label;
   rep.grid = grid;
 
-  pco::Predictor predictor{nullptr};
+  optimize::learned::Predictor predictor{nullptr};
   if (!a.predictor.empty()) {
     nlohmann::json meta;
-    predictor = pco::load_predictor(a.predictor, &meta);
-    if (meta.contains("search")) opts = pco::search_options_from_json(meta["search"]);
+    predictor = optimize::learned::load_predictor(a.predictor, &meta);
+    if (meta.contains("search")) opts = optimize::learned::search_options_from_json(meta["search"]);
     predictor->to(ctx.device);
   } else {
-    pco::DataParallel ddp(dd);
-    pco::SearchTrainer trainer(model, opts, ddp);
+    optimize::learned::DataParallel ddp(dd);
+    optimize::learned::SearchTrainer trainer(model, opts, ddp);
     std::unique_ptr<std::ofstream> log;
     if (ddp.is_main()) {
       fs::create_directories(a.out);
@@ -159,7 +161,7 @@ void run_search(const PcoArgs& a) {
     }
     std::fprintf(stderr, "vispco-search: rank %ld/%ld, caching the teacher on %ld samples…\n", (long)a.rank,
                  (long)a.world_size, (long)opts.n_train);
-    rep.training = trainer.run([&](const pco::EpochReport& e) {
+    rep.training = trainer.run([&](const optimize::learned::EpochReport& e) {
       std::fprintf(stderr,
                    "epoch %3ld  steps %4ld  KL %.5f  |c| train %.4f  val %.4f (mean %+.4f)  mu %.3g%s  λ [%.3g, %.3g]"
                    "  %.1f s%s\n",
@@ -172,12 +174,12 @@ void run_search(const PcoArgs& a) {
                  (long)rep.training.selected_epoch, rep.training.selected_val_abs_c,
                  opts.restore_best ? ", the lowest" : ", the last epoch");
     if (ddp.is_main()) {
-      nlohmann::json meta = {{"search", pco::to_json(opts)},
+      nlohmann::json meta = {{"search", optimize::learned::to_json(opts)},
                              {"training", rep.training.to_json()},
                              {"lagrangian", trainer.lagrangian().state_json()},
                              {"model", a.model},
-                             {"ddp", pco::to_json(dd)}};
-      pco::save_predictor(a.out, predictor, meta);
+                             {"ddp", optimize::learned::to_json(dd)}};
+      optimize::learned::save_predictor(a.out, predictor, meta);
       std::fprintf(stderr, "vispco-search: predictor saved to %s/predictor.{pt,json} (teacher %.1f s, training %.1f s)\n",
                    a.out.c_str(), rep.training.teacher_seconds, rep.training.train_seconds);
     }
@@ -187,11 +189,12 @@ void run_search(const PcoArgs& a) {
   if (dd.rank != 0) return;
   if (evaluate) {
     Stopwatch sw;
-    rep.points = pco::evaluate_budgets(model, eval::model_folder_hash(a.model), predictor, opts, ds, eo,
-                                       [](const std::string& line) { std::fprintf(stderr, "  %s\n", line.c_str()); });
+    rep.points = optimize::learned::evaluate_budgets(
+        model, eval::model_folder_hash(a.model), predictor, opts, ds, eo,
+        [](const std::string& line) { std::fprintf(stderr, "  %s\n", line.c_str()); });
     rep.eval_seconds = sw.ms() / 1000.0;
   }
-  const auto png = pco::write_search_outputs(rep, a.out, a.no_plot ? "" : "gnuplot");
+  const auto png = optimize::learned::write_search_outputs(rep, a.out, a.no_plots ? "" : "gnuplot");
   std::cout << rep.to_markdown();
   std::cout << "\nwrote " << a.out << "/{curve.json, curve.csv, summary.md" << (rep.points.empty() ? "" : ", curve.gp")
             << (png.empty() ? "" : ", curve.png") << "}\n";
@@ -285,7 +288,8 @@ void register_vispco(CLI::App& app) {
   cmd->add_flag("--no-budget-projection", a->no_projection,
                 "Evaluate the predicted keep fractions as they are instead of projecting them onto each budget "
                 "(R → R^α with A = T(b)); the paper's setting");
-  cmd->add_flag("--no-plot", a->no_plot, "Do not run gnuplot (the script is still written)");
+  cmd->add_flag("--no-plots,--no-plot", a->no_plots,
+                "Do not run gnuplot (the script is still written; --no-plot is the old spelling)");
   cmd->callback([a] { run_search(*a); });
 }
 

@@ -232,6 +232,19 @@ std::string gnuplot_block(const std::string& name, const std::vector<std::pair<d
 
 std::string gnuplot_quoted(const std::string& s) { return quoted(s); }
 
+void run_gnuplot_script(const std::string& script, const std::string& program) {
+  // gnuplot resolves the output name against its working directory: run it inside the script's folder.
+  const fs::path path = fs::absolute(script);
+  const std::string log = (path.parent_path() / (path.stem().string() + ".log")).string();
+  const int rc = run_program(program, {path.filename().string()}, log, path.parent_path().string());
+  if (rc == -1 || rc == 127) throw IoError("gnuplot not found ('" + program + "'): " + kInstallHint);
+  if (rc != 0)
+    throw IoError("gnuplot failed on '" + script + "' (exit " + std::to_string(rc) +
+                  "): " + first_lines(log, 3));
+  std::error_code ec;
+  fs::remove(log, ec);
+}
+
 std::vector<std::string> render_gnuplot(const std::vector<std::pair<std::string, std::string>>& scripts,
                                         const std::string& dir, const std::string& program) {
   const fs::path plots = fs::path(dir) / "plots";
@@ -246,13 +259,7 @@ std::vector<std::string> render_gnuplot(const std::vector<std::pair<std::string,
       if (!out) throw IoError("plots: cannot write '" + script.string() + "'");
       out << gp;
     }
-    // gnuplot resolves the output name against its working directory: run it inside plots/.
-    const std::string log = fs::absolute(plots / (name + ".log")).string();
-    const int rc = run_program(program, {name + ".gp"}, log, fs::absolute(plots).string());
-    if (rc != 0)
-      throw IoError("gnuplot failed on '" + script.string() + "' (exit " + std::to_string(rc) + "): " +
-                    first_lines(log, 3));
-    fs::remove(log, ec);
+    run_gnuplot_script(script.string(), program);
     made.push_back("plots/" + name + ".png");
   }
   return made;

@@ -29,6 +29,10 @@ std::string gnuplot_header(const std::string& png, const std::string& title, con
 std::string gnuplot_block(const std::string& name, const std::vector<std::pair<double, double>>& xy);
 std::string gnuplot_quoted(const std::string& s);
 
+/// Runs `program` on the gnuplot script at path `script` inside the script's folder (its output names resolve
+/// there), without a shell. @throws IoError with gnuplot's first error lines and the install hint.
+void run_gnuplot_script(const std::string& script, const std::string& program = "gnuplot");
+
 /// Writes each (name, script) as `dir`/plots/name.gp and runs `program` on it inside plots/ (the script
 /// writes name.png). @return "plots/name.png" per script. @throws IoError (file, or gnuplot's first error
 /// lines).

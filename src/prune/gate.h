@@ -1,6 +1,6 @@
 // The learned token gate (seed-described scorer, DESIGN.md §5): a small MLP after the projector gives each
 // visual token a gate g = σ(z / τ) from its embedding (optionally also the question's pooled embedding).
-// Trained with the VLM frozen (prune/gate_train.h): the gate enters the LLM as an additive key bias log g,
+// Trained with the VLM frozen (train/gate_train.h): the gate enters the LLM as an additive key bias log g,
 // so g → 0 removes the token from every query's view exactly as pruning it at ℓ = 0 would; at inference
 // its logits rank the tokens for top-K (prune/scorers/gate.cpp). Stored as safetensors beside the model.
 #pragma once

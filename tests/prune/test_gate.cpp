@@ -10,12 +10,17 @@
 #include "model/generate.h"
 #include "model/tiny_model.h"
 #include "prune/gate.h"
-#include "prune/gate_train.h"
 #include "prune/plan_hook.h"
 #include "prune/scorer_reference.h"
+#include "train/gate_train.h"
 
 namespace vispco {
 namespace {
+
+using train::GateExample;
+using train::GateStepReport;
+using train::GateTrainOptions;
+using train::train_gate;
 
 TEST(Gate, KeyBiasOfMinusInfinityEqualsRemovingTheToken) {
   auto m = testing::load_tiny();

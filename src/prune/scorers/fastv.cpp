@@ -14,15 +14,18 @@ class FastVScorer : public Scorer {
   HookPoint hook_point() const override { return HookPoint::kInLlm; }
   bool needs_attention() const override { return true; }
   Selection select(const ScoreInput& in) const override {
-    auto row = in.attn_rows.mean(/*dim=*/1).select(1, 0);  // [B, T] head-mean attention of the last token
     Selection s;
-    s.scores = row.gather(1, in.visual_pos);                // [B, N]
+    s.scores = fastv_scores(in.attn_rows, in.visual_pos);  // [B, N]
     s.keep = top_k_indices(s.scores, in.stage->keep);
     return s;
   }
 };
 
 }  // namespace
+
+at::Tensor fastv_scores(const at::Tensor& attn_rows, const at::Tensor& visual_pos) {
+  return attn_rows.mean(/*dim=*/1).select(1, 0).gather(1, visual_pos);  // head-mean attention of row 0
+}
 
 std::unique_ptr<Scorer> make_fastv_scorer() { return std::make_unique<FastVScorer>(); }
 

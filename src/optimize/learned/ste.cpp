@@ -1,0 +1,76 @@
+// Soft threshold and straight-through keep mask (VisPCO §3.2), FastV training scores.
+#include "optimize/learned/ste.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.h"
+#include "prune/scorers/scorers.h"
+
+namespace vispco::optimize::learned {
+
+void SoftThresholdOptions::validate() const {
+  if (!(width > 0)) throw InvalidArgument("soft threshold: width must be > 0, got " + std::to_string(width));
+  if (!(temperature > 0))
+    throw InvalidArgument("soft threshold: temperature must be > 0, got " + std::to_string(temperature));
+}
+
+nlohmann::json to_json(const SoftThresholdOptions& o) {
+  return {{"width", o.width}, {"temperature", o.temperature}};
+}
+
+SoftThresholdOptions soft_threshold_options_from_json(const nlohmann::json& j) {
+  SoftThresholdOptions o;
+  for (const auto& [key, value] : j.items()) {
+    try {
+      if (key == "width")
+        o.width = value.get<double>();
+      else if (key == "temperature")
+        o.temperature = value.get<double>();
+      else
+        throw InvalidArgument("soft threshold: unknown setting '" + key + "' (valid: width, temperature)");
+    } catch (const nlohmann::json::exception&) {
+      throw InvalidArgument("soft threshold: setting '" + key + "' has the wrong type (got " + value.dump() +
+                            ")");
+    }
+  }
+  o.validate();
+  return o;
+}
+
+KeepMask soft_keep_mask(const at::Tensor& scores, const at::Tensor& alive, const at::Tensor& keep,
+                        const SoftThresholdOptions& opts) {
+  opts.validate();
+  if (scores.dim() != 2 || alive.sizes() != scores.sizes() || keep.dim() != 1 ||
+      keep.size(0) != scores.size(0))
+    throw InvalidArgument("soft_keep_mask: expected scores [B, N], alive [B, N], keep [B]");
+  const int64_t N = scores.size(1);
+  auto s = scores.detach().to(at::kFloat);
+  auto alive_f = alive.to(at::kFloat);
+  // Dead tokens rank last, just below the lowest alive score (bounded, so the threshold stays bounded).
+  auto lowest = s.masked_fill(alive.logical_not(), INFINITY).amin(1, /*keepdim=*/true);  // [B, 1]
+  s = at::where(alive, s, lowest - 1.0);
+  auto sorted = std::get<0>(s.sort(1, /*descending=*/true));  // [B, N]
+  auto rank = at::arange(N, s.options()).unsqueeze(0);        // [1, N]
+  auto centre = keep.to(at::kFloat).unsqueeze(1) - 0.5;       // [B, 1]
+  auto w = at::exp(-(rank - centre).pow(2) / opts.width);     // [B, N]
+  KeepMask m;
+  m.threshold = (sorted * w).sum(1, true) / (w.sum(1, true) + 1e-8);
+  m.hard = (s >= m.threshold.detach()).to(at::kFloat) * alive_f;
+  m.soft = at::sigmoid((s - m.threshold) / opts.temperature) * alive_f;
+  m.ste = m.soft + (m.hard - m.soft).detach();
+  return m;
+}
+
+at::Tensor fastv_log_scores(const at::Tensor& attn_rows, const at::Tensor& visual_pos,
+                            const at::Tensor& alive) {
+  auto a = fastv_scores(attn_rows.detach().to(at::kFloat), visual_pos);  // [B, N]
+  auto lo = a.masked_fill(alive.logical_not(), INFINITY).amin(1, true);
+  auto hi = a.masked_fill(alive.logical_not(), -INFINITY).amax(1, true);
+  auto norm = ((a - lo) / (hi - lo + 1e-8)).clamp(0.0, 1.0).masked_fill(alive.logical_not(), 0.0);
+  return at::log(norm + 1e-8);
+}
+
+}  // namespace vispco::optimize::learned
