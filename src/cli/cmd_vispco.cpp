@@ -48,6 +48,9 @@ struct PcoArgs {
   double ddp_timeout = 300;
   int threads = 0;
   bool skip_eval = false, no_plots = false, keep_last_epoch = false, no_projection = false;
+  // Set when the flag was given: an explicit --min-epochs above --epochs (or --min-lr above --lr) is an
+  // error; only the defaults follow a smaller --epochs / --lr.
+  bool min_epochs_given = false, min_lr_given = false;
 };
 
 std::vector<double> parse_list(const std::string& text, const std::string& flag) {
@@ -89,10 +92,10 @@ optimize::learned::SearchOptions search_options(const PcoArgs& a) {
   o.n_val = a.n_val;
   o.batch = a.batch;
   o.max_epochs = a.epochs;
-  o.min_epochs = std::min(a.min_epochs, a.epochs);
+  o.min_epochs = a.min_epochs_given ? a.min_epochs : std::min(a.min_epochs, a.epochs);
   o.lr = a.lr;
   o.weight_decay = a.weight_decay;
-  o.min_lr = std::min(a.min_lr, a.lr);
+  o.min_lr = a.min_lr_given ? a.min_lr : std::min(a.min_lr, a.lr);
   o.warmup = a.warmup;
   o.kl_weight = a.kl_weight;
   o.clip = a.clip;
@@ -236,10 +239,14 @@ void register_vispco(CLI::App& app) {
   cmd->add_option("--n-val", a->n_val, "Validation samples for the multiplier updates")->capture_default_str();
   cmd->add_option("--batch", a->batch, "Samples per step and process (release: 2 per GPU × 8)")->capture_default_str();
   cmd->add_option("--epochs", a->epochs, "Most epochs (release: 1000)")->capture_default_str();
-  cmd->add_option("--min-epochs", a->min_epochs, "Epochs before the stopping rule may fire (release: 5)")
+  cmd->add_option("--min-epochs", a->min_epochs,
+                  "Epochs before the stopping rule may fire, ≤ --epochs (default: 5 or --epochs when fewer; "
+                  "release: 5)")
       ->capture_default_str();
   cmd->add_option("--lr", a->lr, "AdamW learning rate of g_φ (release: 1e-4)")->capture_default_str();
-  cmd->add_option("--min-lr", a->min_lr, "Cosine schedule's final learning rate (release: 1e-6)")
+  cmd->add_option(
+         "--min-lr", a->min_lr,
+         "Cosine schedule's final learning rate, ≤ --lr (default: 1e-5 or --lr when lower; release: 1e-6)")
       ->capture_default_str();
   cmd->add_option("--warmup", a->warmup, "Warm-up fraction of all steps (release: 0.001)")->capture_default_str();
   cmd->add_option("--weight-decay", a->weight_decay, "AdamW weight decay (release: 1e-4)")->capture_default_str();
@@ -290,7 +297,11 @@ void register_vispco(CLI::App& app) {
                 "(R → R^α with A = T(b)); the paper's setting");
   cmd->add_flag("--no-plots,--no-plot", a->no_plots,
                 "Do not run gnuplot (the script is still written; --no-plot is the old spelling)");
-  cmd->callback([a] { run_search(*a); });
+  cmd->callback([a, cmd] {
+    a->min_epochs_given = cmd->count("--min-epochs") > 0;
+    a->min_lr_given = cmd->count("--min-lr") > 0;
+    run_search(*a);
+  });
 }
 
 }  // namespace vispco::cli

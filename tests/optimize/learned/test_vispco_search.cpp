@@ -209,6 +209,19 @@ std::string train_args(const std::string& out, int64_t batch) {
          std::to_string(batch);
 }
 
+TEST(VisPcoSearch, AnExplicitMinimumAboveTheMaximumIsAnErrorNotAClamp) {
+  TempDir tmp;
+  const std::string base =
+      "vispco-search --model " + tiny_model_dir() + " --skip-eval --n-train 8 --n-val 4 --threads 1";
+  auto r = run_cli(base + " --out " + tmp.str("bad") + " --epochs 2 --min-epochs 3");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("min_epochs must be in [1, max_epochs = 2], got 3"), std::string::npos) << r.err;
+  r = run_cli(base + " --out " + tmp.str("bad_lr") + " --lr 1e-2 --min-lr 0.5");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("min_lr must be in [0, lr]"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(tmp.str("bad") + "/predictor.pt"));
+}
+
 TEST(VisPcoSearch, TwoProcessesEqualOneWithTheDoubledBatch) {
   TempDir tmp;
   auto one = run_cli(train_args(tmp.str("one"), 4));
