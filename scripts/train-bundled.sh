@@ -29,6 +29,8 @@ $B eval --model "$MODEL" --data out/synthvqa-test --limit "$EVAL_N" --batch 8 --
   --store "$RUN/eval-test.sqlite" --threads "$THREADS" >/dev/null
 $B eval --model "$MODEL" --data out/synthvqa-test --limit "$EVAL_N" --batch 8 --out "$RUN/eval-test-shuffled" \
   --store "$RUN/eval-test.sqlite" --threads "$THREADS" --shuffle-images 1 >/dev/null
-[ -s "$RUN/probe.jsonl" ] && bash scripts/plot-learning-curves.sh "$RUN" "$MODEL/learning_curves.png"
+tower_png=()
+[ -s "$RUN/tower_probe.jsonl" ] && tower_png=("$MODEL/tower_curves.png")
+[ -s "$RUN/probe.jsonl" ] && bash scripts/plot-learning-curves.sh "$RUN" "$MODEL/learning_curves.png" "${tower_png[@]}"
 bash scripts/model-card.sh "$RUN" "$MODEL"
 echo "model card: $MODEL/README.md"
