@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -230,43 +231,38 @@ std::string ScorerTable::to_markdown(const std::string& command, const std::stri
     if (std::find(order.begin(), order.end(), c.scorer) == order.end()) order.push_back(c.scorer);
   const double ref = reference.metrics.overall.accuracy();
 
-  md += "## Accuracy % [95 % interval] (retention) by kept visual tokens K\n\n| scorer |";
-  for (auto k : keeps) md += " K = " + std::to_string(k) + " |";
-  md += "\n|---|";
-  for (size_t i = 0; i < keeps.size(); ++i) md += "---:|";
-  md += "\n";
-  for (const auto& s : order) {
-    md += "| " + s + " |";
-    for (auto k : keeps) {
-      const auto* c = cell_of(s, k);
-      const double acc = c ? c->metrics.overall.accuracy() : 0;
-      const eval::Interval ci = c ? eval::wilson_interval(acc, c->metrics.overall.n) : eval::Interval{};
-      md += !c        ? std::string(" – |")
-            : ref > 0 ? strf(" %.1f [%.1f–%.1f] (%.2f) |", 100.0 * acc, 100.0 * ci.lower, 100.0 * ci.upper,
-                             acc / ref)
-                      : strf(" %.1f [%.1f–%.1f] |", 100.0 * acc, 100.0 * ci.lower, 100.0 * ci.upper);
-    }
+  // A scorer × K table: header, then one row per scorer with `cell(cell or nullptr)` per K.
+  const auto scorer_by_k = [&](const std::function<std::string(const ScorerTableCell*)>& cell) {
+    md += "| scorer |";
+    for (auto k : keeps) md += " K = " + std::to_string(k) + " |";
+    md += "\n|---|";
+    for (size_t i = 0; i < keeps.size(); ++i) md += "---:|";
     md += "\n";
-  }
+    for (const auto& s : order) {
+      md += "| " + s + " |";
+      for (auto k : keeps) md += cell(cell_of(s, k));
+      md += "\n";
+    }
+  };
+
+  md += "## Accuracy % [95 % interval] (retention) by kept visual tokens K\n\n";
+  scorer_by_k([&](const ScorerTableCell* c) {
+    const double acc = c ? c->metrics.overall.accuracy() : 0;
+    const eval::Interval ci = c ? eval::wilson_interval(acc, c->metrics.overall.n) : eval::Interval{};
+    return !c        ? std::string(" – |")
+           : ref > 0 ? strf(" %.1f [%.1f–%.1f] (%.2f) |", 100.0 * acc, 100.0 * ci.lower, 100.0 * ci.upper,
+                            acc / ref)
+                     : strf(" %.1f [%.1f–%.1f] |", 100.0 * acc, 100.0 * ci.lower, 100.0 * ci.upper);
+  });
 
   md += "\n## Cost: prefill FLOPs (% of unpruned) and measured TTFT (ms)\n\n";
   md +=
       "FLOPs from the analytic model (cost/flops.h) at the mean prompt length; `grad` includes its gradient "
       "pre-pass (≈ 3 unpruned decoder prefills). TTFT is the wall time to the first token of a batch of " +
-      std::to_string(batch) +
-      " on the machine that ran the table (shared, so treat it as indicative).\n\n| scorer |";
-  for (auto k : keeps) md += " K = " + std::to_string(k) + " |";
-  md += "\n|---|";
-  for (size_t i = 0; i < keeps.size(); ++i) md += "---:|";
-  md += "\n";
-  for (const auto& s : order) {
-    md += "| " + s + " |";
-    for (auto k : keeps) {
-      const auto* c = cell_of(s, k);
-      md += c ? strf(" %.0f %% / %.0f |", 100.0 * c->flops_ratio, c->mean_ttft_ms) : std::string(" – |");
-    }
-    md += "\n";
-  }
+      std::to_string(batch) + " on the machine that ran the table (shared, so treat it as indicative).\n\n";
+  scorer_by_k([&](const ScorerTableCell* c) {
+    return c ? strf(" %.0f %% / %.0f |", 100.0 * c->flops_ratio, c->mean_ttft_ms) : std::string(" – |");
+  });
 
   std::vector<std::string> families;
   for (const auto& [f, _] : reference.metrics.per_family) families.push_back(f);
