@@ -30,7 +30,7 @@ struct BudgetEvalOptions {
   /// SQLite result store ("" = none).
   std::string store_path;
   /// Project each sample's predicted keep fractions onto its budget before rounding
-  /// (vispco/budget_projection.h). The paper evaluates the predicted fractions as they are (false).
+  /// (optimize/learned/budget_projection.h). The paper evaluates the predicted fractions as they are (false).
   bool project = true;
 
   /// @throws InvalidArgument naming the bad field and value.

@@ -96,7 +96,8 @@ std::string SearchReport::to_markdown() const {
   md << "\n";
   if (points.empty()) return md.str();
   const bool projected = points.front().projected;
-  md << (projected ? "Plans projected onto each budget (R → R^α, vispco/budget_projection.h); \"predictor "
+  md << (projected ? "Plans projected onto each budget (R → R^α, optimize/learned/budget_projection.h); "
+                     "\"predictor "
                      "alone\" is "
                      "the FLOPs error of the predicted plans before the projection.\n\n"
                    : "Plans as predicted (no budget projection).\n\n");

@@ -1,6 +1,6 @@
-// The Augmented-Lagrangian loop (src/vispco/augmented_lagrangian.h) on a toy problem with a known answer:
-// minimise ½‖x − a‖² subject to per-sample equalities c_i(x) = s_i·(v_{g(i)}ᵀx − d_{g(i)}) = 0 in two groups.
-// The optimum is the projection of a onto {Vx = d}: x* = a − Vᵀ(VVᵀ)⁻¹(Va − d). Each inner problem is
+// The Augmented-Lagrangian loop (src/optimize/learned/augmented_lagrangian.h) on a toy problem with a known
+// answer: minimise ½‖x − a‖² subject to per-sample equalities c_i(x) = s_i·(v_{g(i)}ᵀx − d_{g(i)}) = 0 in two
+// groups. The optimum is the projection of a onto {Vx = d}: x* = a − Vᵀ(VVᵀ)⁻¹(Va − d). Each inner problem is
 // quadratic, so one Newton step (gradients from autograd through penalty(), Hessian columns from gradient
 // differences) minimises it exactly and the test checks the outer logic alone.
 #include <ATen/ATen.h>

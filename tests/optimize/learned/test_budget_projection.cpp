@@ -1,5 +1,5 @@
-// Budget projection (src/vispco/budget_projection.h) against cost/flops.h: the projected fractions, rounded
-// to an integer plan, cost T(b) = F_min + b·(F_max − F_min) decoder FLOPs with F_min and F_max from
+// Budget projection (src/optimize/learned/budget_projection.h) against cost/flops.h: the projected fractions,
+// rounded to an integer plan, cost T(b) = F_min + b·(F_max − F_min) decoder FLOPs with F_min and F_max from
 // prefill_flops(), and the projection only bends the predicted shape (R' = R^α with one α per sample).
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
-// The FLOPs constraint of VisPCO (src/vispco/flops_constraint.h) against cost/flops.h: the relaxed A(R) at
-// integer keep counts equals prefill_flops().decoder_total, F_min/F_max/T(b) by hand, the normalised
+// The FLOPs constraint of VisPCO (src/optimize/learned/flops_constraint.h) against cost/flops.h: the relaxed
+// A(R) at integer keep counts equals prefill_flops().decoder_total, F_min/F_max/T(b) by hand, the normalised
 // constraint and its gradient.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
-// VisPCO kernels (src/vispco/kernels.h): monotone non-increasing over layers, limits 1 before the steps and
-// Π r_s after, values in (0, 1], layers before the first prunable one untouched, integer plans.
+// VisPCO kernels (src/optimize/learned/kernels.h): monotone non-increasing over layers, limits 1 before the
+// steps and Π r_s after, values in (0, 1], layers before the first prunable one untouched, integer plans.
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>

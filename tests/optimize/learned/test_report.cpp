@@ -1,6 +1,6 @@
-// The grid frontier a VisPCO curve is compared with (src/vispco/report.h): read back from the optimize.json
-// that `vispco optimize` itself writes (optimize::write_report, not a hand-made copy), or from a CSV; drawn
-// into the gnuplot script and its wall time set next to VisPCO's in the summary.
+// The grid frontier a VisPCO curve is compared with (src/optimize/learned/report.h): read back from the
+// optimize.json that `vispco optimize` itself writes (optimize::write_report, not a hand-made copy), or from
+// a CSV; drawn into the gnuplot script and its wall time set next to VisPCO's in the summary.
 #include <gtest/gtest.h>
 
 #include <algorithm>

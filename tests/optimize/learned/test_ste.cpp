@@ -1,6 +1,6 @@
-// The straight-through keep mask (src/vispco/ste.h): the forward value is the hard mask keeping ≈ K tokens;
-// the backward gradient with respect to the relaxed count K equals the derivative of the soft (sigmoid) path,
-// checked against central finite differences of that path.
+// The straight-through keep mask (src/optimize/learned/ste.h): the forward value is the hard mask keeping ≈ K
+// tokens; the backward gradient with respect to the relaxed count K equals the derivative of the soft
+// (sigmoid) path, checked against central finite differences of that path.
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
