@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "core/json_fields.h"
 #include "cost/timer.h"
 #include "eval/run_key.h"
 #include "io/image.h"
@@ -132,59 +133,48 @@ void EvalOptions::validate() const {
                           std::to_string(generation.temperature));
 }
 
-nlohmann::json to_json(const EvalOptions& o) {
-  return {{"limit", o.limit},
-          {"shard_index", o.shard_index},
-          {"shard_count", o.shard_count},
-          {"batch_size", o.batch_size},
-          {"generation", to_json(o.generation)},
-          {"plan", o.plan},
-          {"store_path", o.store_path},
-          {"out_dir", o.out_dir},
-          {"on_missing_image", policy_name(o.on_missing_image)},
-          {"progress", progress_name(o.progress)},
-          {"shuffle_images", o.shuffle_images ? nlohmann::json(*o.shuffle_images) : nlohmann::json()}};
+namespace {
+
+MissingImagePolicy parse_missing_image_policy(const nlohmann::json& v) {
+  const auto p = v.get<std::string>();
+  if (p != "stop" && p != "skip")
+    throw InvalidArgument("eval options: on_missing_image must be \"stop\" or \"skip\", got \"" + p + "\"");
+  return p == "skip" ? MissingImagePolicy::kSkip : MissingImagePolicy::kStop;
 }
 
+const JsonFields<EvalOptions>& eval_fields() {
+  using O = EvalOptions;
+  static const auto fields =
+      JsonFields<O>("eval options")
+          .field("limit", &O::limit)
+          .field("shard_index", &O::shard_index)
+          .field("shard_count", &O::shard_count)
+          .field("batch_size", &O::batch_size)
+          .converted("generation", &O::generation, generation_config_from_json,
+                     [](const GenerationConfig& g) { return to_json(g); })
+          .field("plan", &O::plan)
+          .field("store_path", &O::store_path)
+          .field("out_dir", &O::out_dir)
+          .converted("on_missing_image", &O::on_missing_image, parse_missing_image_policy, policy_name)
+          .converted(
+              "progress", &O::progress,
+              [](const nlohmann::json& v) { return parse_progress_mode(v.get<std::string>()); },
+              progress_name)
+          .converted(
+              "shuffle_images", &O::shuffle_images,
+              [](const nlohmann::json& v) {
+                return v.is_null() ? std::nullopt : std::optional<uint64_t>(v.get<uint64_t>());
+              },
+              [](const std::optional<uint64_t>& s) { return s ? nlohmann::json(*s) : nlohmann::json(); });
+  return fields;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const EvalOptions& o) { return eval_fields().write(o); }
+
 EvalOptions eval_options_from_json(const nlohmann::json& j) {
-  if (!j.is_object())
-    throw InvalidArgument("eval options: expected a JSON object, got " + std::string(j.type_name()));
-  EvalOptions o;
-  try {
-    for (const auto& [k, v] : j.items()) {
-      if (k == "limit")
-        o.limit = v.get<size_t>();
-      else if (k == "shard_index")
-        o.shard_index = v.get<size_t>();
-      else if (k == "shard_count")
-        o.shard_count = v.get<size_t>();
-      else if (k == "batch_size")
-        o.batch_size = v.get<size_t>();
-      else if (k == "generation")
-        o.generation = generation_config_from_json(v);
-      else if (k == "plan")
-        o.plan = v.get<std::string>();
-      else if (k == "store_path")
-        o.store_path = v.get<std::string>();
-      else if (k == "out_dir")
-        o.out_dir = v.get<std::string>();
-      else if (k == "progress")
-        o.progress = parse_progress_mode(v.get<std::string>());
-      else if (k == "shuffle_images")
-        o.shuffle_images = v.is_null() ? std::nullopt : std::optional<uint64_t>(v.get<uint64_t>());
-      else if (k == "on_missing_image") {
-        const auto p = v.get<std::string>();
-        if (p != "stop" && p != "skip")
-          throw InvalidArgument("eval options: on_missing_image must be \"stop\" or \"skip\", got \"" + p +
-                                "\"");
-        o.on_missing_image = p == "skip" ? MissingImagePolicy::kSkip : MissingImagePolicy::kStop;
-      } else {
-        throw InvalidArgument("eval options: unknown key \"" + k + "\"");
-      }
-    }
-  } catch (const nlohmann::json::exception& e) {
-    throw InvalidArgument(std::string("eval options: ") + e.what());
-  }
+  EvalOptions o = eval_fields().read(j);
   o.validate();
   return o;
 }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "core/json_fields.h"
 #include "cost/timer.h"
 #include "model/saliency.h"
 
@@ -22,35 +23,25 @@ void GenerationConfig::validate() const {
     throw InvalidArgument("top_p must be in (0, 1] (got " + std::to_string(top_p) + ")");
 }
 
-nlohmann::json to_json(const GenerationConfig& c) {
-  return {{"max_new_tokens", c.max_new_tokens},
-          {"temperature", c.temperature},
-          {"top_p", c.top_p},
-          {"seed", c.seed},
-          {"stop_at_eos", c.stop_at_eos}};
+namespace {
+
+const JsonFields<GenerationConfig>& generation_fields() {
+  using C = GenerationConfig;
+  static const auto fields = JsonFields<C>("generation settings")
+                                 .field("max_new_tokens", &C::max_new_tokens)
+                                 .field("temperature", &C::temperature)
+                                 .field("top_p", &C::top_p)
+                                 .field("seed", &C::seed)
+                                 .field("stop_at_eos", &C::stop_at_eos);
+  return fields;
 }
 
+}  // namespace
+
+nlohmann::json to_json(const GenerationConfig& c) { return generation_fields().write(c); }
+
 GenerationConfig generation_config_from_json(const nlohmann::json& j) {
-  GenerationConfig c;
-  for (const auto& [key, value] : j.items()) {
-    try {
-      if (key == "max_new_tokens")
-        c.max_new_tokens = value.get<int64_t>();
-      else if (key == "temperature")
-        c.temperature = value.get<double>();
-      else if (key == "top_p")
-        c.top_p = value.get<double>();
-      else if (key == "seed")
-        c.seed = value.get<uint64_t>();
-      else if (key == "stop_at_eos")
-        c.stop_at_eos = value.get<bool>();
-      else
-        throw InvalidArgument("unknown generation setting '" + key +
-                              "' (valid: max_new_tokens, temperature, top_p, seed, stop_at_eos)");
-    } catch (const nlohmann::json::exception&) {
-      throw InvalidArgument("generation setting '" + key + "' has the wrong type (got " + value.dump() + ")");
-    }
-  }
+  GenerationConfig c = generation_fields().read(j);
   c.validate();
   return c;
 }

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "core/json_fields.h"
 #include "cost/timer.h"
 #include "optimize/confidence.h"
 #include "optimize/pareto.h"
@@ -79,37 +80,31 @@ MinKOptions OptimizeOptions::min_k_options(int64_t n_visual) const {
   return m;
 }
 
-nlohmann::json to_json(const OptimizeOptions& o) {
-  return {{"method", o.method},       {"templates", o.templates},
-          {"keeps", o.keeps},         {"epsilon", o.epsilon},
-          {"epsilon_absolute", o.epsilon_absolute}, {"k_min", o.k_min},
-          {"k_max", o.k_max},         {"k_step", o.k_step},
-          {"flops_budget", o.flops_budget},         {"evaluate_test", o.evaluate_test},
-          {"confidence", o.confidence}};
+namespace {
+
+const JsonFields<OptimizeOptions>& optimize_fields() {
+  using O = OptimizeOptions;
+  static const auto fields = JsonFields<O>("optimize options")
+                                 .field("method", &O::method)
+                                 .field("templates", &O::templates)
+                                 .field("keeps", &O::keeps)
+                                 .field("epsilon", &O::epsilon)
+                                 .field("epsilon_absolute", &O::epsilon_absolute)
+                                 .field("k_min", &O::k_min)
+                                 .field("k_max", &O::k_max)
+                                 .field("k_step", &O::k_step)
+                                 .field("flops_budget", &O::flops_budget)
+                                 .field("evaluate_test", &O::evaluate_test)
+                                 .field("confidence", &O::confidence);
+  return fields;
 }
 
+}  // namespace
+
+nlohmann::json to_json(const OptimizeOptions& o) { return optimize_fields().write(o); }
+
 OptimizeOptions optimize_options_from_json(const nlohmann::json& j) {
-  if (!j.is_object())
-    throw InvalidArgument("optimize options: expected a JSON object, got " + std::string(j.type_name()));
-  OptimizeOptions o;
-  try {
-    for (const auto& [k, v] : j.items()) {
-      if (k == "method") o.method = v.get<std::string>();
-      else if (k == "templates") o.templates = v.get<std::vector<std::string>>();
-      else if (k == "keeps") o.keeps = v.get<std::vector<int64_t>>();
-      else if (k == "epsilon") o.epsilon = v.get<double>();
-      else if (k == "epsilon_absolute") o.epsilon_absolute = v.get<bool>();
-      else if (k == "k_min") o.k_min = v.get<int64_t>();
-      else if (k == "k_max") o.k_max = v.get<int64_t>();
-      else if (k == "k_step") o.k_step = v.get<int64_t>();
-      else if (k == "flops_budget") o.flops_budget = v.get<double>();
-      else if (k == "evaluate_test") o.evaluate_test = v.get<bool>();
-      else if (k == "confidence") o.confidence = v.get<double>();
-      else throw InvalidArgument("optimize options: unknown key \"" + k + "\"");
-    }
-  } catch (const nlohmann::json::exception& e) {
-    throw InvalidArgument(std::string("optimize options: ") + e.what());
-  }
+  OptimizeOptions o = optimize_fields().read(j);
   o.validate();
   return o;
 }

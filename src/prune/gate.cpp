@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "core/json_fields.h"
 #include "io/safetensors.h"
 #include "prune/scorers/scorers.h"
 
@@ -21,33 +22,23 @@ void GateConfig::validate() const {
     throw InvalidArgument("gate: temperature must be > 0 (got " + std::to_string(temperature) + ")");
 }
 
-nlohmann::json to_json(const GateConfig& c) {
-  return {{"d_model", c.d_model},
-          {"hidden", c.hidden},
-          {"use_question", c.use_question},
-          {"temperature", c.temperature}};
+namespace {
+
+const JsonFields<GateConfig>& gate_fields() {
+  static const auto fields = JsonFields<GateConfig>("gate config")
+                                 .field("d_model", &GateConfig::d_model)
+                                 .field("hidden", &GateConfig::hidden)
+                                 .field("use_question", &GateConfig::use_question)
+                                 .field("temperature", &GateConfig::temperature);
+  return fields;
 }
 
+}  // namespace
+
+nlohmann::json to_json(const GateConfig& c) { return gate_fields().write(c); }
+
 GateConfig gate_config_from_json(const nlohmann::json& j) {
-  if (!j.is_object()) throw InvalidArgument("gate config: expected a JSON object, got " + j.dump());
-  GateConfig c;
-  for (const auto& [k, v] : j.items()) {
-    try {
-      if (k == "d_model")
-        c.d_model = v.get<int64_t>();
-      else if (k == "hidden")
-        c.hidden = v.get<int64_t>();
-      else if (k == "use_question")
-        c.use_question = v.get<bool>();
-      else if (k == "temperature")
-        c.temperature = v.get<double>();
-      else
-        throw InvalidArgument("gate config: unknown key '" + k +
-                              "' (valid: d_model, hidden, use_question, temperature)");
-    } catch (const nlohmann::json::exception&) {
-      throw InvalidArgument("gate config: '" + k + "' has the wrong type (got " + v.dump() + ")");
-    }
-  }
+  GateConfig c = gate_fields().read(j);
   c.validate();
   return c;
 }

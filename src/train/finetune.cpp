@@ -16,6 +16,7 @@
 
 #include "core/context.h"
 #include "core/errors.h"
+#include "core/json_fields.h"
 #include "core/json_file.h"
 #include "core/text_file.h"
 #include "cost/timer.h"
@@ -119,65 +120,36 @@ void FinetuneOptions::validate() const {
   if (eval_batch < 1) throw InvalidArgument("finetune: eval batch must be ≥ 1");
 }
 
-nlohmann::json to_json(const FinetuneOptions& o) {
-  return {{"plan", o.plan},
-          {"train", o.train},
-          {"steps", o.steps},
-          {"batch", o.batch},
-          {"lr", o.lr},
-          {"weight_decay", o.weight_decay},
-          {"warmup", o.warmup},
-          {"val_every", o.val_every},
-          {"patience", o.patience},
-          {"seed", o.seed},
-          {"data_seed", o.data_seed},
-          {"checkpoint_seconds", o.checkpoint_seconds},
-          {"val_limit", o.val_limit},
-          {"test_limit", o.test_limit},
-          {"eval_batch", o.eval_batch}};
+namespace {
+
+const JsonFields<FinetuneOptions>& finetune_fields() {
+  using O = FinetuneOptions;
+  static const auto fields = JsonFields<O>("finetune options")
+                                 .field("plan", &O::plan)
+                                 .field("train", &O::train)
+                                 .field("steps", &O::steps)
+                                 .field("batch", &O::batch)
+                                 .field("lr", &O::lr)
+                                 .field("weight_decay", &O::weight_decay)
+                                 .field("warmup", &O::warmup)
+                                 .field("val_every", &O::val_every)
+                                 .field("patience", &O::patience)
+                                 .field("seed", &O::seed)
+                                 .field("data_seed", &O::data_seed)
+                                 .omitted_at_default("train_scenes", &O::train_scenes)
+                                 .field("checkpoint_seconds", &O::checkpoint_seconds)
+                                 .field("val_limit", &O::val_limit)
+                                 .field("test_limit", &O::test_limit)
+                                 .field("eval_batch", &O::eval_batch);
+  return fields;
 }
 
+}  // namespace
+
+nlohmann::json to_json(const FinetuneOptions& o) { return finetune_fields().write(o); }
+
 FinetuneOptions finetune_options_from_json(const nlohmann::json& j) {
-  if (!j.is_object()) throw InvalidArgument("finetune options: expected a JSON object");
-  FinetuneOptions o;
-  try {
-    for (const auto& [k, v] : j.items()) {
-      if (k == "plan")
-        o.plan = v.get<std::string>();
-      else if (k == "train")
-        o.train = v.get<std::string>();
-      else if (k == "steps")
-        o.steps = v.get<int64_t>();
-      else if (k == "batch")
-        o.batch = v.get<int64_t>();
-      else if (k == "lr")
-        o.lr = v.get<double>();
-      else if (k == "weight_decay")
-        o.weight_decay = v.get<double>();
-      else if (k == "warmup")
-        o.warmup = v.get<double>();
-      else if (k == "val_every")
-        o.val_every = v.get<int64_t>();
-      else if (k == "patience")
-        o.patience = v.get<int64_t>();
-      else if (k == "seed")
-        o.seed = v.get<uint64_t>();
-      else if (k == "data_seed")
-        o.data_seed = v.get<uint64_t>();
-      else if (k == "checkpoint_seconds")
-        o.checkpoint_seconds = v.get<double>();
-      else if (k == "val_limit")
-        o.val_limit = v.get<size_t>();
-      else if (k == "test_limit")
-        o.test_limit = v.get<size_t>();
-      else if (k == "eval_batch")
-        o.eval_batch = v.get<size_t>();
-      else
-        throw InvalidArgument("finetune options: unknown key \"" + k + "\"");
-    }
-  } catch (const nlohmann::json::exception& e) {
-    throw InvalidArgument(std::string("finetune options: ") + e.what());
-  }
+  FinetuneOptions o = finetune_fields().read(j);
   o.validate();
   return o;
 }

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "core/errors.h"
+#include "core/json_fields.h"
 #include "core/json_file.h"
 #include "eval/synthvqa/families.h"
 
@@ -12,69 +13,108 @@ namespace vispco::train {
 
 namespace {
 
-nlohmann::json stage_json(const StageSettings& s) {
-  nlohmann::json j = {{"steps", s.steps}, {"batch", s.batch}, {"lr", s.lr}, {"warmup", s.warmup},
-                      {"weight_decay", s.weight_decay}, {"clip", s.clip}};
-  if (s.pool != 1) j["pool"] = s.pool;
-  if (s.foreground_keep != 0) j["foreground_keep"] = s.foreground_keep;
-  if (s.text_loss) j["text_loss"] = true;
-  if (s.grounding != 0) j["grounding"] = s.grounding;
-  if (s.answer_grounding != 0) j["answer_grounding"] = s.answer_grounding;
-  if (s.count_centres) j["count_centres"] = true;
-  if (s.text_glyphs) j["text_glyphs"] = true;
-  if (s.readout != 0) j["readout"] = s.readout;
-  if (s.position_loss != 0) j["position_loss"] = s.position_loss;
-  if (s.count_heads) j["count_heads"] = true;
-  if (s.glyph_index_head) j["glyph_index_head"] = true;
-  if (s.min_texts != 0) j["min_texts"] = s.min_texts;
-  if (s.count_footprints) j["count_footprints"] = true;
-  if (s.answer_row_at_first_glyph) j["answer_row_at_first_glyph"] = true;
-  if (!s.turn_weights.empty()) j["turn_weights"] = s.turn_weights;
-  if (s.sincos_positions != 0) j["sincos_positions"] = s.sincos_positions;
-  if (s.mimetic_tower) j["mimetic_tower"] = true;
-  if (s.glyph_weight != 1) j["glyph_weight"] = s.glyph_weight;
-  return j;
+// The keys of one training stage; the first six are always written, the rest only when set.
+const JsonFields<StageSettings>& stage_fields() {
+  using S = StageSettings;
+  static const auto fields =
+      JsonFields<S>("recipe")
+          .field("steps", &S::steps)
+          .field("batch", &S::batch)
+          .field("lr", &S::lr)
+          .field("warmup", &S::warmup)
+          .field("weight_decay", &S::weight_decay)
+          .field("clip", &S::clip)
+          .omitted_at_default("pool", &S::pool)
+          .omitted_at_default("foreground_keep", &S::foreground_keep)
+          .omitted_at_default("text_loss", &S::text_loss)
+          .omitted_at_default("grounding", &S::grounding)
+          .omitted_at_default("answer_grounding", &S::answer_grounding)
+          .omitted_at_default("count_centres", &S::count_centres)
+          .omitted_at_default("text_glyphs", &S::text_glyphs)
+          .omitted_at_default("readout", &S::readout)
+          .omitted_at_default("position_loss", &S::position_loss)
+          .omitted_at_default("count_heads", &S::count_heads)
+          .omitted_at_default("glyph_index_head", &S::glyph_index_head)
+          .omitted_at_default("min_texts", &S::min_texts)
+          .omitted_at_default("count_footprints", &S::count_footprints)
+          .omitted_at_default("answer_row_at_first_glyph", &S::answer_row_at_first_glyph)
+          .omitted_at_default("turn_weights", &S::turn_weights)
+          .omitted_at_default("sincos_positions", &S::sincos_positions)
+          .omitted_at_default("mimetic_tower", &S::mimetic_tower)
+          .omitted_at_default("glyph_weight", &S::glyph_weight);
+  return fields;
 }
 
-StageSettings stage_from(const nlohmann::json& j, const std::string& where) {
-  StageSettings s;
-  for (const auto& [k, v] : j.items()) {
-    if (k == "steps") s.steps = v.get<int64_t>();
-    else if (k == "batch") s.batch = v.get<int64_t>();
-    else if (k == "lr") s.lr = v.get<double>();
-    else if (k == "warmup") s.warmup = v.get<double>();
-    else if (k == "weight_decay") s.weight_decay = v.get<double>();
-    else if (k == "clip") s.clip = v.get<double>();
-    else if (k == "pool") s.pool = v.get<int64_t>();
-    else if (k == "foreground_keep") s.foreground_keep = v.get<int64_t>();
-    else if (k == "text_loss") s.text_loss = v.get<bool>();
-    else if (k == "grounding") s.grounding = v.get<double>();
-    else if (k == "answer_grounding") s.answer_grounding = v.get<double>();
-    else if (k == "count_centres") s.count_centres = v.get<bool>();
-    else if (k == "text_glyphs") s.text_glyphs = v.get<bool>();
-    else if (k == "readout") s.readout = v.get<double>();
-    else if (k == "position_loss") s.position_loss = v.get<double>();
-    else if (k == "count_heads")
-      s.count_heads = v.get<bool>();
-    else if (k == "glyph_index_head")
-      s.glyph_index_head = v.get<bool>();
-    else if (k == "min_texts")
-      s.min_texts = v.get<int64_t>();
-    else if (k == "count_footprints")
-      s.count_footprints = v.get<bool>();
-    else if (k == "answer_row_at_first_glyph")
-      s.answer_row_at_first_glyph = v.get<bool>();
-    else if (k == "turn_weights")
-      s.turn_weights = v.get<std::map<std::string, int64_t>>();
-    else if (k == "sincos_positions")
-      s.sincos_positions = v.get<double>();
-    else if (k == "mimetic_tower")
-      s.mimetic_tower = v.get<bool>();
-    else if (k == "glyph_weight")
-      s.glyph_weight = v.get<double>();
-    else throw InvalidArgument("recipe: unknown key '" + where + "." + k + "'");
+// A list of stages ("lowres", "refine"); errors name the stage as "<key>[i].<field>".
+std::function<std::vector<StageSettings>(const nlohmann::json&)> stage_list_from(const std::string& key) {
+  return [key](const nlohmann::json& v) {
+    if (!v.is_array()) throw InvalidArgument("recipe: " + key + " must be a list of stages");
+    std::vector<StageSettings> out;
+    for (size_t i = 0; i < v.size(); ++i)
+      out.push_back(stage_fields().read(v[i], key + "[" + std::to_string(i) + "]."));
+    return out;
+  };
+}
+
+nlohmann::json stage_list_json(const std::vector<StageSettings>& stages) {
+  auto out = nlohmann::json::array();
+  for (const auto& st : stages) out.push_back(stage_fields().write(st));
+  return out;
+}
+
+// Probe gates: both keys required.
+std::vector<ProbeGate> probe_gates_from(const nlohmann::json& v) {
+  static const auto fields = JsonFields<ProbeGate>("recipe")
+                                 .field("decoder_step", &ProbeGate::decoder_step)
+                                 .field("min_accuracy", &ProbeGate::min_accuracy);
+  if (!v.is_array())
+    throw InvalidArgument("recipe: probe_gates must be a list of {decoder_step, min_accuracy}");
+  std::vector<ProbeGate> out;
+  for (const auto& g : v) {
+    if (!g.is_object() || !g.contains("decoder_step") || !g.contains("min_accuracy"))
+      throw InvalidArgument("recipe: every probe gate needs decoder_step and min_accuracy (got " + g.dump() +
+                            ")");
+    out.push_back(fields.read(g, "probe_gates[]."));
   }
-  return s;
+  return out;
+}
+
+nlohmann::json probe_gates_json(const std::vector<ProbeGate>& gates) {
+  auto out = nlohmann::json::array();
+  for (const auto& g : gates)
+    out.push_back({{"decoder_step", g.decoder_step}, {"min_accuracy", g.min_accuracy}});
+  return out;
+}
+
+// The recipe's top-level keys; "refine" and "tokenizer_split_glyphs" are written only when set.
+const JsonFields<TrainRecipe>& recipe_fields() {
+  using R = TrainRecipe;
+  auto stage_from = [](const std::string& key) {
+    return [key](const nlohmann::json& v) { return stage_fields().read(v, key + "."); };
+  };
+  auto stage_json = [](const StageSettings& s) { return stage_fields().write(s); };
+  static const auto fields =
+      JsonFields<R>("recipe")
+          .converted(
+              "model", &R::model, [](const nlohmann::json& v) { return llava_config_from_json(v); },
+              [](const LlavaConfig& c) { return llava_config_to_json(c); })
+          .field("tokenizer_vocab", &R::tokenizer_vocab)
+          .field("tokenizer_images", &R::tokenizer_images)
+          .omitted_at_default("tokenizer_split_glyphs", &R::tokenizer_split_glyphs)
+          .field("seed", &R::seed)
+          .field("data_seed", &R::data_seed)
+          .converted("vision", &R::vision, stage_from("vision"), stage_json)
+          .converted("lowres", &R::lowres, stage_list_from("lowres"), stage_list_json)
+          .converted("decoder", &R::decoder, stage_from("decoder"), stage_json)
+          .converted("refine", &R::refine, stage_list_from("refine"), stage_list_json)
+          .field("turns", &R::turns)
+          .field("checkpoint_seconds", &R::checkpoint_seconds)
+          .field("mimetic_init", &R::mimetic_init)
+          .field("probe_every", &R::probe_every)
+          .field("probe_per_family", &R::probe_per_family)
+          .converted("probe_gates", &R::probe_gates, probe_gates_from, probe_gates_json)
+          .ignored("comment");
+  return fields;
 }
 
 void check_stage(const StageSettings& s, const std::string& w) {
@@ -194,65 +234,13 @@ void TrainRecipe::validate() const {
 }
 
 nlohmann::json to_json(const TrainRecipe& r) {
-  auto lowres_json = nlohmann::json::array();
-  for (const auto& st : r.lowres) lowres_json.push_back(stage_json(st));
-  auto gates = nlohmann::json::array();
-  for (const auto& g : r.probe_gates) gates.push_back({{"decoder_step", g.decoder_step}, {"min_accuracy", g.min_accuracy}});
-  nlohmann::json j = {{"model", llava_config_to_json(r.model)}, {"tokenizer_vocab", r.tokenizer_vocab},
-          {"tokenizer_images", r.tokenizer_images}, {"seed", r.seed},
-          {"data_seed", r.data_seed}, {"vision", stage_json(r.vision)}, {"lowres", lowres_json},
-          {"decoder", stage_json(r.decoder)},
-          {"turns", r.turns}, {"checkpoint_seconds", r.checkpoint_seconds}, {"mimetic_init", r.mimetic_init},
-          {"probe_every", r.probe_every}, {"probe_per_family", r.probe_per_family}, {"probe_gates", gates}};
-  if (r.tokenizer_split_glyphs) j["tokenizer_split_glyphs"] = true;
-  if (!r.refine.empty()) {
-    auto refine_json = nlohmann::json::array();
-    for (const auto& st : r.refine) refine_json.push_back(stage_json(st));
-    j["refine"] = refine_json;
-  }
+  auto j = recipe_fields().write(r);
+  if (r.refine.empty()) j.erase("refine");
   return j;
 }
 
 TrainRecipe recipe_from_json(const nlohmann::json& j) {
-  TrainRecipe r;
-  try {
-    for (const auto& [k, v] : j.items()) {
-      if (k == "model") r.model = llava_config_from_json(v);
-      else if (k == "tokenizer_vocab") r.tokenizer_vocab = v.get<int64_t>();
-      else if (k == "tokenizer_images") r.tokenizer_images = v.get<int64_t>();
-      else if (k == "tokenizer_split_glyphs") r.tokenizer_split_glyphs = v.get<bool>();
-      else if (k == "seed") r.seed = v.get<uint64_t>();
-      else if (k == "data_seed") r.data_seed = v.get<uint64_t>();
-      else if (k == "vision") r.vision = stage_from(v, "vision");
-      else if (k == "lowres") {
-        if (!v.is_array()) throw InvalidArgument("recipe: lowres must be a list of stages");
-        for (size_t i = 0; i < v.size(); ++i) r.lowres.push_back(stage_from(v[i], "lowres[" + std::to_string(i) + "]"));
-      }
-      else if (k == "decoder") r.decoder = stage_from(v, "decoder");
-      else if (k == "refine") {
-        if (!v.is_array()) throw InvalidArgument("recipe: refine must be a list of stages");
-        for (size_t i = 0; i < v.size(); ++i) r.refine.push_back(stage_from(v[i], "refine[" + std::to_string(i) + "]"));
-      }
-      else if (k == "turns") r.turns = v.get<int64_t>();
-      else if (k == "checkpoint_seconds") r.checkpoint_seconds = v.get<int64_t>();
-      else if (k == "mimetic_init") r.mimetic_init = v.get<bool>();
-      else if (k == "probe_every") r.probe_every = v.get<int64_t>();
-      else if (k == "probe_per_family") r.probe_per_family = v.get<int64_t>();
-      else if (k == "probe_gates") {
-        if (!v.is_array()) throw InvalidArgument("recipe: probe_gates must be a list of {decoder_step, min_accuracy}");
-        for (const auto& g : v) {
-          for (const auto& [gk, gv] : g.items())
-            if (gk != "decoder_step" && gk != "min_accuracy")
-              throw InvalidArgument("recipe: unknown key 'probe_gates[]." + gk + "'");
-          r.probe_gates.push_back({g.at("decoder_step").get<int64_t>(), g.at("min_accuracy").get<double>()});
-        }
-      }
-      else if (k == "comment") continue;
-      else throw InvalidArgument("recipe: unknown key '" + k + "'");
-    }
-  } catch (const nlohmann::json::exception& e) {
-    throw InvalidArgument(std::string("recipe: a field has the wrong type: ") + e.what());
-  }
+  TrainRecipe r = recipe_fields().read(j);
   r.validate();
   return r;
 }

@@ -190,6 +190,9 @@ TEST(Finetune, OptionsValidateAndRoundTrip) {
   o.plan = "fastv:layer=2,keep=4";
   EXPECT_NO_THROW(o.validate());
   EXPECT_EQ(finetune_options_from_json(to_json(o)), o);
+  o.train_scenes =
+      500;  // once missing from the JSON form: a resumed run could change its scene pool unnoticed
+  EXPECT_EQ(finetune_options_from_json(to_json(o)), o);
   o.train = "decoder-last-0";
   EXPECT_THROW(o.validate(), InvalidArgument);
   o.train = "encoder";

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "core/json_fields.h"
 
 namespace vispco::optimize::learned {
 
@@ -24,37 +25,27 @@ void AlOptions::validate() const {
   if (!(mu_max >= mu0)) bad("mu_max must be ≥ mu0", mu_max);
 }
 
-nlohmann::json to_json(const AlOptions& o) {
-  return {{"lambda0", o.lambda0}, {"mu0", o.mu0},           {"growth", o.growth}, {"beta", o.beta},
-          {"epsilon", o.epsilon}, {"patience", o.patience}, {"mu_max", o.mu_max}};
+namespace {
+
+const JsonFields<AlOptions>& al_options_fields() {
+  using T = AlOptions;
+  static const auto fields = JsonFields<T>("augmented Lagrangian")
+                                 .field("lambda0", &T::lambda0)
+                                 .field("mu0", &T::mu0)
+                                 .field("growth", &T::growth)
+                                 .field("beta", &T::beta)
+                                 .field("epsilon", &T::epsilon)
+                                 .field("patience", &T::patience)
+                                 .field("mu_max", &T::mu_max);
+  return fields;
 }
 
+}  // namespace
+
+nlohmann::json to_json(const AlOptions& o) { return al_options_fields().write(o); }
+
 AlOptions al_options_from_json(const nlohmann::json& j) {
-  AlOptions o;
-  for (const auto& [key, value] : j.items()) {
-    try {
-      if (key == "lambda0")
-        o.lambda0 = value.get<double>();
-      else if (key == "mu0")
-        o.mu0 = value.get<double>();
-      else if (key == "growth")
-        o.growth = value.get<double>();
-      else if (key == "beta")
-        o.beta = value.get<double>();
-      else if (key == "epsilon")
-        o.epsilon = value.get<double>();
-      else if (key == "patience")
-        o.patience = value.get<int64_t>();
-      else if (key == "mu_max")
-        o.mu_max = value.get<double>();
-      else
-        throw InvalidArgument("augmented Lagrangian: unknown setting '" + key +
-                              "' (valid: lambda0, mu0, growth, beta, epsilon, patience, mu_max)");
-    } catch (const nlohmann::json::exception&) {
-      throw InvalidArgument("augmented Lagrangian: setting '" + key + "' has the wrong type (got " +
-                            value.dump() + ")");
-    }
-  }
+  AlOptions o = al_options_fields().read(j);
   o.validate();
   return o;
 }

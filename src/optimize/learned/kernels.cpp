@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "core/json_fields.h"
 #include "core/named_table.h"
 
 namespace vispco::optimize::learned {
@@ -19,26 +20,26 @@ void KernelConfig::validate() const {
     throw InvalidArgument("kernel: gamma must be in (0, 1000], got " + std::to_string(gamma));
 }
 
-nlohmann::json to_json(const KernelConfig& c) {
-  return {{"kind", kernel_name(c.kind)}, {"n_stages", c.n_stages}, {"gamma", c.gamma}};
+namespace {
+
+const JsonFields<KernelConfig>& kernel_config_fields() {
+  using T = KernelConfig;
+  static const auto fields =
+      JsonFields<T>("kernel")
+          .converted(
+              "kind", &T::kind, [](const nlohmann::json& v) { return kernel_kind(v.get<std::string>()); },
+              kernel_name)
+          .field("n_stages", &T::n_stages)
+          .field("gamma", &T::gamma);
+  return fields;
 }
 
+}  // namespace
+
+nlohmann::json to_json(const KernelConfig& c) { return kernel_config_fields().write(c); }
+
 KernelConfig kernel_config_from_json(const nlohmann::json& j) {
-  KernelConfig c;
-  for (const auto& [key, value] : j.items()) {
-    try {
-      if (key == "kind")
-        c.kind = kernel_kind(value.get<std::string>());
-      else if (key == "n_stages")
-        c.n_stages = value.get<int64_t>();
-      else if (key == "gamma")
-        c.gamma = value.get<double>();
-      else
-        throw InvalidArgument("kernel: unknown setting '" + key + "' (valid: kind, n_stages, gamma)");
-    } catch (const nlohmann::json::exception&) {
-      throw InvalidArgument("kernel: setting '" + key + "' has the wrong type (got " + value.dump() + ")");
-    }
-  }
+  KernelConfig c = kernel_config_fields().read(j);
   c.validate();
   return c;
 }

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "core/json_fields.h"
 #include "core/named_table.h"
 
 namespace vispco::optimize::learned {
@@ -61,88 +62,49 @@ int64_t search_first_layer(const SearchOptions& o) {
   return std::max(find_pco_scorer(o.scorer).first_layer, o.first_layer);
 }
 
-nlohmann::json to_json(const SearchOptions& o) {
-  return {{"scorer", o.scorer},
-          {"first_layer", o.first_layer},
-          {"kernel", to_json(o.kernel)},
-          {"threshold", to_json(o.threshold)},
-          {"al", to_json(o.al)},
-          {"floor", budget_floor_name(o.floor)},
-          {"train_budgets", o.train_budgets},
-          {"train_seed", o.train_seed},
-          {"n_train", o.n_train},
-          {"val_seed", o.val_seed},
-          {"n_val", o.n_val},
-          {"batch", o.batch},
-          {"max_epochs", o.max_epochs},
-          {"min_epochs", o.min_epochs},
-          {"lr", o.lr},
-          {"weight_decay", o.weight_decay},
-          {"min_lr", o.min_lr},
-          {"warmup", o.warmup},
-          {"kl_weight", o.kl_weight},
-          {"clip", o.clip},
-          {"dropout", o.dropout},
-          {"seed", o.seed},
-          {"restore_best", o.restore_best}};
+namespace {
+
+const JsonFields<SearchOptions>& search_options_fields() {
+  using T = SearchOptions;
+  static const auto fields =
+      JsonFields<T>("VisPCO")
+          .field("scorer", &T::scorer)
+          .field("first_layer", &T::first_layer)
+          .converted("kernel", &T::kernel, kernel_config_from_json,
+                     [](const KernelConfig& c) { return to_json(c); })
+          .converted("threshold", &T::threshold, soft_threshold_options_from_json,
+                     [](const SoftThresholdOptions& t) { return to_json(t); })
+          .converted("al", &T::al, al_options_from_json, [](const AlOptions& a) { return to_json(a); })
+          .converted(
+              "floor", &T::floor,
+              [](const nlohmann::json& v) { return parse_budget_floor(v.get<std::string>()); },
+              budget_floor_name)
+          .field("train_budgets", &T::train_budgets)
+          .field("train_seed", &T::train_seed)
+          .field("n_train", &T::n_train)
+          .field("val_seed", &T::val_seed)
+          .field("n_val", &T::n_val)
+          .field("batch", &T::batch)
+          .field("max_epochs", &T::max_epochs)
+          .field("min_epochs", &T::min_epochs)
+          .field("lr", &T::lr)
+          .field("weight_decay", &T::weight_decay)
+          .field("min_lr", &T::min_lr)
+          .field("warmup", &T::warmup)
+          .field("kl_weight", &T::kl_weight)
+          .field("clip", &T::clip)
+          .field("dropout", &T::dropout)
+          .field("seed", &T::seed)
+          .field("restore_best", &T::restore_best);
+  return fields;
 }
 
+}  // namespace
+
+nlohmann::json to_json(const SearchOptions& o) { return search_options_fields().write(o); }
+
 SearchOptions search_options_from_json(const nlohmann::json& j) {
-  SearchOptions o;
-  for (const auto& [key, v] : j.items()) {
-    try {
-      if (key == "scorer")
-        o.scorer = v.get<std::string>();
-      else if (key == "first_layer")
-        o.first_layer = v.get<int64_t>();
-      else if (key == "kernel")
-        o.kernel = kernel_config_from_json(v);
-      else if (key == "threshold")
-        o.threshold = soft_threshold_options_from_json(v);
-      else if (key == "al")
-        o.al = al_options_from_json(v);
-      else if (key == "floor")
-        o.floor = parse_budget_floor(v.get<std::string>());
-      else if (key == "train_budgets")
-        o.train_budgets = v.get<std::vector<double>>();
-      else if (key == "train_seed")
-        o.train_seed = v.get<uint64_t>();
-      else if (key == "n_train")
-        o.n_train = v.get<int64_t>();
-      else if (key == "val_seed")
-        o.val_seed = v.get<uint64_t>();
-      else if (key == "n_val")
-        o.n_val = v.get<int64_t>();
-      else if (key == "batch")
-        o.batch = v.get<int64_t>();
-      else if (key == "max_epochs")
-        o.max_epochs = v.get<int64_t>();
-      else if (key == "min_epochs")
-        o.min_epochs = v.get<int64_t>();
-      else if (key == "lr")
-        o.lr = v.get<double>();
-      else if (key == "weight_decay")
-        o.weight_decay = v.get<double>();
-      else if (key == "min_lr")
-        o.min_lr = v.get<double>();
-      else if (key == "warmup")
-        o.warmup = v.get<double>();
-      else if (key == "kl_weight")
-        o.kl_weight = v.get<double>();
-      else if (key == "clip")
-        o.clip = v.get<double>();
-      else if (key == "dropout")
-        o.dropout = v.get<double>();
-      else if (key == "seed")
-        o.seed = v.get<uint64_t>();
-      else if (key == "restore_best")
-        o.restore_best = v.get<bool>();
-      else
-        throw InvalidArgument("VisPCO: unknown search setting '" + key + "'");
-    } catch (const nlohmann::json::exception&) {
-      throw InvalidArgument("VisPCO: search setting '" + key + "' has the wrong type (got " + v.dump() + ")");
-    }
-  }
+  SearchOptions o = search_options_fields().read(j);
   o.validate();
   return o;
 }

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "core/json_fields.h"
 
 namespace vispco::optimize::learned {
 
@@ -27,42 +28,27 @@ void PredictorOptions::validate() const {
   if (!(out_init_std >= 0)) bad("out_init_std must be ≥ 0, got " + std::to_string(out_init_std));
 }
 
-nlohmann::json to_json(const PredictorOptions& o) {
-  return {{"d_model", o.d_model},
-          {"n_outputs", o.n_outputs},
-          {"head_hidden1", o.head_hidden1},
-          {"head_hidden2", o.head_hidden2},
-          {"dropout", o.dropout},
-          {"out_init_std", o.out_init_std},
-          {"seed", o.seed}};
+namespace {
+
+const JsonFields<PredictorOptions>& predictor_options_fields() {
+  using T = PredictorOptions;
+  static const auto fields = JsonFields<T>("predictor")
+                                 .field("d_model", &T::d_model)
+                                 .field("n_outputs", &T::n_outputs)
+                                 .field("head_hidden1", &T::head_hidden1)
+                                 .field("head_hidden2", &T::head_hidden2)
+                                 .field("dropout", &T::dropout)
+                                 .field("out_init_std", &T::out_init_std)
+                                 .field("seed", &T::seed);
+  return fields;
 }
 
+}  // namespace
+
+nlohmann::json to_json(const PredictorOptions& o) { return predictor_options_fields().write(o); }
+
 PredictorOptions predictor_options_from_json(const nlohmann::json& j) {
-  PredictorOptions o;
-  for (const auto& [key, value] : j.items()) {
-    try {
-      if (key == "d_model")
-        o.d_model = value.get<int64_t>();
-      else if (key == "n_outputs")
-        o.n_outputs = value.get<int64_t>();
-      else if (key == "head_hidden1")
-        o.head_hidden1 = value.get<int64_t>();
-      else if (key == "head_hidden2")
-        o.head_hidden2 = value.get<int64_t>();
-      else if (key == "dropout")
-        o.dropout = value.get<double>();
-      else if (key == "out_init_std")
-        o.out_init_std = value.get<double>();
-      else if (key == "seed")
-        o.seed = value.get<uint64_t>();
-      else
-        throw InvalidArgument(
-            "predictor: unknown setting '" + key +
-            "' (valid: d_model, n_outputs, head_hidden1, head_hidden2, dropout, out_init_std, seed)");
-    } catch (const nlohmann::json::exception&) {
-      throw InvalidArgument("predictor: setting '" + key + "' has the wrong type (got " + value.dump() + ")");
-    }
-  }
+  PredictorOptions o = predictor_options_fields().read(j);
   o.validate();
   return o;
 }

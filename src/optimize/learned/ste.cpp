@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "core/json_fields.h"
 #include "prune/scorers/scorers.h"
 
 namespace vispco::optimize::learned {
@@ -17,25 +18,21 @@ void SoftThresholdOptions::validate() const {
     throw InvalidArgument("soft threshold: temperature must be > 0, got " + std::to_string(temperature));
 }
 
-nlohmann::json to_json(const SoftThresholdOptions& o) {
-  return {{"width", o.width}, {"temperature", o.temperature}};
+namespace {
+
+const JsonFields<SoftThresholdOptions>& soft_threshold_options_fields() {
+  using T = SoftThresholdOptions;
+  static const auto fields =
+      JsonFields<T>("soft threshold").field("width", &T::width).field("temperature", &T::temperature);
+  return fields;
 }
 
+}  // namespace
+
+nlohmann::json to_json(const SoftThresholdOptions& o) { return soft_threshold_options_fields().write(o); }
+
 SoftThresholdOptions soft_threshold_options_from_json(const nlohmann::json& j) {
-  SoftThresholdOptions o;
-  for (const auto& [key, value] : j.items()) {
-    try {
-      if (key == "width")
-        o.width = value.get<double>();
-      else if (key == "temperature")
-        o.temperature = value.get<double>();
-      else
-        throw InvalidArgument("soft threshold: unknown setting '" + key + "' (valid: width, temperature)");
-    } catch (const nlohmann::json::exception&) {
-      throw InvalidArgument("soft threshold: setting '" + key + "' has the wrong type (got " + value.dump() +
-                            ")");
-    }
-  }
+  SoftThresholdOptions o = soft_threshold_options_fields().read(j);
   o.validate();
   return o;
 }
