@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/errors.h"
+#include "prune/selector.h"
 
 namespace vispco {
 
@@ -15,6 +16,8 @@ PlanHook::PlanHook(PruningPlan plan, const LlavaConfig& cfg, uint64_t seed, cons
   for (const auto& st : plan_.stages) {
     scorers_.push_back(make_scorer(st.scorer));
     scorers_.back()->bind(st, cfg, env);
+    auto sel = st.options.find("select");
+    selectors_.push_back(sel == st.options.end() ? nullptr : make_selector(sel->second));
   }
 }
 
@@ -124,7 +127,7 @@ bool PlanHook::apply(int64_t layer, TokenState& state, const LayerSignals& signa
   if (scorer.needs_saliency() && !saliency_.defined())
     throw InvalidArgument("scorer " + stage.scorer +
                           " needs the gradient pre-pass (run it through generate(), which computes it)");
-  Selection sel = scorer.select(in);
+  Selection sel = selectors_[i] ? selectors_[i]->select(scorer.score(in), in) : scorer.select(in);
 
   auto grid_of_alive = state.grid_index.gather(1, in.visual_pos);  // [B, N]
   if (sel.scores.defined()) trace.scores.scatter_(1, grid_of_alive, sel.scores.to(dev, at::kFloat));

@@ -10,6 +10,7 @@
 #include "model/token_state.h"
 #include "prune/plan.h"
 #include "prune/scorer.h"
+#include "prune/selector.h"
 
 namespace vispco {
 
@@ -50,7 +51,8 @@ class PlanHook : public PrefillHook {
 
  private:
   PruningPlan plan_;
-  std::vector<std::unique_ptr<Scorer>> scorers_;  // one per stage
+  std::vector<std::unique_ptr<Scorer>> scorers_;      // one per stage
+  std::vector<std::unique_ptr<Selector>> selectors_;  // one per stage: its select= selector, or null
   int64_t grid_ = 0, n_visual_ = 0;
   uint64_t seed_ = 0;
   at::Tensor cls_attention_, vision_keys_, saliency_;

@@ -7,6 +7,7 @@
 #include "core/named_table.h"
 #include "prune/scorer.h"
 #include "prune/scorers/scorers.h"
+#include "prune/selector.h"
 
 namespace vispco {
 
@@ -61,12 +62,40 @@ void Scorer::check(const PruneStage& stage, const LlavaConfig& cfg) const {
   if (hook_point() == HookPoint::kInLlm && stage.layer == 0)
     throw InvalidArgument(where + ": " + stage.scorer +
                           " acts inside the LLM (on layer ℓ−1's output), so layer must be ≥ 1");
-  const auto valid = option_names();
+  auto valid = option_names();
+  std::unique_ptr<Selector> selector;
+  if (auto it = stage.options.find("select"); it != stage.options.end()) {
+    selector = make_selector(it->second);
+    if (!provides_scores())
+      throw InvalidArgument(
+          where + ": " + stage.scorer + " chooses tokens by its own rule and has no per-token " +
+          "score for select=" + it->second + " (scorers with one: " + join_names(scoring_scorers()) + ")");
+    const auto own = selection_option_names();
+    std::erase_if(valid,
+                  [&](const std::string& o) { return std::find(own.begin(), own.end(), o) != own.end(); });
+    valid.push_back("select");
+    for (const auto& o : selector->option_names()) valid.push_back(o);
+  }
   for (const auto& [k, v] : stage.options)
     if (std::find(valid.begin(), valid.end(), k) == valid.end())
-      throw InvalidArgument(where + ": unknown option '" + k +
-                            "' (valid: " + (valid.empty() ? "none" : join_names(valid)) + ")");
-  check_extra(stage, cfg);
+      throw InvalidArgument(where + ": unknown option '" + k + "' (valid: " + join_names(valid) +
+                            (selector ? "" : ", select") + ")");
+  if (selector)
+    selector->check(stage);
+  else
+    check_extra(stage, cfg);
+}
+
+at::Tensor Scorer::score(const ScoreInput& in) const {
+  throw InvalidArgument("plan stage " + (in.stage ? in.stage->scorer : std::string("?")) +
+                        ": this scorer has no per-token score");
+}
+
+std::vector<std::string> scoring_scorers() {
+  std::vector<std::string> out;
+  for (const auto& e : scorer_registry())
+    if (e.make()->provides_scores()) out.push_back(e.name);
+  return out;
 }
 
 AttentionQueries Scorer::attention_queries(const ScoreInput& in) const {

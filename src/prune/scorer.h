@@ -1,6 +1,8 @@
 // The pruning-method interface (STYLE.md: scorer split from selector, one registry): a scorer sees the alive
 // visual tokens of a stage and returns which K of them survive, optionally with merged tokens, and the
-// per-token scores it ranked by (for heat-maps). Each method declares where it can hook.
+// per-token scores it ranked by (for heat-maps). Each method declares where it can hook. Methods that rank
+// tokens also hand out their scores (score()), so a stage may choose with another rule instead
+// (option select=NAME, prune/selector.h).
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -89,13 +91,24 @@ class Scorer {
   virtual std::string resource_key() const { return ""; }
   /// Option names this scorer accepts in a stage.
   virtual std::vector<std::string> option_names() const { return {}; }
-  /// Stage checks beyond the plan's own (hook point, options, method-specific K limits).
+  /// The options among option_names() that shape this method's own selection (VisionZip's contextual,
+  /// SparseVLM's recycle, CDPruner's theta): refused in a stage whose select= replaces that selection.
+  virtual std::vector<std::string> selection_option_names() const { return {}; }
+  /// Whether score() gives a per-token importance a selector can use (stage option select=NAME). False for
+  /// methods whose choice is not a ranking of per-token scores: DivPrune, DART, uniform, pool.
+  virtual bool provides_scores() const { return false; }
+  /// The per-token importance of the alive tokens: [B, N] fp32, higher = more important (the ranking select()
+  /// uses; CDPruner: relevance to the instruction). @throws InvalidArgument when !provides_scores().
+  virtual at::Tensor score(const ScoreInput& in) const;
+  /// Stage checks beyond the plan's own (hook point, options, method-specific K limits, and a select=NAME
+  /// option: a known selector, a scorer that provides scores, the selector's own options).
   /// @throws InvalidArgument naming the stage's problem.
   void check(const PruneStage& stage, const LlavaConfig& cfg) const;
   /// Chooses stage->keep tokens. @throws InvalidArgument for inputs the method cannot use.
   virtual Selection select(const ScoreInput& in) const = 0;
 
  protected:
+  /// Checks of the method's own options (skipped when the stage's select= replaces its selection).
   virtual void check_extra(const PruneStage& stage, const LlavaConfig& cfg) const {}
 };
 
@@ -115,6 +128,10 @@ const std::vector<ScorerEntry>& scorer_registry();
 std::unique_ptr<Scorer> make_scorer(const std::string& name);
 /// ScorerEntry::default_layer of `name`. @throws InvalidArgument listing the valid names.
 int64_t default_layer(const std::string& name);
+
+/// Names of the scorers whose provides_scores() is true (the ones a stage's select= can use), in registry
+/// order.
+std::vector<std::string> scoring_scorers();
 
 /// Top-K indices of scores [B, N] along the last dim, K = k. @return [B, k] int64.
 at::Tensor top_k_indices(const at::Tensor& scores, int64_t k);

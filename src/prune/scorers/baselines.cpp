@@ -15,11 +15,15 @@ namespace {
 class RandomScorer : public Scorer {
  public:
   HookPoint hook_point() const override { return HookPoint::kAny; }
-  Selection select(const ScoreInput& in) const override {
+  bool provides_scores() const override { return true; }
+  at::Tensor score(const ScoreInput& in) const override {
     // One CPU generator per stage: the same seed picks the same tokens on any device.
     auto gen = at::make_generator<at::CPUGeneratorImpl>(in.seed * 1000003ULL + static_cast<uint64_t>(in.layer));
+    return at::rand({in.visual_pos.size(0), in.visual_pos.size(1)}, gen).to(in.visual_pos.device());
+  }
+  Selection select(const ScoreInput& in) const override {
     Selection s;
-    s.scores = at::rand({in.visual_pos.size(0), in.visual_pos.size(1)}, gen).to(in.visual_pos.device());
+    s.scores = score(in);
     s.keep = top_k_indices(s.scores, in.stage->keep);
     return s;
   }

@@ -15,6 +15,7 @@
 
 #include "core/errors.h"
 #include "prune/scorers/scorers.h"
+#include "prune/selector.h"
 
 namespace vispco {
 
@@ -52,35 +53,53 @@ std::vector<int64_t> dpp_greedy_map(const at::Tensor& kernel, int64_t k) {
   return chosen;
 }
 
+double cdpruner_theta(const PruneStage& st) {
+  const double theta = stage_option(st, "theta", 0.0);
+  if (!(theta >= 0.0 && theta < 1.0))
+    throw InvalidArgument("plan stage " + st.scorer + ": theta must be in [0, 1) (got " +
+                          st.options.at("theta") + ")");
+  return theta;
+}
+
+at::Tensor cdpruner_quality(const at::Tensor& relevance, const PruneStage& st) {
+  if (st.options.count("theta") == 0) return relevance;
+  const double theta = cdpruner_theta(st);
+  return at::exp(relevance * (theta / (2.0 * (1.0 - theta))));
+}
+
 namespace {
 
 class CdPrunerScorer : public Scorer {
  public:
   HookPoint hook_point() const override { return HookPoint::kAny; }
   std::vector<std::string> option_names() const override { return {"theta"}; }
+  std::vector<std::string> selection_option_names() const override { return {"theta"}; }
+  bool provides_scores() const override { return true; }
+
+  // Relevance to the instruction: mean cosine of each alive token with the instruction tokens, [B, N] fp32
+  // (0 in a row without instruction tokens).
+  at::Tensor score(const ScoreInput& in) const override {
+    const int64_t B = in.visual_pos.size(0), N = in.visual_pos.size(1);
+    auto vn = unit_tokens(in);
+    auto instr = instruction_mask(*in.state);
+    auto out = at::zeros({B, N}, vn.options());
+    for (int64_t b = 0; b < B; ++b)
+      if (auto rel = relevance_row(in, b, vn[b], instr[b]); rel.defined()) out[b].copy_(rel);
+    return out;
+  }
 
   Selection select(const ScoreInput& in) const override {
     const int64_t B = in.visual_pos.size(0), N = in.visual_pos.size(1), K = in.stage->keep;
-    const auto& h = in.state->hidden;
-    auto v = gather_rows(h, in.visual_pos);  // [B, N, D]
-    auto vn = v / v.norm(2, -1, true).clamp_min(1e-12);
+    auto vn = unit_tokens(in);
     auto sim = at::bmm(vn, vn.transpose(1, 2));  // [B, N, N] cosine similarity S
     auto instr = instruction_mask(*in.state);
-    const bool weighted = in.stage->options.count("theta") > 0;
-    const double theta = stage_option(*in.stage, "theta", 0.0);
     Selection s;
     s.keep = at::empty({B, K}, at::kLong);
     s.scores = at::zeros({B, N}, at::kFloat);
     for (int64_t b = 0; b < B; ++b) {
-      auto tpos = at::nonzero(instr[b]).squeeze(1);
-      at::Tensor q = at::ones({N}, at::kFloat);
-      if (tpos.numel() > 0) {
-        auto t = h[b].index_select(0, tpos).to(at::kFloat);
-        auto tn = t / t.norm(2, -1, true).clamp_min(1e-12);
-        auto rel = at::matmul(vn[b], tn.t()).mean(1).cpu();  // [N]
-        auto r = (rel - rel.min() + 1e-6) / (rel.max() - rel.min()).clamp_min(1e-12);
-        q = weighted ? at::exp(r * (theta / (2.0 * (1.0 - theta)))) : r;
-      }
+      auto rel = relevance_row(in, b, vn[b], instr[b]);
+      at::Tensor q =
+          rel.defined() ? cdpruner_quality(relevance_from_scores(rel), *in.stage) : at::ones({N}, at::kFloat);
       auto qd = q.to(sim.device());
       auto kernel = qd.unsqueeze(1) * sim[b] * qd.unsqueeze(0);
       auto pick = dpp_greedy_map(kernel, K);
@@ -95,11 +114,21 @@ class CdPrunerScorer : public Scorer {
   }
 
  protected:
-  void check_extra(const PruneStage& st, const LlavaConfig&) const override {
-    const double theta = stage_option(st, "theta", 0.0);
-    if (!(theta >= 0.0 && theta < 1.0))
-      throw InvalidArgument("plan stage cdpruner: theta must be in [0, 1) (got " + st.options.at("theta") +
-                            ")");
+  void check_extra(const PruneStage& st, const LlavaConfig&) const override { cdpruner_theta(st); }
+
+ private:
+  static at::Tensor unit_tokens(const ScoreInput& in) {
+    auto v = gather_rows(in.state->hidden, in.visual_pos);  // [B, N, D]
+    return v / v.norm(2, -1, true).clamp_min(1e-12);
+  }
+  // Row b's raw relevance [N] (CPU), undefined when the row has no instruction tokens.
+  static at::Tensor relevance_row(const ScoreInput& in, int64_t b, const at::Tensor& vn_b,
+                                  const at::Tensor& instr_b) {
+    auto tpos = at::nonzero(instr_b).squeeze(1);
+    if (tpos.numel() == 0) return {};
+    auto t = in.state->hidden[b].index_select(0, tpos).to(at::kFloat);
+    auto tn = t / t.norm(2, -1, true).clamp_min(1e-12);
+    return at::matmul(vn_b, tn.t()).mean(1).cpu();  // [N]
   }
 };
 

@@ -13,9 +13,11 @@ class FastVScorer : public Scorer {
  public:
   HookPoint hook_point() const override { return HookPoint::kInLlm; }
   bool needs_attention() const override { return true; }
+  bool provides_scores() const override { return true; }
+  at::Tensor score(const ScoreInput& in) const override { return fastv_scores(in.attn_rows, in.visual_pos); }
   Selection select(const ScoreInput& in) const override {
     Selection s;
-    s.scores = fastv_scores(in.attn_rows, in.visual_pos);  // [B, N]
+    s.scores = score(in);  // [B, N]
     s.keep = top_k_indices(s.scores, in.stage->keep);
     return s;
   }

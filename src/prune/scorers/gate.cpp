@@ -33,13 +33,18 @@ class GateScorer : public Scorer {
     key_ = "gate=sha256:" + sha256_file_hex(path).substr(0, 16);
   }
   std::string resource_key() const override { return key_; }
-
-  Selection select(const ScoreInput& in) const override {
+  bool provides_scores() const override { return true; }
+  // The gate's logits z [B, N] fp32 (σ(z / temperature) is the keep probability).
+  at::Tensor score(const ScoreInput& in) const override {
     if (!gate_) throw InvalidArgument("gate: no gate loaded (the stage was not bound)");
     const auto& h = in.state->hidden;
     if (gate_->fc1->weight.device() != h.device()) gate_->to(h.device());
     auto tokens = gather_rows(h, in.visual_pos);  // [B, N, D] fp32
-    auto z = gate_->logits(tokens, gate_->cfg.use_question ? pooled_question(*in.state) : at::Tensor());
+    return gate_->logits(tokens, gate_->cfg.use_question ? pooled_question(*in.state) : at::Tensor());
+  }
+
+  Selection select(const ScoreInput& in) const override {
+    auto z = score(in);
     Selection s;
     s.scores = at::sigmoid(z / gate_->cfg.temperature);
     s.keep = top_k_indices(z, in.stage->keep);  // logits: σ saturates to ties in fp32

@@ -17,11 +17,15 @@ class GradientScorer : public Scorer {
  public:
   HookPoint hook_point() const override { return HookPoint::kAny; }
   bool needs_saliency() const override { return true; }
-  Selection select(const ScoreInput& in) const override {
+  bool provides_scores() const override { return true; }
+  at::Tensor score(const ScoreInput& in) const override {
     if (!in.saliency.defined()) throw InvalidArgument("grad needs the gradient pre-pass (none was run)");
     auto grid = in.state->grid_index.gather(1, in.visual_pos);  // [B, N] patch of each alive token
+    return in.saliency.to(grid.device()).gather(1, grid);
+  }
+  Selection select(const ScoreInput& in) const override {
     Selection s;
-    s.scores = in.saliency.to(grid.device()).gather(1, grid);
+    s.scores = score(in);
     s.keep = top_k_indices(s.scores, in.stage->keep);
     return s;
   }

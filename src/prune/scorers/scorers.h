@@ -69,6 +69,14 @@ std::vector<int64_t> dart_select(const at::Tensor& visual_norms, const at::Tenso
 /// @return k indices in selection order.
 std::vector<int64_t> dpp_greedy_map(const at::Tensor& kernel, int64_t k);
 
+/// CDPruner's relevance/diversity trade-off θ (stage option theta, default 0), checked.
+/// @throws InvalidArgument "plan stage <scorer>: theta must be in [0, 1) (got …)".
+double cdpruner_theta(const PruneStage& st);
+
+/// CDPruner's DPP quality q from relevance r [N] in (0, 1]: r itself (the release's kernel), or with option
+/// theta=θ the trade-off of Chen et al. (NeurIPS 2018, §4), q = exp(θ·r / (2(1−θ))). @return [N] like r.
+at::Tensor cdpruner_quality(const at::Tensor& relevance, const PruneStage& st);
+
 /// SparseVLM's rater choice in one row (Zhang et al., ICML 2025, §3.2 "relevant text selection"): with the
 /// visual embeddings V [N, D] and instruction embeddings Q [M, D] at the LLM input, R = softmax over the M
 /// text tokens of V·Qᵀ (as the release: no 1/√D), r = R averaged over the N visual tokens; raters are the

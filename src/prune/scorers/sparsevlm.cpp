@@ -89,6 +89,18 @@ class SparseVlmScorer : public Scorer {
   HookPoint hook_point() const override { return HookPoint::kInLlm; }
   bool needs_attention() const override { return true; }
   std::vector<std::string> option_names() const override { return {"recycle"}; }
+  std::vector<std::string> selection_option_names() const override { return {"recycle"}; }
+  bool provides_scores() const override { return true; }
+  // The relevant raters' head-mean attention to each alive token, averaged over the raters: [B, N].
+  at::Tensor score(const ScoreInput& in) const override {
+    const int64_t B = in.visual_pos.size(0);
+    auto per_row = in.attn_rows.mean(1);  // [B, R, T] head mean
+    auto w = in.attn_weights.defined()
+                 ? in.attn_weights.to(per_row.device())
+                 : at::full({B, per_row.size(1)}, 1.0 / per_row.size(1), per_row.options());
+    auto rated = (per_row * w.unsqueeze(-1)).sum(1);  // [B, T] rater average
+    return rated.gather(1, in.visual_pos);
+  }
 
   static int64_t n_recycled(const PruneStage& st, int64_t n_alive) {
     if (st.options.count("recycle"))
@@ -133,13 +145,8 @@ class SparseVlmScorer : public Scorer {
 
   Selection select(const ScoreInput& in) const override {
     const int64_t B = in.visual_pos.size(0), N = in.visual_pos.size(1), K = in.stage->keep;
-    auto per_row = in.attn_rows.mean(1);  // [B, R, T] head mean
-    auto w = in.attn_weights.defined()
-                 ? in.attn_weights.to(per_row.device())
-                 : at::full({B, per_row.size(1)}, 1.0 / per_row.size(1), per_row.options());
-    auto rated = (per_row * w.unsqueeze(-1)).sum(1);  // [B, T] rater average
     Selection s;
-    s.scores = rated.gather(1, in.visual_pos);  // [B, N]
+    s.scores = score(in);  // [B, N]
     const int64_t m = n_recycled(*in.stage, N);
     s.keep = top_k_indices(s.scores, K - m);
     if (m == 0) return s;

@@ -36,6 +36,15 @@ class VisionZipScorer : public Scorer {
   HookPoint hook_point() const override { return HookPoint::kPreLlm; }
   bool needs_vision_attention() const override { return true; }
   std::vector<std::string> option_names() const override { return {"contextual"}; }
+  std::vector<std::string> selection_option_names() const override { return {"contextual"}; }
+  bool provides_scores() const override { return true; }
+  // The tower's head-mean [CLS] attention to each patch, [B, N] (the dominant tokens' ranking).
+  at::Tensor score(const ScoreInput& in) const override {
+    if (!in.cls_attention.defined() || in.cls_attention.size(1) != in.visual_pos.size(1))
+      throw InvalidArgument(
+          "visionzip needs the tower's [CLS] attention over all N_v tokens (use it at layer=0, first)");
+    return in.cls_attention;
+  }
 
   static int64_t n_contextual(const PruneStage& st) {
     if (auto it = st.options.find("contextual"); it != st.options.end()) return std::stoll(it->second);
@@ -44,8 +53,7 @@ class VisionZipScorer : public Scorer {
 
   Selection select(const ScoreInput& in) const override {
     const int64_t B = in.visual_pos.size(0), N = in.visual_pos.size(1), K = in.stage->keep;
-    if (!in.cls_attention.defined() || in.cls_attention.size(1) != N)
-      throw InvalidArgument("visionzip needs the tower's [CLS] attention over all N_v tokens (use it at layer=0, first)");
+    score(in);  // checks the [CLS] attention
     const int64_t m = n_contextual(*in.stage), dominant = K - m;
     const auto& h = in.state->hidden;
     auto tokens = h.gather(1, in.visual_pos.unsqueeze(-1).expand({B, N, h.size(2)}));
