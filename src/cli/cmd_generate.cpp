@@ -42,9 +42,11 @@ void register_generate(CLI::App& app) {
   add_quant_flags(cmd, &o->quant);
   cmd->add_flag_callback("--ignore-eos", [o] { o->gen.stop_at_eos = false; },
                          "Keep generating after EOS until --max-new-tokens (decode benchmarks)");
-  cmd->add_option("--plan", o->plan,
-                  "Pruning plan: 'scorer:[layer=L,]keep=K[+…]' (layer defaults to the method's paper layer), "
-                  "'pdrop:[layers=a/b/c,]ratio=r|keep=K', a .json file, or none")
+  cmd->add_option(
+         "--plan", o->plan,
+         "Pruning plan: 'scorer:[layer=L,]keep=K[+…]' (layer defaults to the method's paper layer), "
+         "'pdrop:[layers=a/b/c,]ratio=r|keep=K', a .json file, or none; a scorer with per-token scores "
+         "takes select=topk|mmr|dpp (README, Scorer × selector)")
       ->capture_default_str();
   cmd->add_option("--top-logprobs", o->top_logprobs,
                   "Print each generated token's log-probability and the N most likely alternatives (0–20; "

@@ -62,6 +62,15 @@ LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const TextConfig& cfg) {
       register_module("post_attention_layernorm", LlamaRmsNorm(cfg.hidden_size, cfg.rms_norm_eps));
 }
 
+at::Tensor LlamaDecoderLayerImpl::forward(const at::Tensor& h, const Rotary& rot, LayerKvCache& cache,
+                                          const at::Tensor& valid, const at::Tensor& mask,
+                                          const at::Tensor& probs_rows, at::Tensor* probs_out,
+                                          const at::Tensor& key_gate) {
+  auto x =
+      h + self_attn->forward(input_layernorm(h), rot, cache, valid, mask, probs_rows, probs_out, key_gate);
+  return x + mlp->forward(post_attention_layernorm(x));
+}
+
 LlamaModelImpl::LlamaModelImpl(const TextConfig& c) : cfg(c) {
   embed_tokens = register_module("embed_tokens", torch::nn::Embedding(cfg.vocab_size, cfg.hidden_size));
   layers = register_module("layers", torch::nn::ModuleList());
@@ -117,11 +126,9 @@ at::Tensor LlamaForCausalLMImpl::forward(TokenState& state, KvCache& cache, Pref
       mask_past = lc.length();
     }
     if (stats != nullptr) stats->tokens_per_layer.push_back(T);
-    auto a = layer.self_attn->forward(layer.input_layernorm(h), rot, lc, state.valid, mask, attn_rows,
-                                      attn_rows.defined() ? &signals.attn_rows : nullptr);
+    h = layer.forward(h, rot, lc, state.valid, mask, attn_rows,
+                      attn_rows.defined() ? &signals.attn_rows : nullptr);
     if (hook != nullptr && hook->wants_keys(l)) signals.keys = lc.keys();
-    h = h + a;
-    h = h + layer.mlp->forward(layer.post_attention_layernorm(h));
   }
   state.hidden = h;
   return model->norm(h);
@@ -141,10 +148,8 @@ at::Tensor LlamaForCausalLMImpl::forward_gated(TokenState& state, KeyGateHook& h
     probs = at::Tensor();
     auto rows = hook.attention_rows(l, state);
     auto& layer = *model->layers[l]->as<LlamaDecoderLayerImpl>();
-    auto a = layer.self_attn->forward(layer.input_layernorm(h), rot, cache.layers[l], state.valid, mask, rows,
-                                      rows.defined() ? &probs : nullptr, gate);
-    h = h + a;
-    h = h + layer.mlp->forward(layer.post_attention_layernorm(h));
+    h = layer.forward(h, rot, cache.layers[l], state.valid, mask, rows, rows.defined() ? &probs : nullptr,
+                      gate);
   }
   state.hidden = h;
   return model->norm(h);

@@ -52,6 +52,12 @@ TORCH_MODULE(LlamaRmsNorm);
 /// One pre-norm decoder layer.
 struct LlamaDecoderLayerImpl : torch::nn::Module {
   explicit LlamaDecoderLayerImpl(const TextConfig& cfg);
+  /// One pre-norm residual block (HF LlamaDecoderLayer): h + self_attn(input_layernorm(h)), then
+  /// + mlp(post_attention_layernorm(·)). @param h [B, T, D]; the other parameters as
+  /// LlamaAttentionImpl::forward (the cache gains the T new keys/values). @return [B, T, D].
+  at::Tensor forward(const at::Tensor& h, const Rotary& rot, LayerKvCache& cache, const at::Tensor& valid,
+                     const at::Tensor& mask, const at::Tensor& probs_rows = {},
+                     at::Tensor* probs_out = nullptr, const at::Tensor& key_gate = {});
   LlamaAttention self_attn{nullptr};
   LlamaMlp mlp{nullptr};
   LlamaRmsNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};

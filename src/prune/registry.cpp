@@ -86,6 +86,13 @@ void Scorer::check(const PruneStage& stage, const LlavaConfig& cfg) const {
     check_extra(stage, cfg);
 }
 
+Selection Scorer::select(const ScoreInput& in) const {
+  Selection s;
+  s.scores = score(in);  // [B, N]
+  s.keep = top_k_indices(s.scores, in.stage->keep);
+  return s;
+}
+
 at::Tensor Scorer::score(const ScoreInput& in) const {
   throw InvalidArgument("plan stage " + (in.stage ? in.stage->scorer : std::string("?")) +
                         ": this scorer has no per-token score");

@@ -48,6 +48,7 @@ struct AttentionQueries {
 /// What a scorer may need besides the model's tensors, bound once per stage (Scorer::bind).
 struct ScorerEnv {
   std::string model_dir;  ///< the model folder ("" when unknown): the learned gate's default file lives there
+  bool operator==(const ScorerEnv&) const = default;
 };
 
 /// A scorer's decision for K = stage.keep tokens: keep.size(1) + merged.size(1) == K.
@@ -104,8 +105,10 @@ class Scorer {
   /// option: a known selector, a scorer that provides scores, the selector's own options).
   /// @throws InvalidArgument naming the stage's problem.
   void check(const PruneStage& stage, const LlavaConfig& cfg) const;
-  /// Chooses stage->keep tokens. @throws InvalidArgument for inputs the method cannot use.
-  virtual Selection select(const ScoreInput& in) const = 0;
+  /// Chooses stage->keep tokens by the method's own rule. Default: the top K of score() (FastV, grad,
+  /// random).
+  /// @throws InvalidArgument for inputs the method cannot use.
+  virtual Selection select(const ScoreInput& in) const;
 
  protected:
   /// Checks of the method's own options (skipped when the stage's select= replaces its selection).

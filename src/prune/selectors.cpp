@@ -3,6 +3,8 @@
 // relevance.
 #include <ATen/ATen.h>
 
+#include <functional>
+
 #include "core/errors.h"
 #include "core/named_table.h"
 #include "prune/scorers/scorers.h"
@@ -52,18 +54,6 @@ at::Tensor alive_similarity(const ScoreInput& in) {
   return at::bmm(vn, vn.transpose(1, 2));
 }
 
-// Runs `pick(b)` → K indices for each row into a Selection that carries the given scores.
-template <class Pick>
-Selection per_row(const at::Tensor& scores, const ScoreInput& in, Pick pick) {
-  const int64_t B = in.visual_pos.size(0), K = in.stage->keep;
-  auto keep = at::empty({B, K}, at::kLong);
-  for (int64_t b = 0; b < B; ++b) keep[b].copy_(at::tensor(pick(b), at::kLong));
-  Selection s;
-  s.scores = scores;
-  s.keep = keep.to(in.visual_pos.device());
-  return s;
-}
-
 class TopKSelector : public Selector {
  public:
   Selection select(const at::Tensor& scores, const ScoreInput& in) const override {
@@ -74,40 +64,57 @@ class TopKSelector : public Selector {
   }
 };
 
-class MmrSelector : public Selector {
+// A selector that picks each row's K tokens by a rule on the row's scores [N] and the alive tokens' cosine
+// similarity [N, N], with one stage option of its own.
+class SimilarityRuleSelector : public Selector {
  public:
-  std::vector<std::string> option_names() const override { return {"lambda"}; }
-  void check(const PruneStage& st) const override { lambda(st); }
+  using Rule = std::function<std::vector<int64_t>(const at::Tensor& scores, const at::Tensor& similarity,
+                                                  const PruneStage& stage)>;
+  SimilarityRuleSelector(std::string option, std::function<void(const PruneStage&)> check, Rule rule)
+      : option_(std::move(option)), check_(std::move(check)), rule_(std::move(rule)) {}
+  std::vector<std::string> option_names() const override { return {option_}; }
+  void check(const PruneStage& st) const override { check_(st); }
   Selection select(const at::Tensor& scores, const ScoreInput& in) const override {
-    auto sim = alive_similarity(in).cpu();
-    const double l = lambda(*in.stage);
-    return per_row(scores, in, [&](int64_t b) {
-      return mmr_select(relevance_from_scores(scores[b]), sim[b], in.stage->keep, l);
-    });
+    const int64_t B = in.visual_pos.size(0), K = in.stage->keep;
+    auto sim = alive_similarity(in);
+    auto keep = at::empty({B, K}, at::kLong);
+    for (int64_t b = 0; b < B; ++b) keep[b].copy_(at::tensor(rule_(scores[b], sim[b], *in.stage), at::kLong));
+    Selection s;
+    s.scores = scores;
+    s.keep = keep.to(in.visual_pos.device());
+    return s;
   }
 
  private:
-  static double lambda(const PruneStage& st) {
-    const double l = stage_option(st, "lambda", 0.5);
-    if (!(l >= 0.0 && l <= 1.0))
-      throw InvalidArgument("plan stage " + st.scorer + ": select=mmr's lambda must be in [0, 1] (got " +
-                            st.options.at("lambda") + ")");
-    return l;
-  }
+  std::string option_;
+  std::function<void(const PruneStage&)> check_;
+  Rule rule_;
 };
 
-class DppSelector : public Selector {
- public:
-  std::vector<std::string> option_names() const override { return {"theta"}; }
-  void check(const PruneStage& st) const override { cdpruner_theta(st); }
-  Selection select(const at::Tensor& scores, const ScoreInput& in) const override {
-    auto sim = alive_similarity(in);
-    return per_row(scores, in, [&](int64_t b) {
-      auto q = cdpruner_quality(relevance_from_scores(scores[b]), *in.stage).to(sim.device());
-      return dpp_greedy_map(q.unsqueeze(1) * sim[b] * q.unsqueeze(0), in.stage->keep);
-    });
-  }
-};
+double mmr_lambda(const PruneStage& st) {
+  const double l = stage_option(st, "lambda", 0.5);
+  if (!(l >= 0.0 && l <= 1.0))
+    throw InvalidArgument("plan stage " + st.scorer + ": select=mmr's lambda must be in [0, 1] (got " +
+                          st.options.at("lambda") + ")");
+  return l;
+}
+
+std::unique_ptr<Selector> make_mmr() {
+  return std::make_unique<SimilarityRuleSelector>(
+      "lambda", [](const PruneStage& st) { mmr_lambda(st); },
+      [](const at::Tensor& scores, const at::Tensor& sim, const PruneStage& st) {
+        return mmr_select(relevance_from_scores(scores), sim, st.keep, mmr_lambda(st));
+      });
+}
+
+std::unique_ptr<Selector> make_dpp() {
+  return std::make_unique<SimilarityRuleSelector>(
+      "theta", [](const PruneStage& st) { cdpruner_theta(st); },
+      [](const at::Tensor& scores, const at::Tensor& sim, const PruneStage& st) {
+        auto q = cdpruner_quality(relevance_from_scores(scores), st).to(sim.device());
+        return dpp_greedy_map(q.unsqueeze(1) * sim * q.unsqueeze(0), st.keep);
+      });
+}
 
 }  // namespace
 
@@ -118,12 +125,12 @@ const std::vector<SelectorEntry>& selector_registry() {
        "maximal marginal relevance (Carbonell & Goldstein, SIGIR 1998): λ·relevance − (1−λ)·max cosine to "
        "the "
        "kept set, option lambda (0.5)",
-       [] { return std::make_unique<MmrSelector>(); }},
+       make_mmr},
       {"dpp",
        "CDPruner's conditional DPP (Zhang et al., NeurIPS 2025 §3) with the scores as relevance: greedy MAP "
        "of "
        "diag(q)·S·diag(q), option theta",
-       [] { return std::make_unique<DppSelector>(); }},
+       make_dpp},
   };
   return table;
 }

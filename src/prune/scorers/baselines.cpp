@@ -21,12 +21,6 @@ class RandomScorer : public Scorer {
     auto gen = at::make_generator<at::CPUGeneratorImpl>(in.seed * 1000003ULL + static_cast<uint64_t>(in.layer));
     return at::rand({in.visual_pos.size(0), in.visual_pos.size(1)}, gen).to(in.visual_pos.device());
   }
-  Selection select(const ScoreInput& in) const override {
-    Selection s;
-    s.scores = score(in);
-    s.keep = top_k_indices(s.scores, in.stage->keep);
-    return s;
-  }
 };
 
 class UniformScorer : public Scorer {

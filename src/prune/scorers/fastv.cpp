@@ -15,12 +15,6 @@ class FastVScorer : public Scorer {
   bool needs_attention() const override { return true; }
   bool provides_scores() const override { return true; }
   at::Tensor score(const ScoreInput& in) const override { return fastv_scores(in.attn_rows, in.visual_pos); }
-  Selection select(const ScoreInput& in) const override {
-    Selection s;
-    s.scores = score(in);  // [B, N]
-    s.keep = top_k_indices(s.scores, in.stage->keep);
-    return s;
-  }
 };
 
 }  // namespace

@@ -23,12 +23,6 @@ class GradientScorer : public Scorer {
     auto grid = in.state->grid_index.gather(1, in.visual_pos);  // [B, N] patch of each alive token
     return in.saliency.to(grid.device()).gather(1, grid);
   }
-  Selection select(const ScoreInput& in) const override {
-    Selection s;
-    s.scores = score(in);
-    s.keep = top_k_indices(s.scores, in.stage->keep);
-    return s;
-  }
 };
 
 }  // namespace
