@@ -15,49 +15,82 @@
 
 namespace vispco {
 
-/// The JSON keys of a config struct `S` (default-constructible, copyable), each bound to one member.
-/// Build it once (a function-local static) and use it in the struct's from_json and to_json:
+/// One JSON key of a config struct `S`, bound to a member. `{"lr", &Opts::lr}` reads with `get<T>()` and is
+/// always written; see omitted_at_default(), converted() and ignored() for the other kinds.
+template <class S>
+struct JsonField {
+  using Reader = std::function<void(const nlohmann::json&, S&)>;
+  using Writer = std::function<void(const S&, nlohmann::json&, const std::string&)>;  // empty: never written
+
+  template <class T>
+  JsonField(std::string k, T S::*member)
+      : key(std::move(k)),
+        read([member](const nlohmann::json& v, S& s) { s.*member = v.template get<T>(); }),
+        write([member](const S& s, nlohmann::json& j, const std::string& name) { j[name] = s.*member; }) {}
+  JsonField(std::string k, Reader r, Writer w) : key(std::move(k)), read(std::move(r)), write(std::move(w)) {}
+
+  std::string key;
+  Reader read;
+  Writer write;
+};
+
+/// A member read with `get<T>()` and written only when it differs from a default-constructed S's value
+/// (keeps written files to the settings a user changed).
+template <class S, class T>
+JsonField<S> omitted_at_default(std::string key, T S::*member) {
+  return {std::move(key), [member](const nlohmann::json& v, S& s) { s.*member = v.template get<T>(); },
+          [member](const S& s, nlohmann::json& j, const std::string& k) {
+            if (!(s.*member == S{}.*member)) j[k] = s.*member;
+          }};
+}
+
+/// A member with its own conversions: `from(json) → T` (may throw InvalidArgument with its own message,
+/// passed through) and `to(const T&) → json`.
+template <class S, class T, class From, class To>
+JsonField<S> converted(std::string key, T S::*member, From from, To to) {
+  return {std::move(key), [member, from](const nlohmann::json& v, S& s) { s.*member = from(v); },
+          [member, to](const S& s, nlohmann::json& j, const std::string& k) { j[k] = to(s.*member); }};
+}
+
+/// A member of a struct type with its own JSON form: read by `from(json)` (which validates), written by
+/// `to_json(const T&)` (found by argument-dependent lookup).
+template <class S, class T, class From>
+JsonField<S> nested(std::string key, T S::*member, From from) {
+  return converted(std::move(key), member, from, [](const T& v) { return to_json(v); });
+}
+
+/// A member written as a name: read by `parse(std::string)` (which throws InvalidArgument for an unknown
+/// name), written by `name(T)`; for enums with a name table.
+template <class S, class T, class Parse, class Name>
+JsonField<S> named(std::string key, T S::*member, Parse parse, Name name) {
+  return converted(
+      std::move(key), member, [parse](const nlohmann::json& v) { return parse(v.get<std::string>()); }, name);
+}
+
+/// A key accepted and ignored on reading, never written (e.g. a free-text "comment").
+template <class S>
+JsonField<S> ignored(std::string key) {
+  return {std::move(key), [](const nlohmann::json&, S&) {}, {}};
+}
+
+/// The JSON keys of a config struct `S` (default-constructible, copyable). Build it once (a function-local
+/// static) and use it in the struct's from_json and to_json:
 ///
-///     static const auto fields = JsonFields<Opts>("optimize options")
-///         .field("keeps", &Opts::keeps).omitted_at_default("confidence", &Opts::confidence);
-///     Opts o; fields.read(j, o);   nlohmann::json j = fields.write(o);
+///     static const JsonFields<Opts> fields("optimize options", {{"keeps", &Opts::keeps},
+///                                                               {"lr", &Opts::lr}});
+///     Opts o = fields.read_valid(j);
+///     nlohmann::json j = fields.write(o);
 template <class S>
 class JsonFields {
  public:
   /// @param owner how the struct is named in errors, e.g. "recipe" → "recipe: unknown key 'x' (valid: …)".
-  explicit JsonFields(std::string owner) : owner_(std::move(owner)) {}
-
-  /// A member read with `get<T>()` and always written.
-  template <class T>
-  JsonFields field(std::string key, T S::*member) const {
-    return with(
-        std::move(key), [member](const nlohmann::json& v, S& s) { s.*member = v.template get<T>(); },
-        [member](const S& s, nlohmann::json& j, const std::string& k) { j[k] = s.*member; });
-  }
-
-  /// A member read with `get<T>()` and written only when it differs from a default-constructed S's value
-  /// (keeps the written files to the settings a user changed).
-  template <class T>
-  JsonFields omitted_at_default(std::string key, T S::*member) const {
-    return with(
-        std::move(key), [member](const nlohmann::json& v, S& s) { s.*member = v.template get<T>(); },
-        [member](const S& s, nlohmann::json& j, const std::string& k) {
-          if (!(s.*member == S{}.*member)) j[k] = s.*member;
-        });
-  }
-
-  /// A member with its own conversions: `from(json) → T` (may throw InvalidArgument with its own message,
-  /// passed through) and `to(const T&) → json`.
-  template <class T, class From, class To>
-  JsonFields converted(std::string key, T S::*member, From from, To to) const {
-    return with(
-        std::move(key), [member, from](const nlohmann::json& v, S& s) { s.*member = from(v); },
-        [member, to](const S& s, nlohmann::json& j, const std::string& k) { j[k] = to(s.*member); });
-  }
-
-  /// A key accepted and ignored on reading, never written (e.g. a free-text "comment").
-  JsonFields ignored(std::string key) const {
-    return with(std::move(key), [](const nlohmann::json&, S&) {}, {});
+  /// @throws std::logic_error when a key is listed twice (a programming error).
+  JsonFields(std::string owner, std::vector<JsonField<S>> fields)
+      : owner_(std::move(owner)), fields_(std::move(fields)) {
+    for (size_t i = 0; i < fields_.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (fields_[i].key == fields_[j].key)
+          throw std::logic_error(owner_ + ": JSON key '" + fields_[i].key + "' listed twice");
   }
 
   /// Overwrites the members of `s` whose keys `j` holds; absent keys keep `s`'s values.
@@ -69,7 +102,7 @@ class JsonFields {
       throw InvalidArgument(owner_ + ": " + (prefix.empty() ? "settings" : "'" + prefix + "'") +
                             " must be a JSON object (got " + shown(j) + ")");
     for (const auto& [key, value] : j.items()) {
-      const Field* f = find(key);
+      const JsonField<S>* f = find(key);
       if (f == nullptr)
         throw InvalidArgument(owner_ + ": unknown key '" + prefix + key + "' (valid: " + join_names(keys()) +
                               ")");
@@ -89,7 +122,14 @@ class JsonFields {
     return s;
   }
 
-  /// The JSON object of `s`: every field's key in list order (nlohmann sorts them on output).
+  /// read() followed by S::validate() (which throws what it throws).
+  S read_valid(const nlohmann::json& j) const {
+    S s = read(j);
+    s.validate();
+    return s;
+  }
+
+  /// The JSON object of `s` (nlohmann sorts the keys on output).
   nlohmann::json write(const S& s) const {
     nlohmann::json j = nlohmann::json::object();
     for (const auto& f : fields_)
@@ -111,28 +151,14 @@ class JsonFields {
     return text.size() <= 80 ? text : text.substr(0, 77) + "...";
   }
 
-  struct Field {
-    std::string key;
-    std::function<void(const nlohmann::json&, S&)> read;
-    std::function<void(const S&, nlohmann::json&, const std::string&)> write;  // empty: never written
-  };
-
-  const Field* find(const std::string& key) const {
+  const JsonField<S>* find(const std::string& key) const {
     for (const auto& f : fields_)
       if (f.key == key) return &f;
     return nullptr;
   }
 
-  JsonFields with(std::string key, std::function<void(const nlohmann::json&, S&)> read,
-                  std::function<void(const S&, nlohmann::json&, const std::string&)> write) const {
-    if (find(key) != nullptr) throw std::logic_error(owner_ + ": JSON key '" + key + "' listed twice");
-    JsonFields out = *this;
-    out.fields_.push_back({std::move(key), std::move(read), std::move(write)});
-    return out;
-  }
-
   std::string owner_;
-  std::vector<Field> fields_;
+  std::vector<JsonField<S>> fields_;
 };
 
 }  // namespace vispco

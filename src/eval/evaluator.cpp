@@ -135,49 +135,40 @@ void EvalOptions::validate() const {
 
 namespace {
 
-MissingImagePolicy parse_missing_image_policy(const nlohmann::json& v) {
-  const auto p = v.get<std::string>();
+MissingImagePolicy parse_missing_image_policy(const std::string& p) {
   if (p != "stop" && p != "skip")
     throw InvalidArgument("eval options: on_missing_image must be \"stop\" or \"skip\", got \"" + p + "\"");
   return p == "skip" ? MissingImagePolicy::kSkip : MissingImagePolicy::kStop;
 }
 
-const JsonFields<EvalOptions>& eval_fields() {
-  using O = EvalOptions;
-  static const auto fields =
-      JsonFields<O>("eval options")
-          .field("limit", &O::limit)
-          .field("shard_index", &O::shard_index)
-          .field("shard_count", &O::shard_count)
-          .field("batch_size", &O::batch_size)
-          .converted("generation", &O::generation, generation_config_from_json,
-                     [](const GenerationConfig& g) { return to_json(g); })
-          .field("plan", &O::plan)
-          .field("store_path", &O::store_path)
-          .field("out_dir", &O::out_dir)
-          .converted("on_missing_image", &O::on_missing_image, parse_missing_image_policy, policy_name)
-          .converted(
-              "progress", &O::progress,
-              [](const nlohmann::json& v) { return parse_progress_mode(v.get<std::string>()); },
-              progress_name)
-          .converted(
-              "shuffle_images", &O::shuffle_images,
-              [](const nlohmann::json& v) {
-                return v.is_null() ? std::nullopt : std::optional<uint64_t>(v.get<uint64_t>());
-              },
-              [](const std::optional<uint64_t>& s) { return s ? nlohmann::json(*s) : nlohmann::json(); });
-  return fields;
+// shuffle_images: a seed, or null for "not shuffled".
+std::optional<uint64_t> shuffle_seed_from(const nlohmann::json& v) {
+  return v.is_null() ? std::nullopt : std::optional<uint64_t>(v.get<uint64_t>());
+}
+nlohmann::json shuffle_seed_json(const std::optional<uint64_t>& s) {
+  return s ? nlohmann::json(*s) : nlohmann::json();
 }
 
 }  // namespace
 
+static const JsonFields<EvalOptions>& eval_fields() {
+  using O = EvalOptions;
+  // A table, several fields a line:
+  // clang-format off
+  static const JsonFields<EvalOptions> fields("eval options", {
+      {"limit", &O::limit}, {"shard_index", &O::shard_index}, {"shard_count", &O::shard_count},
+      {"batch_size", &O::batch_size}, nested("generation", &O::generation, generation_config_from_json),
+      {"plan", &O::plan}, {"store_path", &O::store_path}, {"out_dir", &O::out_dir},
+      named("on_missing_image", &O::on_missing_image, parse_missing_image_policy, policy_name),
+      named("progress", &O::progress, parse_progress_mode, progress_name),
+      converted("shuffle_images", &O::shuffle_images, shuffle_seed_from, shuffle_seed_json)});
+  // clang-format on
+  return fields;
+}
+
 nlohmann::json to_json(const EvalOptions& o) { return eval_fields().write(o); }
 
-EvalOptions eval_options_from_json(const nlohmann::json& j) {
-  EvalOptions o = eval_fields().read(j);
-  o.validate();
-  return o;
-}
+EvalOptions eval_options_from_json(const nlohmann::json& j) { return eval_fields().read_valid(j); }
 
 void summarise_rows(EvalReport& rep) {
   rep.metrics = {};

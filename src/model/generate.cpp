@@ -23,27 +23,21 @@ void GenerationConfig::validate() const {
     throw InvalidArgument("top_p must be in (0, 1] (got " + std::to_string(top_p) + ")");
 }
 
-namespace {
-
-const JsonFields<GenerationConfig>& generation_fields() {
+static const JsonFields<GenerationConfig>& generation_fields() {
   using C = GenerationConfig;
-  static const auto fields = JsonFields<C>("generation settings")
-                                 .field("max_new_tokens", &C::max_new_tokens)
-                                 .field("temperature", &C::temperature)
-                                 .field("top_p", &C::top_p)
-                                 .field("seed", &C::seed)
-                                 .field("stop_at_eos", &C::stop_at_eos);
+  // A table, several fields a line:
+  // clang-format off
+  static const JsonFields<GenerationConfig> fields("generation settings", {
+      {"max_new_tokens", &C::max_new_tokens}, {"temperature", &C::temperature}, {"top_p", &C::top_p},
+      {"seed", &C::seed}, {"stop_at_eos", &C::stop_at_eos}});
+  // clang-format on
   return fields;
 }
-
-}  // namespace
 
 nlohmann::json to_json(const GenerationConfig& c) { return generation_fields().write(c); }
 
 GenerationConfig generation_config_from_json(const nlohmann::json& j) {
-  GenerationConfig c = generation_fields().read(j);
-  c.validate();
-  return c;
+  return generation_fields().read_valid(j);
 }
 
 nlohmann::json GenerationStats::to_json() const {

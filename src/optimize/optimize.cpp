@@ -80,33 +80,23 @@ MinKOptions OptimizeOptions::min_k_options(int64_t n_visual) const {
   return m;
 }
 
-namespace {
-
-const JsonFields<OptimizeOptions>& optimize_fields() {
+static const JsonFields<OptimizeOptions>& optimize_fields() {
   using O = OptimizeOptions;
-  static const auto fields = JsonFields<O>("optimize options")
-                                 .field("method", &O::method)
-                                 .field("templates", &O::templates)
-                                 .field("keeps", &O::keeps)
-                                 .field("epsilon", &O::epsilon)
-                                 .field("epsilon_absolute", &O::epsilon_absolute)
-                                 .field("k_min", &O::k_min)
-                                 .field("k_max", &O::k_max)
-                                 .field("k_step", &O::k_step)
-                                 .field("flops_budget", &O::flops_budget)
-                                 .field("evaluate_test", &O::evaluate_test)
-                                 .field("confidence", &O::confidence);
+  // A table, several fields a line:
+  // clang-format off
+  static const JsonFields<OptimizeOptions> fields("optimize options", {
+      {"method", &O::method}, {"templates", &O::templates}, {"keeps", &O::keeps}, {"epsilon", &O::epsilon},
+      {"epsilon_absolute", &O::epsilon_absolute}, {"k_min", &O::k_min}, {"k_max", &O::k_max},
+      {"k_step", &O::k_step}, {"flops_budget", &O::flops_budget}, {"evaluate_test", &O::evaluate_test},
+      {"confidence", &O::confidence}});
+  // clang-format on
   return fields;
 }
-
-}  // namespace
 
 nlohmann::json to_json(const OptimizeOptions& o) { return optimize_fields().write(o); }
 
 OptimizeOptions optimize_options_from_json(const nlohmann::json& j) {
-  OptimizeOptions o = optimize_fields().read(j);
-  o.validate();
-  return o;
+  return optimize_fields().read_valid(j);
 }
 
 const std::vector<SearchEntry>& search_registry() {

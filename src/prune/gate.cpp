@@ -22,26 +22,19 @@ void GateConfig::validate() const {
     throw InvalidArgument("gate: temperature must be > 0 (got " + std::to_string(temperature) + ")");
 }
 
-namespace {
-
-const JsonFields<GateConfig>& gate_fields() {
-  static const auto fields = JsonFields<GateConfig>("gate config")
-                                 .field("d_model", &GateConfig::d_model)
-                                 .field("hidden", &GateConfig::hidden)
-                                 .field("use_question", &GateConfig::use_question)
-                                 .field("temperature", &GateConfig::temperature);
+static const JsonFields<GateConfig>& gate_fields() {
+  // A table, several fields a line:
+  // clang-format off
+  static const JsonFields<GateConfig> fields("gate config", {
+      {"d_model", &GateConfig::d_model}, {"hidden", &GateConfig::hidden},
+      {"use_question", &GateConfig::use_question}, {"temperature", &GateConfig::temperature}});
+  // clang-format on
   return fields;
 }
 
-}  // namespace
-
 nlohmann::json to_json(const GateConfig& c) { return gate_fields().write(c); }
 
-GateConfig gate_config_from_json(const nlohmann::json& j) {
-  GateConfig c = gate_fields().read(j);
-  c.validate();
-  return c;
-}
+GateConfig gate_config_from_json(const nlohmann::json& j) { return gate_fields().read_valid(j); }
 
 TokenGateImpl::TokenGateImpl(const GateConfig& c, uint64_t seed) : cfg(c) {
   cfg.validate();

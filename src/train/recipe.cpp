@@ -16,32 +16,27 @@ namespace {
 // The keys of one training stage; the first six are always written, the rest only when set.
 const JsonFields<StageSettings>& stage_fields() {
   using S = StageSettings;
-  static const auto fields =
-      JsonFields<S>("recipe")
-          .field("steps", &S::steps)
-          .field("batch", &S::batch)
-          .field("lr", &S::lr)
-          .field("warmup", &S::warmup)
-          .field("weight_decay", &S::weight_decay)
-          .field("clip", &S::clip)
-          .omitted_at_default("pool", &S::pool)
-          .omitted_at_default("foreground_keep", &S::foreground_keep)
-          .omitted_at_default("text_loss", &S::text_loss)
-          .omitted_at_default("grounding", &S::grounding)
-          .omitted_at_default("answer_grounding", &S::answer_grounding)
-          .omitted_at_default("count_centres", &S::count_centres)
-          .omitted_at_default("text_glyphs", &S::text_glyphs)
-          .omitted_at_default("readout", &S::readout)
-          .omitted_at_default("position_loss", &S::position_loss)
-          .omitted_at_default("count_heads", &S::count_heads)
-          .omitted_at_default("glyph_index_head", &S::glyph_index_head)
-          .omitted_at_default("min_texts", &S::min_texts)
-          .omitted_at_default("count_footprints", &S::count_footprints)
-          .omitted_at_default("answer_row_at_first_glyph", &S::answer_row_at_first_glyph)
-          .omitted_at_default("turn_weights", &S::turn_weights)
-          .omitted_at_default("sincos_positions", &S::sincos_positions)
-          .omitted_at_default("mimetic_tower", &S::mimetic_tower)
-          .omitted_at_default("glyph_weight", &S::glyph_weight);
+  // A table, several fields a line:
+  // clang-format off
+  static const JsonFields<S> fields("recipe", {
+      {"steps", &S::steps}, {"batch", &S::batch}, {"lr", &S::lr}, {"warmup", &S::warmup},
+      {"weight_decay", &S::weight_decay}, {"clip", &S::clip}, omitted_at_default("pool", &S::pool),
+      omitted_at_default("foreground_keep", &S::foreground_keep),
+      omitted_at_default("text_loss", &S::text_loss), omitted_at_default("grounding", &S::grounding),
+      omitted_at_default("answer_grounding", &S::answer_grounding),
+      omitted_at_default("count_centres", &S::count_centres),
+      omitted_at_default("text_glyphs", &S::text_glyphs), omitted_at_default("readout", &S::readout),
+      omitted_at_default("position_loss", &S::position_loss),
+      omitted_at_default("count_heads", &S::count_heads),
+      omitted_at_default("glyph_index_head", &S::glyph_index_head),
+      omitted_at_default("min_texts", &S::min_texts),
+      omitted_at_default("count_footprints", &S::count_footprints),
+      omitted_at_default("answer_row_at_first_glyph", &S::answer_row_at_first_glyph),
+      omitted_at_default("turn_weights", &S::turn_weights),
+      omitted_at_default("sincos_positions", &S::sincos_positions),
+      omitted_at_default("mimetic_tower", &S::mimetic_tower),
+      omitted_at_default("glyph_weight", &S::glyph_weight)});
+  // clang-format on
   return fields;
 }
 
@@ -64,9 +59,11 @@ nlohmann::json stage_list_json(const std::vector<StageSettings>& stages) {
 
 // Probe gates: both keys required.
 std::vector<ProbeGate> probe_gates_from(const nlohmann::json& v) {
-  static const auto fields = JsonFields<ProbeGate>("recipe")
-                                 .field("decoder_step", &ProbeGate::decoder_step)
-                                 .field("min_accuracy", &ProbeGate::min_accuracy);
+  // A table, several fields a line:
+  // clang-format off
+  static const JsonFields<ProbeGate> fields("recipe", {
+      {"decoder_step", &ProbeGate::decoder_step}, {"min_accuracy", &ProbeGate::min_accuracy}});
+  // clang-format on
   if (!v.is_array())
     throw InvalidArgument("recipe: probe_gates must be a list of {decoder_step, min_accuracy}");
   std::vector<ProbeGate> out;
@@ -93,27 +90,20 @@ const JsonFields<TrainRecipe>& recipe_fields() {
     return [key](const nlohmann::json& v) { return stage_fields().read(v, key + "."); };
   };
   auto stage_json = [](const StageSettings& s) { return stage_fields().write(s); };
-  static const auto fields =
-      JsonFields<R>("recipe")
-          .converted(
-              "model", &R::model, [](const nlohmann::json& v) { return llava_config_from_json(v); },
-              [](const LlavaConfig& c) { return llava_config_to_json(c); })
-          .field("tokenizer_vocab", &R::tokenizer_vocab)
-          .field("tokenizer_images", &R::tokenizer_images)
-          .omitted_at_default("tokenizer_split_glyphs", &R::tokenizer_split_glyphs)
-          .field("seed", &R::seed)
-          .field("data_seed", &R::data_seed)
-          .converted("vision", &R::vision, stage_from("vision"), stage_json)
-          .converted("lowres", &R::lowres, stage_list_from("lowres"), stage_list_json)
-          .converted("decoder", &R::decoder, stage_from("decoder"), stage_json)
-          .converted("refine", &R::refine, stage_list_from("refine"), stage_list_json)
-          .field("turns", &R::turns)
-          .field("checkpoint_seconds", &R::checkpoint_seconds)
-          .field("mimetic_init", &R::mimetic_init)
-          .field("probe_every", &R::probe_every)
-          .field("probe_per_family", &R::probe_per_family)
-          .converted("probe_gates", &R::probe_gates, probe_gates_from, probe_gates_json)
-          .ignored("comment");
+  // A table, several fields a line:
+  // clang-format off
+  static const JsonFields<R> fields("recipe", {
+      converted("model", &R::model, llava_config_from_json, llava_config_to_json),
+      {"tokenizer_vocab", &R::tokenizer_vocab}, {"tokenizer_images", &R::tokenizer_images},
+      omitted_at_default("tokenizer_split_glyphs", &R::tokenizer_split_glyphs), {"seed", &R::seed},
+      {"data_seed", &R::data_seed}, converted("vision", &R::vision, stage_from("vision"), stage_json),
+      converted("lowres", &R::lowres, stage_list_from("lowres"), stage_list_json),
+      converted("decoder", &R::decoder, stage_from("decoder"), stage_json),
+      converted("refine", &R::refine, stage_list_from("refine"), stage_list_json), {"turns", &R::turns},
+      {"checkpoint_seconds", &R::checkpoint_seconds}, {"mimetic_init", &R::mimetic_init},
+      {"probe_every", &R::probe_every}, {"probe_per_family", &R::probe_per_family},
+      converted("probe_gates", &R::probe_gates, probe_gates_from, probe_gates_json), ignored<R>("comment")});
+  // clang-format on
   return fields;
 }
 
@@ -239,11 +229,7 @@ nlohmann::json to_json(const TrainRecipe& r) {
   return j;
 }
 
-TrainRecipe recipe_from_json(const nlohmann::json& j) {
-  TrainRecipe r = recipe_fields().read(j);
-  r.validate();
-  return r;
-}
+TrainRecipe recipe_from_json(const nlohmann::json& j) { return recipe_fields().read_valid(j); }
 
 TrainRecipe load_recipe(const std::string& path) {
   return recipe_from_json(read_json_file(path, "recipe"));

@@ -22,22 +22,22 @@ struct Opts {
 };
 
 const JsonFields<Opts>& fields() {
-  static const auto f = JsonFields<Opts>("test options")
-                            .field("steps", &Opts::steps)
-                            .field("lr", &Opts::lr)
-                            .omitted_at_default("verbose", &Opts::verbose)
-                            .omitted_at_default("keeps", &Opts::keeps)
-                            .omitted_at_default("weights", &Opts::weights)
-                            .converted(
-                                "mode", &Opts::mode,
-                                [](const nlohmann::json& v) {
-                                  auto s = v.get<std::string>();
-                                  if (s != "FAST" && s != "SLOW")
-                                    throw InvalidArgument("mode must be FAST or SLOW");
-                                  return s == "FAST" ? std::string("fast") : std::string("slow");
-                                },
-                                [](const std::string& m) { return m == "fast" ? "FAST" : "SLOW"; })
-                            .ignored("comment");
+  static const JsonFields<Opts> f("test options",
+                                  {{"steps", &Opts::steps},
+                                   {"lr", &Opts::lr},
+                                   omitted_at_default("verbose", &Opts::verbose),
+                                   omitted_at_default("keeps", &Opts::keeps),
+                                   omitted_at_default("weights", &Opts::weights),
+                                   converted(
+                                       "mode", &Opts::mode,
+                                       [](const nlohmann::json& v) {
+                                         auto s = v.get<std::string>();
+                                         if (s != "FAST" && s != "SLOW")
+                                           throw InvalidArgument("mode must be FAST or SLOW");
+                                         return s == "FAST" ? std::string("fast") : std::string("slow");
+                                       },
+                                       [](const std::string& m) { return m == "fast" ? "FAST" : "SLOW"; }),
+                                   ignored<Opts>("comment")});
   return f;
 }
 
@@ -94,7 +94,8 @@ TEST(JsonFields, UnknownKeysListTheValidOnesAndWrongTypesNameTheKey) {
 }
 
 TEST(JsonFields, AKeyListedTwiceIsAProgrammingError) {
-  EXPECT_THROW(JsonFields<Opts>("x").field("steps", &Opts::steps).field("steps", &Opts::steps),
+  using Field = JsonField<Opts>;
+  EXPECT_THROW(JsonFields<Opts>("x", {Field{"steps", &Opts::steps}, Field{"steps", &Opts::steps}}),
                std::logic_error);
 }
 

@@ -25,30 +25,20 @@ void AlOptions::validate() const {
   if (!(mu_max >= mu0)) bad("mu_max must be ≥ mu0", mu_max);
 }
 
-namespace {
-
-const JsonFields<AlOptions>& al_options_fields() {
+static const JsonFields<AlOptions>& al_options_fields() {
   using T = AlOptions;
-  static const auto fields = JsonFields<T>("augmented Lagrangian")
-                                 .field("lambda0", &T::lambda0)
-                                 .field("mu0", &T::mu0)
-                                 .field("growth", &T::growth)
-                                 .field("beta", &T::beta)
-                                 .field("epsilon", &T::epsilon)
-                                 .field("patience", &T::patience)
-                                 .field("mu_max", &T::mu_max);
+  // A table, several fields a line:
+  // clang-format off
+  static const JsonFields<AlOptions> fields("augmented Lagrangian", {
+      {"lambda0", &T::lambda0}, {"mu0", &T::mu0}, {"growth", &T::growth}, {"beta", &T::beta},
+      {"epsilon", &T::epsilon}, {"patience", &T::patience}, {"mu_max", &T::mu_max}});
+  // clang-format on
   return fields;
 }
 
-}  // namespace
-
 nlohmann::json to_json(const AlOptions& o) { return al_options_fields().write(o); }
 
-AlOptions al_options_from_json(const nlohmann::json& j) {
-  AlOptions o = al_options_fields().read(j);
-  o.validate();
-  return o;
-}
+AlOptions al_options_from_json(const nlohmann::json& j) { return al_options_fields().read_valid(j); }
 
 AugmentedLagrangian::AugmentedLagrangian(int64_t n_groups, AlOptions opts) : opts_(opts) {
   opts_.validate();

@@ -20,29 +20,19 @@ void KernelConfig::validate() const {
     throw InvalidArgument("kernel: gamma must be in (0, 1000], got " + std::to_string(gamma));
 }
 
-namespace {
-
-const JsonFields<KernelConfig>& kernel_config_fields() {
+static const JsonFields<KernelConfig>& kernel_config_fields() {
   using T = KernelConfig;
-  static const auto fields =
-      JsonFields<T>("kernel")
-          .converted(
-              "kind", &T::kind, [](const nlohmann::json& v) { return kernel_kind(v.get<std::string>()); },
-              kernel_name)
-          .field("n_stages", &T::n_stages)
-          .field("gamma", &T::gamma);
+  // A table, several fields a line:
+  // clang-format off
+  static const JsonFields<KernelConfig> fields("kernel", {
+      named("kind", &T::kind, kernel_kind, kernel_name), {"n_stages", &T::n_stages}, {"gamma", &T::gamma}});
+  // clang-format on
   return fields;
 }
 
-}  // namespace
-
 nlohmann::json to_json(const KernelConfig& c) { return kernel_config_fields().write(c); }
 
-KernelConfig kernel_config_from_json(const nlohmann::json& j) {
-  KernelConfig c = kernel_config_fields().read(j);
-  c.validate();
-  return c;
-}
+KernelConfig kernel_config_from_json(const nlohmann::json& j) { return kernel_config_fields().read_valid(j); }
 
 const std::vector<KernelEntry>& kernel_registry() {
   static const std::vector<KernelEntry> table = {

@@ -62,51 +62,29 @@ int64_t search_first_layer(const SearchOptions& o) {
   return std::max(find_pco_scorer(o.scorer).first_layer, o.first_layer);
 }
 
-namespace {
-
-const JsonFields<SearchOptions>& search_options_fields() {
+static const JsonFields<SearchOptions>& search_options_fields() {
   using T = SearchOptions;
-  static const auto fields =
-      JsonFields<T>("VisPCO")
-          .field("scorer", &T::scorer)
-          .field("first_layer", &T::first_layer)
-          .converted("kernel", &T::kernel, kernel_config_from_json,
-                     [](const KernelConfig& c) { return to_json(c); })
-          .converted("threshold", &T::threshold, soft_threshold_options_from_json,
-                     [](const SoftThresholdOptions& t) { return to_json(t); })
-          .converted("al", &T::al, al_options_from_json, [](const AlOptions& a) { return to_json(a); })
-          .converted(
-              "floor", &T::floor,
-              [](const nlohmann::json& v) { return parse_budget_floor(v.get<std::string>()); },
-              budget_floor_name)
-          .field("train_budgets", &T::train_budgets)
-          .field("train_seed", &T::train_seed)
-          .field("n_train", &T::n_train)
-          .field("val_seed", &T::val_seed)
-          .field("n_val", &T::n_val)
-          .field("batch", &T::batch)
-          .field("max_epochs", &T::max_epochs)
-          .field("min_epochs", &T::min_epochs)
-          .field("lr", &T::lr)
-          .field("weight_decay", &T::weight_decay)
-          .field("min_lr", &T::min_lr)
-          .field("warmup", &T::warmup)
-          .field("kl_weight", &T::kl_weight)
-          .field("clip", &T::clip)
-          .field("dropout", &T::dropout)
-          .field("seed", &T::seed)
-          .field("restore_best", &T::restore_best);
+  // A table, several fields a line:
+  // clang-format off
+  static const JsonFields<SearchOptions> fields("VisPCO", {
+      {"scorer", &T::scorer}, {"first_layer", &T::first_layer},
+      nested("kernel", &T::kernel, kernel_config_from_json),
+      nested("threshold", &T::threshold, soft_threshold_options_from_json),
+      nested("al", &T::al, al_options_from_json),
+      named("floor", &T::floor, parse_budget_floor, budget_floor_name), {"train_budgets", &T::train_budgets},
+      {"train_seed", &T::train_seed}, {"n_train", &T::n_train}, {"val_seed", &T::val_seed},
+      {"n_val", &T::n_val}, {"batch", &T::batch}, {"max_epochs", &T::max_epochs},
+      {"min_epochs", &T::min_epochs}, {"lr", &T::lr}, {"weight_decay", &T::weight_decay},
+      {"min_lr", &T::min_lr}, {"warmup", &T::warmup}, {"kl_weight", &T::kl_weight}, {"clip", &T::clip},
+      {"dropout", &T::dropout}, {"seed", &T::seed}, {"restore_best", &T::restore_best}});
+  // clang-format on
   return fields;
 }
-
-}  // namespace
 
 nlohmann::json to_json(const SearchOptions& o) { return search_options_fields().write(o); }
 
 SearchOptions search_options_from_json(const nlohmann::json& j) {
-  SearchOptions o = search_options_fields().read(j);
-  o.validate();
-  return o;
+  return search_options_fields().read_valid(j);
 }
 
 }  // namespace vispco::optimize::learned

@@ -28,29 +28,22 @@ void PredictorOptions::validate() const {
   if (!(out_init_std >= 0)) bad("out_init_std must be ≥ 0, got " + std::to_string(out_init_std));
 }
 
-namespace {
-
-const JsonFields<PredictorOptions>& predictor_options_fields() {
+static const JsonFields<PredictorOptions>& predictor_options_fields() {
   using T = PredictorOptions;
-  static const auto fields = JsonFields<T>("predictor")
-                                 .field("d_model", &T::d_model)
-                                 .field("n_outputs", &T::n_outputs)
-                                 .field("head_hidden1", &T::head_hidden1)
-                                 .field("head_hidden2", &T::head_hidden2)
-                                 .field("dropout", &T::dropout)
-                                 .field("out_init_std", &T::out_init_std)
-                                 .field("seed", &T::seed);
+  // A table, several fields a line:
+  // clang-format off
+  static const JsonFields<PredictorOptions> fields("predictor", {
+      {"d_model", &T::d_model}, {"n_outputs", &T::n_outputs}, {"head_hidden1", &T::head_hidden1},
+      {"head_hidden2", &T::head_hidden2}, {"dropout", &T::dropout}, {"out_init_std", &T::out_init_std},
+      {"seed", &T::seed}});
+  // clang-format on
   return fields;
 }
-
-}  // namespace
 
 nlohmann::json to_json(const PredictorOptions& o) { return predictor_options_fields().write(o); }
 
 PredictorOptions predictor_options_from_json(const nlohmann::json& j) {
-  PredictorOptions o = predictor_options_fields().read(j);
-  o.validate();
-  return o;
+  return predictor_options_fields().read_valid(j);
 }
 
 ResidualBlockImpl::ResidualBlockImpl(int64_t in, int64_t out, double dropout_) : dropout(dropout_) {

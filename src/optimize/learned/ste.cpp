@@ -18,23 +18,20 @@ void SoftThresholdOptions::validate() const {
     throw InvalidArgument("soft threshold: temperature must be > 0, got " + std::to_string(temperature));
 }
 
-namespace {
-
-const JsonFields<SoftThresholdOptions>& soft_threshold_options_fields() {
+static const JsonFields<SoftThresholdOptions>& soft_threshold_options_fields() {
   using T = SoftThresholdOptions;
-  static const auto fields =
-      JsonFields<T>("soft threshold").field("width", &T::width).field("temperature", &T::temperature);
+  // A table, several fields a line:
+  // clang-format off
+  static const JsonFields<SoftThresholdOptions> fields("soft threshold", {
+      {"width", &T::width}, {"temperature", &T::temperature}});
+  // clang-format on
   return fields;
 }
-
-}  // namespace
 
 nlohmann::json to_json(const SoftThresholdOptions& o) { return soft_threshold_options_fields().write(o); }
 
 SoftThresholdOptions soft_threshold_options_from_json(const nlohmann::json& j) {
-  SoftThresholdOptions o = soft_threshold_options_fields().read(j);
-  o.validate();
-  return o;
+  return soft_threshold_options_fields().read_valid(j);
 }
 
 KeepMask soft_keep_mask(const at::Tensor& scores, const at::Tensor& alive, const at::Tensor& keep,
