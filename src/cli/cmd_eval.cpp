@@ -12,16 +12,16 @@
 #include <tuple>
 
 #include "cli/commands.h"
-#include "model/quant.h"
 #include "core/context.h"
 #include "core/errors.h"
 #include "eval/dataset.h"
 #include "eval/evaluator.h"
+#include "eval/plan_evaluation.h"
 #include "eval/run_key.h"
 #include "model/llava.h"
+#include "model/quant.h"
 #include "optimize/dynamic_k/auto_keep.h"
 #include "optimize/dynamic_k/auto_keep_eval.h"
-#include "prune/plan_hook.h"
 
 namespace vispco::cli {
 namespace {
@@ -65,8 +65,10 @@ void run_eval(const EvalArgs& a) {
     predictor = optimize::load_plan_predictor(*auto_plan, a.model, cfg);
   }
   const PruningPlan plan = auto_keep ? PruningPlan{} : parse_plan(eval::canonical_plan(a.plan), cfg);
-  PlanHook hook(plan, cfg, /*seed=*/0, ScorerEnv{a.model});        // validates; loads a learned gate
-  o.plan = auto_keep ? auto_plan->to_string() : hook.store_key();  // the result-store key (+ the gate's hash)
+  const ScorerEnv env{a.model};
+  // The result-store key (+ a learned gate's hash); binding the scorers checks the plan before the slow
+  // steps.
+  o.plan = auto_keep ? auto_plan->to_string() : eval::plan_store_key(plan, cfg, env);
   o.out_dir = a.out;
   o.store_path = a.store.empty() ? (std::filesystem::path(a.out) / "results.sqlite").string() : a.store;
   o.on_missing_image = a.skip_missing ? eval::MissingImagePolicy::kSkip : eval::MissingImagePolicy::kStop;
@@ -95,13 +97,12 @@ void run_eval(const EvalArgs& a) {
   nlohmann::json dynamic;  // keep=auto: K groups, batching, prediction cost
   eval::EvalReport rep;
   if (auto_keep) {
-    auto res =
-        optimize::evaluate_auto_keep(model, model_hash, ds, o, *auto_plan, *predictor, ScorerEnv{a.model});
+    auto res = optimize::evaluate_auto_keep(model, model_hash, ds, o, *auto_plan, *predictor, env);
     dynamic = res.to_json();
     dynamic.erase("report");
     rep = std::move(res.report);
   } else {
-    rep = eval::evaluate(model, model_hash, ds, o, plan.empty() ? nullptr : &hook);
+    rep = eval::evaluate_plan(model, model_hash, ds, o, plan, env);
   }
   if (a.json) {
     nlohmann::json j = rep.to_json();
@@ -125,10 +126,12 @@ void register_eval(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("eval", "Evaluate a model on a jsonl VQA dataset (resumable)");
   cmd->add_option("--model", a->model, kModelHelp)->required();
   cmd->add_option("--data", a->data, "data.jsonl or its folder")->required();
-  cmd->add_option("--plan", a->plan,
-                  "Pruning plan: 'scorer:[layer=L,]keep=K[+…]' (layer defaults to the method's paper layer), "
-                  "'scorer:[layer=L,]keep=auto[:file=P]' (per-sample K from a K predictor), "
-                  "'pdrop:[layers=a/b/c,]ratio=r|keep=K', a .json file, or none")
+  cmd->add_option(
+         "--plan", a->plan,
+         "Pruning plan: 'scorer:[layer=L,]keep=K[+…]' (layer defaults to the method's paper layer), "
+         "'scorer:[layer=L,]keep=auto[:file=P]' (per-sample K from a K predictor), "
+         "'pdrop:[layers=a/b/c,]ratio=r|keep=K', a .json file, or none; a scorer with per-token scores "
+         "takes select=topk|mmr|dpp (README, Scorer × selector)")
       ->capture_default_str();
   cmd->add_option("--limit", a->limit, "Only the first N samples (0 = all); applied before --shard")
       ->capture_default_str();

@@ -123,6 +123,7 @@ void run_search(const PcoArgs& a) {
   eo.limit = static_cast<size_t>(a.eval_limit);
   eo.batch = static_cast<size_t>(a.eval_batch);
   eo.project = !a.no_projection;
+  eo.env = ScorerEnv{a.model};
   eo.store_path = a.store.empty() ? (fs::path(a.out) / "results.sqlite").string() : a.store;
   eo.validate();
   const bool evaluate = !a.skip_eval && dd.rank == 0;

@@ -8,9 +8,9 @@
 #include <set>
 
 #include "core/errors.h"
+#include "eval/plan_evaluation.h"
 #include "eval/result_store.h"
 #include "eval/run_key.h"
-#include "prune/plan_hook.h"
 
 namespace vispco::optimize {
 namespace {
@@ -102,10 +102,7 @@ EvalPoint ModelPlanEvaluator::evaluate(const PruningPlan& plan, Split split, con
   o.batch_size = settings_.batch_size;
   o.store_path = settings_.store_path;
   o.progress = settings_.progress;
-  std::unique_ptr<PlanHook> hook;
-  if (!plan.empty()) hook = std::make_unique<PlanHook>(plan, model_.config(), /*seed=*/0, settings_.env);
-  o.plan = hook ? hook->store_key() : plan.to_string();  // + the learned gate's hash, as vispco eval keys it
-  const eval::EvalReport rep = eval::evaluate(model_, model_hash_, *d.dataset, o, hook.get());
+  const eval::EvalReport rep = eval::evaluate_plan(model_, model_hash_, *d.dataset, o, plan, settings_.env);
 
   EvalPoint p;
   fill_plan_figures(p, plan, model_.config(), split, d.n_text, d.family, template_text, param);
@@ -142,8 +139,7 @@ EvalPoint ModelPlanEvaluator::evaluate(const PruningPlan& plan, Split split, con
 }
 
 std::string ModelPlanEvaluator::result_key(const PruningPlan& plan) {
-  if (plan.empty()) return plan.to_string();
-  return PlanHook(plan, model_.config(), /*seed=*/0, settings_.env).store_key();
+  return eval::plan_store_key(plan, model_.config(), settings_.env);
 }
 
 std::vector<std::string> ModelPlanEvaluator::complete_plans(Split split) {

@@ -15,9 +15,9 @@
 #include "core/errors.h"
 #include "cost/flops.h"
 #include "eval/interval.h"
+#include "eval/plan_evaluation.h"
 #include "eval/run_key.h"
 #include "prune/gate.h"
-#include "prune/plan_hook.h"
 #include "prune/scorer.h"
 
 namespace vispco::optimize {
@@ -142,30 +142,28 @@ ScorerTable run_scorer_table(VisionLanguageModel& model, const std::string& mode
       if (e.name == "fastv") scorers.push_back("pdrop");
     }
   }
-  // Every plan and its hook first (cheap), so a bad scorer or a missing gate fails before any evaluation.
+  // Every plan bound first (cheap), so a bad scorer or a missing gate fails before any evaluation.
   struct Job {
     std::string scorer;
     int64_t keep;
     PruningPlan plan;
-    std::unique_ptr<PlanHook> hook;
   };
+  const ScorerEnv env{model_dir};
   std::vector<Job> jobs;
-  jobs.push_back({"none", t.n_visual, PruningPlan(), nullptr});
+  jobs.push_back({"none", t.n_visual, PruningPlan()});
   for (const auto& s : scorers)
     for (auto k : t.keeps) {
       const std::string text = scorer_table_plan(s, k, cfg, options.llm_layer);
       if (s == "pool" && text != "pool:layer=0,keep=" + std::to_string(k))
         t.notes.push_back("pool at K = " + std::to_string(k) + " keeps the largest square ≤ K: `" + text +
                           "`");
-      Job j{s, k, parse_plan(text, cfg), nullptr};
-      j.hook = std::make_unique<PlanHook>(j.plan, cfg, /*seed=*/0, ScorerEnv{model_dir});
-      jobs.push_back(std::move(j));
+      jobs.push_back({s, k, parse_plan(text, cfg)});
+      eval::plan_store_key(jobs.back().plan, cfg, env);
     }
   for (auto& job : jobs) {
     eval::EvalOptions o = options.eval;
-    o.plan = job.hook ? job.hook->store_key() : "none";
     o.out_dir.clear();
-    const eval::EvalReport rep = eval::evaluate(model, t.model_hash, dataset, o, job.hook.get());
+    const eval::EvalReport rep = eval::evaluate_plan(model, t.model_hash, dataset, o, job.plan, env);
     ScorerTableCell c;
     c.scorer = job.scorer;
     c.keep = job.keep;
@@ -186,7 +184,8 @@ ScorerTable run_scorer_table(VisionLanguageModel& model, const std::string& mode
     const auto pruned = prefill_flops(cfg, plan_tokens_per_layer(job.plan, cfg, nt));
     double flops = static_cast<double>(pruned.total);
     // The gradient pre-pass: an unpruned decoder forward and its backward (≈ 2 forwards).
-    if (job.hook && job.hook->wants_visual_saliency())
+    if (std::any_of(job.plan.stages.begin(), job.plan.stages.end(),
+                    [](const PruneStage& st) { return make_scorer(st.scorer)->needs_saliency(); }))
       flops += 3.0 * static_cast<double>(full.decoder_total + full.lm_head);
     c.flops_ratio = flops / static_cast<double>(full.total);
     t.n_samples = rep.rows.size();

@@ -21,6 +21,7 @@
 #include "core/text_file.h"
 #include "cost/timer.h"
 #include "eval/evaluator.h"
+#include "eval/plan_evaluation.h"
 #include "eval/synthvqa/generator.h"
 #include "model/generate.h"
 #include "model/llava.h"
@@ -87,10 +88,7 @@ double accuracy_with(VisionLanguageModel& m, const eval::Dataset& ds, size_t lim
   eval::EvalOptions o;
   o.limit = limit;
   o.batch_size = batch;
-  std::unique_ptr<PlanHook> hook;
-  if (!plan.empty()) hook = std::make_unique<PlanHook>(plan, m.config(), 0, ScorerEnv{model_dir});
-  o.plan = hook ? hook->store_key() : "none";
-  auto rep = eval::evaluate(m, "in-memory", ds, o, hook.get());
+  auto rep = eval::evaluate_plan(m, "in-memory", ds, o, plan, ScorerEnv{model_dir});
   const double acc = rep.metrics.overall.accuracy();
   if (full) *full = std::move(rep);
   return acc;
@@ -120,38 +118,24 @@ void FinetuneOptions::validate() const {
   if (eval_batch < 1) throw InvalidArgument("finetune: eval batch must be ≥ 1");
 }
 
-namespace {
-
-const JsonFields<FinetuneOptions>& finetune_fields() {
+static const JsonFields<FinetuneOptions>& finetune_fields() {
   using O = FinetuneOptions;
-  static const auto fields = JsonFields<O>("finetune options")
-                                 .field("plan", &O::plan)
-                                 .field("train", &O::train)
-                                 .field("steps", &O::steps)
-                                 .field("batch", &O::batch)
-                                 .field("lr", &O::lr)
-                                 .field("weight_decay", &O::weight_decay)
-                                 .field("warmup", &O::warmup)
-                                 .field("val_every", &O::val_every)
-                                 .field("patience", &O::patience)
-                                 .field("seed", &O::seed)
-                                 .field("data_seed", &O::data_seed)
-                                 .omitted_at_default("train_scenes", &O::train_scenes)
-                                 .field("checkpoint_seconds", &O::checkpoint_seconds)
-                                 .field("val_limit", &O::val_limit)
-                                 .field("test_limit", &O::test_limit)
-                                 .field("eval_batch", &O::eval_batch);
+  // A table, several fields a line:
+  // clang-format off
+  static const JsonFields<FinetuneOptions> fields("finetune options", {
+      {"plan", &O::plan}, {"train", &O::train}, {"steps", &O::steps}, {"batch", &O::batch}, {"lr", &O::lr},
+      {"weight_decay", &O::weight_decay}, {"warmup", &O::warmup}, {"val_every", &O::val_every},
+      {"patience", &O::patience}, {"seed", &O::seed}, {"data_seed", &O::data_seed},
+      omitted_at_default("train_scenes", &O::train_scenes), {"checkpoint_seconds", &O::checkpoint_seconds},
+      {"val_limit", &O::val_limit}, {"test_limit", &O::test_limit}, {"eval_batch", &O::eval_batch}});
+  // clang-format on
   return fields;
 }
-
-}  // namespace
 
 nlohmann::json to_json(const FinetuneOptions& o) { return finetune_fields().write(o); }
 
 FinetuneOptions finetune_options_from_json(const nlohmann::json& j) {
-  FinetuneOptions o = finetune_fields().read(j);
-  o.validate();
-  return o;
+  return finetune_fields().read_valid(j);
 }
 
 nlohmann::json FinetuneReport::to_json() const {

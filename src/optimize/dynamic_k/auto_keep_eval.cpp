@@ -6,8 +6,8 @@
 
 #include "core/errors.h"
 #include "cost/timer.h"
+#include "eval/plan_evaluation.h"
 #include "optimize/dynamic_k/k_features.h"
-#include "prune/plan_hook.h"
 
 namespace vispco::optimize {
 
@@ -88,14 +88,8 @@ AutoKeepEval evaluate_auto_keep(VisionLanguageModel& model, const std::string& m
     o.shard_count = 1;
     o.out_dir.clear();
     eval::EvalReport rep;
-    if (k >= cfg.n_visual_tokens()) {
-      o.plan = "none";
-      rep = eval::evaluate(model, model_hash, sub, o, nullptr);
-    } else {
-      PlanHook hook(plan.at(k, cfg), cfg, options.generation.seed, env);
-      o.plan = hook.store_key();
-      rep = eval::evaluate(model, model_hash, sub, o, &hook);
-    }
+    const PruningPlan at_k = k >= cfg.n_visual_tokens() ? PruningPlan{} : plan.at(k, cfg);
+    rep = eval::evaluate_plan(model, model_hash, sub, o, at_k, env, options.generation.seed);
     merged.n_evaluated += rep.n_evaluated;
     merged.n_from_store += rep.n_from_store;
     merged.n_skipped += rep.n_skipped;

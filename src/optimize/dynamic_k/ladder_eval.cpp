@@ -6,8 +6,8 @@
 #include "core/errors.h"
 #include "eval/evaluator.h"
 #include "eval/metrics.h"
+#include "eval/plan_evaluation.h"
 #include "optimize/plan_flops.h"
-#include "prune/plan_hook.h"
 
 namespace vispco::optimize {
 
@@ -41,10 +41,7 @@ LadderEval evaluate_ladder(VisionLanguageModel& m, const std::string& model_hash
     eo.store_path = store_path;
     const bool full = r + 1 == R;
     const PruningPlan static_plan = full ? PruningPlan{} : plan.at(ladder[r], cfg);
-    std::unique_ptr<PlanHook> hook;
-    if (!full) hook = std::make_unique<PlanHook>(static_plan, cfg, 0, env);
-    eo.plan = full ? "none" : hook->store_key();
-    const auto rep = eval::evaluate(m, model_hash, ds, eo, hook.get());
+    const auto rep = eval::evaluate_plan(m, model_hash, ds, eo, static_plan, env);
     if (rep.rows.size() != n) throw IoError("dynamic-k: an evaluation returned fewer rows than samples");
     if (full) out.unpruned_prefill_ms = rep.mean_prefill_ms;
     std::map<int64_t, double> flops_of_length;  // prompts of equal length share the figure

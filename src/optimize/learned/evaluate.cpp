@@ -10,6 +10,7 @@
 #include "core/errors.h"
 #include "cost/timer.h"
 #include "eval/evaluator.h"
+#include "eval/plan_evaluation.h"
 #include "io/image.h"
 #include "optimize/learned/batch.h"
 #include "optimize/learned/budget_projection.h"
@@ -17,7 +18,6 @@
 #include "optimize/learned/kernels.h"
 #include "optimize/learned/trainer.h"
 #include "optimize/plan_flops.h"
-#include "prune/plan_hook.h"
 
 namespace vispco::optimize::learned {
 
@@ -148,11 +148,8 @@ std::vector<BudgetPoint> evaluate_budgets(VisionLanguageModel& model, const std:
       for (auto i : idx) sub.samples.push_back(dataset.samples[i]);
       eval::EvalOptions eo;
       eo.batch_size = opts.batch;
-      eo.plan = key;
       eo.store_path = opts.store_path;
-      const auto& plan = plans.at(key);
-      PlanHook hook(plan, cfg);
-      auto rep = eval::evaluate(model, model_hash, sub, eo, plan.empty() ? nullptr : &hook);
+      auto rep = eval::evaluate_plan(model, model_hash, sub, eo, plans.at(key), opts.env);
       for (const auto& row : rep.rows) pt.metrics.add(row.family, row.score);
       if (progress)
         progress("budget " + std::to_string(pt.budget).substr(0, 5) + ": plan " + key + " on " +

@@ -16,6 +16,7 @@
 #include "model/llava.h"
 #include "optimize/learned/options.h"
 #include "optimize/learned/predictor.h"
+#include "prune/scorer.h"
 
 namespace vispco::optimize::learned {
 
@@ -32,6 +33,8 @@ struct BudgetEvalOptions {
   /// Project each sample's predicted keep fractions onto its budget before rounding
   /// (optimize/learned/budget_projection.h). The paper evaluates the predicted fractions as they are (false).
   bool project = true;
+  /// Bound into every plan's scorers (the model folder), as every other evaluation binds them.
+  ScorerEnv env;
 
   /// @throws InvalidArgument naming the bad field and value.
   void validate() const;

@@ -1,0 +1,62 @@
+// eval/plan_evaluation.h: every caller keys a plan's stored results the same way — the canonical plan plus
+// the hash of the learned gate the scorer read from the model folder — so a re-run reads the store and a
+// retrained gate is evaluated afresh (the bug issue 21 read from the code: results keyed without the gate's
+// hash).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "core/errors.h"
+#include "core/hash.h"
+#include "eval/eval_fixture.h"
+#include "eval/plan_evaluation.h"
+#include "eval/run_key.h"
+#include "prune/gate.h"
+
+namespace vispco::eval {
+namespace {
+
+TEST(PlanEvaluation, KeysByTheGatesHashSoARetrainedGateIsEvaluatedAfresh) {
+  auto model = VisionLanguageModel::load(testing::tiny_model_dir(), RunContext{});
+  const std::string model_hash = model_folder_hash(testing::tiny_model_dir());
+  const Dataset ds = load_dataset(testing::known_dataset().dir.string());
+  testing::TempDir tmp;
+  const ScorerEnv env{tmp.str("")};  // a model folder holding only the gate: the gate scorer's default file
+  const std::string gate_path = default_gate_path(env.model_dir);
+  GateConfig gc;
+  gc.d_model = model.config().text.hidden_size;
+  gc.hidden = 8;
+  TokenGate gate1(gc, 1);
+  save_gate(gate_path, gate1);
+
+  const PruningPlan plan = parse_plan("gate:layer=0,keep=4", model.config());
+  const std::string key1 = plan_store_key(plan, model.config(), env);
+  EXPECT_EQ(key1, "gate:layer=0,keep=4 @gate=sha256:" + sha256_file_hex(gate_path).substr(0, 16));
+  EXPECT_EQ(plan_store_key(PruningPlan{}, model.config(), env), "none");
+
+  EvalOptions o;
+  o.store_path = tmp.str("results.sqlite");
+  const size_t n = ds.samples.size();
+  const EvalReport first = evaluate_plan(model, model_hash, ds, o, plan, env);
+  EXPECT_EQ(first.key.plan, key1);
+  EXPECT_EQ(first.n_evaluated, n);
+  const EvalReport again = evaluate_plan(model, model_hash, ds, o, plan, env);
+  EXPECT_EQ(again.n_from_store, n);  // the same gate: every sample from the store
+  EXPECT_EQ(again.n_evaluated, 0u);
+
+  TokenGate gate2(gc, 2);  // "retrained": other weights, same file name
+  save_gate(gate_path, gate2);
+  const std::string key2 = plan_store_key(plan, model.config(), env);
+  EXPECT_NE(key2, key1);
+  const EvalReport retrained = evaluate_plan(model, model_hash, ds, o, plan, env);
+  EXPECT_EQ(retrained.key.plan, key2);
+  EXPECT_EQ(retrained.n_evaluated, n);  // not served the old gate's results
+
+  const EvalReport unpruned = evaluate_plan(model, model_hash, ds, o, PruningPlan{}, env);
+  EXPECT_EQ(unpruned.key.plan, "none");
+  EXPECT_THROW(plan_store_key(plan, model.config(), ScorerEnv{tmp.str("elsewhere")}),
+               IoError);  // no gate there
+}
+
+}  // namespace
+}  // namespace vispco::eval
