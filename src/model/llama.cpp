@@ -87,21 +87,42 @@ at::Tensor LlamaForCausalLMImpl::embed(const at::Tensor& ids) { return model->em
 
 at::Tensor LlamaForCausalLMImpl::forward(TokenState& state, KvCache& cache, PrefillHook* hook,
                                          DecoderStats* stats, const at::Tensor& key_bias) {
+  return run_layers(state, cache, hook, nullptr, stats, key_bias);
+}
+
+at::Tensor LlamaForCausalLMImpl::forward_gated(TokenState& state, KeyGateHook& hook) {
+  KvCache cache(cfg.num_hidden_layers);
+  return run_layers(state, cache, nullptr, &hook, nullptr, {});
+}
+
+at::Tensor LlamaForCausalLMImpl::run_layers(TokenState& state, KvCache& cache, PrefillHook* hook,
+                                            KeyGateHook* gate_hook, DecoderStats* stats,
+                                            const at::Tensor& key_bias) {
   const int64_t n_layers = cfg.num_hidden_layers;
   TORCH_CHECK(static_cast<int64_t>(cache.layers.size()) == n_layers, "KV cache has ", cache.layers.size(),
               " layers, decoder has ", n_layers);
   if (key_bias.defined())
-    TORCH_CHECK(hook == nullptr && cache.layers[0].length() == 0 && key_bias.dim() == 2 &&
-                    key_bias.size(0) == state.hidden.size(0) && key_bias.size(1) == state.hidden.size(1),
+    TORCH_CHECK(hook == nullptr && gate_hook == nullptr && cache.layers[0].length() == 0 &&
+                    key_bias.dim() == 2 && key_bias.size(0) == state.hidden.size(0) &&
+                    key_bias.size(1) == state.hidden.size(1),
                 "key_bias must be [B, T] = [", state.hidden.size(0), ", ", state.hidden.size(1),
                 "] in a prefill without a hook, got ", key_bias.sizes());
+  TORCH_CHECK(gate_hook == nullptr || (hook == nullptr && cache.layers[0].length() == 0),
+              "a key-gate hook runs alone on a fresh cache (prefill)");
   auto rot = rotary_tables(state.positions, cfg.d_head(), cfg.rope_theta, state.hidden.scalar_type());
   at::Tensor mask;
   int64_t mask_past = -1;  // cache length the mask was built for
-  at::Tensor attn_rows;
+  at::Tensor attn_rows, key_gate;
   LayerSignals signals;
   auto h = state.hidden;
   for (int64_t l = 0; l < n_layers; ++l) {
+    // Soft pruning (training): the gate from this layer on, from what layer l−1 measured.
+    if (gate_hook != nullptr) {
+      state.hidden = h;
+      auto g = gate_hook->gate(l, state, signals.attn_rows);
+      if (g.defined()) key_gate = g;
+    }
+    // Physical pruning (inference): the hook may remove tokens before this layer.
     if (hook != nullptr && hook->acts_before(l)) {
       state.hidden = h;
       if (hook->apply(l, state, signals)) {
@@ -111,10 +132,10 @@ at::Tensor LlamaForCausalLMImpl::forward(TokenState& state, KvCache& cache, Pref
       }
     }
     signals = LayerSignals();
-    if (hook != nullptr) {
-      state.hidden = h;
-      attn_rows = hook->attention_rows(l, state);
-    }
+    state.hidden = h;
+    attn_rows = hook != nullptr        ? hook->attention_rows(l, state)
+                : gate_hook != nullptr ? gate_hook->attention_rows(l, state)
+                                       : at::Tensor();
     auto& layer = *model->layers[l]->as<LlamaDecoderLayerImpl>();
     auto& lc = cache.layers[l];
     const int64_t T = h.size(1);
@@ -127,29 +148,8 @@ at::Tensor LlamaForCausalLMImpl::forward(TokenState& state, KvCache& cache, Pref
     }
     if (stats != nullptr) stats->tokens_per_layer.push_back(T);
     h = layer.forward(h, rot, lc, state.valid, mask, attn_rows,
-                      attn_rows.defined() ? &signals.attn_rows : nullptr);
+                      attn_rows.defined() ? &signals.attn_rows : nullptr, key_gate);
     if (hook != nullptr && hook->wants_keys(l)) signals.keys = lc.keys();
-  }
-  state.hidden = h;
-  return model->norm(h);
-}
-
-at::Tensor LlamaForCausalLMImpl::forward_gated(TokenState& state, KeyGateHook& hook) {
-  const int64_t n_layers = cfg.num_hidden_layers;
-  KvCache cache(n_layers);
-  auto rot = rotary_tables(state.positions, cfg.d_head(), cfg.rope_theta, state.hidden.scalar_type());
-  auto mask = causal_mask(state.valid, state.hidden.size(1), 0);
-  at::Tensor gate, probs;
-  auto h = state.hidden;
-  for (int64_t l = 0; l < n_layers; ++l) {
-    state.hidden = h;
-    auto g = hook.gate(l, state, probs);
-    if (g.defined()) gate = g;
-    probs = at::Tensor();
-    auto rows = hook.attention_rows(l, state);
-    auto& layer = *model->layers[l]->as<LlamaDecoderLayerImpl>();
-    h = layer.forward(h, rot, cache.layers[l], state.valid, mask, rows, rows.defined() ? &probs : nullptr,
-                      gate);
   }
   state.hidden = h;
   return model->norm(h);

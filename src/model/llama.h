@@ -112,6 +112,13 @@ struct LlamaForCausalLMImpl : torch::nn::Module {
   LlamaModel model{nullptr};
   torch::nn::Linear lm_head{nullptr};  ///< unset (nullptr) when tied to embed_tokens
   TextConfig cfg;
+
+ private:
+  /// The one layer loop behind forward() and forward_gated(): before each layer the key-gate hook (soft
+  /// pruning, training) sets the gate or the prefill hook (physical pruning, inference) removes tokens; at
+  /// most one of `hook`, `gate_hook`, `key_bias` is given (the latter two need an empty cache).
+  at::Tensor run_layers(TokenState& state, KvCache& cache, PrefillHook* hook, KeyGateHook* gate_hook,
+                        DecoderStats* stats, const at::Tensor& key_bias);
 };
 TORCH_MODULE(LlamaForCausalLM);
 

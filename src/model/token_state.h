@@ -60,7 +60,8 @@ class PrefillHook {
 /// every token a gate in [0, 1] that multiplies its weight as an attention *key* (attention_gated()), so the
 /// decision can carry a gradient (straight-through estimators). Tokens keep flowing as queries; with a hard
 /// 0/1 gate the kept tokens compute exactly what physical removal computes. Used by
-/// LlamaForCausalLM::forward_gated(); the inference path (PrefillHook) is separate and removes tokens.
+/// LlamaForCausalLM::forward_gated(), which runs the same layer loop as the inference path (PrefillHook, which
+/// removes tokens instead).
 class KeyGateHook {
  public:
   virtual ~KeyGateHook() = default;
