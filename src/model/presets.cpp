@@ -11,6 +11,7 @@
 #include "core/default_dtype.h"
 #include "core/errors.h"
 #include "core/named_table.h"
+#include "core/seed_guard.h"
 #include "io/tokenizer.h"
 
 namespace vispco {
@@ -86,7 +87,7 @@ const ModelPreset& find_preset(const std::string& name) {
 LlavaNet random_llava_net(const LlavaConfig& cfg, uint64_t seed, c10::ScalarType dtype) {
   cfg.validate();
   DefaultDtypeGuard guard(dtype);
-  at::manual_seed(seed);
+  SeedGuard seeded(seed);
   LlavaNet net(cfg);
   at::NoGradGuard no_grad;
   for (auto& item : net->named_parameters(true)) {

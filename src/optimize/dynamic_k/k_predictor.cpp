@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "core/seed_guard.h"
 #include "io/safetensors.h"
 
 namespace vispco::optimize {
@@ -38,7 +39,7 @@ KPredictorMeta meta_from_json(const nlohmann::json& j) {
 KPredictorImpl::KPredictorImpl(KPredictorMeta m, uint64_t seed) : meta(std::move(m)) {
   if (meta.n_features < 1 || meta.hidden < 1 || meta.ladder.size() < 2)
     throw InvalidArgument("k predictor: needs ≥ 1 feature, hidden width ≥ 1 and a ladder of ≥ 2 rungs");
-  torch::manual_seed(seed);
+  SeedGuard seeded(seed);  // the layers' initial weights
   const int64_t R = static_cast<int64_t>(meta.ladder.size());
   fc1 = register_module("fc1", torch::nn::Linear(meta.n_features, meta.hidden));
   fc2 = register_module("fc2", torch::nn::Linear(meta.hidden, meta.hidden));
@@ -113,7 +114,7 @@ KTrainingResult train_k_predictor(KPredictor& p, const at::Tensor& features, con
   auto [x, y] = labelled(p, features, labels);
   const bool validate = !val_labels.empty();
   fit_feature_stats(p, x);
-  torch::manual_seed(t.seed);
+  SeedGuard seeded(t.seed);  // minibatch draws of this training
   torch::optim::AdamW opt(p->parameters(), torch::optim::AdamWOptions(t.lr).weight_decay(t.weight_decay));
   namespace F = torch::nn::functional;
   KTrainingResult r;
