@@ -32,19 +32,14 @@ namespace vispco::cli {
 namespace {
 
 struct PcoArgs {
-  std::string model, data, out = "vispco_out", scorer = "fastv", kernel = "multistep", floor = "scorer";
+  // The search's settings, flags bound to its members: their defaults are SearchOptions' (options.h).
+  optimize::learned::SearchOptions o;
+  std::string kernel = optimize::learned::kernel_name(o.kernel.kind);
+  std::string floor = optimize::learned::budget_floor_name(o.floor);
+  std::string model, data, out = "vispco_out";
   std::string budgets = "0.1,0.2,0.3,0.4,0.5", train_budgets, predictor, store, grid_frontier, label;
   std::string dtype = "auto", device = "cpu", master_addr = "127.0.0.1";
-  int64_t first_layer = 0, stages = 3, n_train = 512, n_val = 64, batch = 4, epochs = 20, min_epochs = 5,
-          patience = 3;
   int64_t world_size = 1, rank = 0, master_port = 29500, eval_limit = 0, eval_batch = 8;
-  uint64_t train_seed = 20250511, val_seed = 20250512, seed = 0;
-  double gamma = 10, lr = 1e-3, min_lr = 1e-5, warmup = 0.02, weight_decay = 1e-4, kl_weight = 1000, clip = 0, dropout = 0.1;
-  // Augmented-Lagrangian defaults come from AlOptions, where they are documented.
-  double width = 5, temperature = 0.1, lambda0 = optimize::learned::AlOptions{}.lambda0,
-         mu0 = optimize::learned::AlOptions{}.mu0, growth = optimize::learned::AlOptions{}.growth,
-         beta = optimize::learned::AlOptions{}.beta, epsilon = optimize::learned::AlOptions{}.epsilon,
-         mu_max = optimize::learned::AlOptions{}.mu_max;
   double ddp_timeout = 300;
   int threads = 0;
   bool skip_eval = false, no_plots = false, keep_last_epoch = false, no_projection = false;
@@ -69,38 +64,12 @@ std::vector<double> parse_list(const std::string& text, const std::string& flag)
 }
 
 optimize::learned::SearchOptions search_options(const PcoArgs& a) {
-  optimize::learned::SearchOptions o;
-  o.scorer = a.scorer;
-  o.first_layer = a.first_layer;
+  optimize::learned::SearchOptions o = a.o;
   o.kernel.kind = optimize::learned::kernel_kind(a.kernel);
-  o.kernel.n_stages = a.stages;
-  o.kernel.gamma = a.gamma;
-  o.threshold.width = a.width;
-  o.threshold.temperature = a.temperature;
-  o.al.lambda0 = a.lambda0;
-  o.al.mu0 = a.mu0;
-  o.al.growth = a.growth;
-  o.al.beta = a.beta;
-  o.al.epsilon = a.epsilon;
-  o.al.patience = a.patience;
-  o.al.mu_max = a.mu_max;
   o.floor = optimize::learned::parse_budget_floor(a.floor);
   if (!a.train_budgets.empty()) o.train_budgets = parse_list(a.train_budgets, "--train-budgets");
-  o.train_seed = a.train_seed;
-  o.n_train = a.n_train;
-  o.val_seed = a.val_seed;
-  o.n_val = a.n_val;
-  o.batch = a.batch;
-  o.max_epochs = a.epochs;
-  o.min_epochs = a.min_epochs_given ? a.min_epochs : std::min(a.min_epochs, a.epochs);
-  o.lr = a.lr;
-  o.weight_decay = a.weight_decay;
-  o.min_lr = a.min_lr_given ? a.min_lr : std::min(a.min_lr, a.lr);
-  o.warmup = a.warmup;
-  o.kl_weight = a.kl_weight;
-  o.clip = a.clip;
-  o.dropout = a.dropout;
-  o.seed = a.seed;
+  if (!a.min_epochs_given) o.min_epochs = std::min(o.min_epochs, o.max_epochs);
+  if (!a.min_lr_given) o.min_lr = std::min(o.min_lr, o.lr);
   o.restore_best = !a.keep_last_epoch;
   o.validate();
   return o;
@@ -136,8 +105,9 @@ void run_search(const PcoArgs& a) {
 
   DtypeChoice dtype_choice;
   RunContext ctx = inference_context(a.device, a.dtype, a.threads, &dtype_choice);
-  ctx.seed = a.seed;
-  torch::manual_seed(a.seed + static_cast<uint64_t>(a.rank));  // dropout draws of g_φ (LibTorch's default generator)
+  ctx.seed = a.o.seed;
+  // Dropout draws of g_φ (LibTorch's default generator), one stream per rank.
+  torch::manual_seed(a.o.seed + static_cast<uint64_t>(a.rank));
 
   eval::Dataset ds;
   if (evaluate) ds = eval::load_dataset(a.data);  // before the slow steps: a bad path fails at once
@@ -216,16 +186,20 @@ void register_vispco(CLI::App& app) {
   cmd->add_option("--data", a->data, "Test split (data.jsonl or folder) evaluated at each budget");
   cmd->add_option("--out", a->out, "Output folder: predictor.{pt,json}, train_log.jsonl, curve.{json,csv,gp,png}, "
                                    "summary.md, results.sqlite")->capture_default_str();
-  cmd->add_option("--scorer", a->scorer, "Token scorer (paper: fastv; the only one VisPCO trains with here)")
+  cmd->add_option("--scorer", a->o.scorer,
+                  "Token scorer (paper: fastv; the only one VisPCO trains with here)")
       ->capture_default_str();
-  cmd->add_option("--first-layer", a->first_layer,
-                  "First decoder layer whose input may be pruned; 0 = the scorer's earliest (fastv: 1). FastV's "
-                  "paper prunes from layer 2; the release from the earliest")
+  cmd->add_option(
+         "--first-layer", a->o.first_layer,
+         "First decoder layer whose input may be pruned; 0 = the scorer's earliest (fastv: 1). FastV's "
+         "paper prunes from layer 2; the release from the earliest")
       ->capture_default_str();
   cmd->add_option("--kernel", a->kernel, "Keep-fraction kernel: step | ramp | multistep (release: step; paper "
                                          "reports multistep better)")->capture_default_str();
-  cmd->add_option("--stages", a->stages, "Steps S of the multistep kernel, 1–8")->capture_default_str();
-  cmd->add_option("--gamma", a->gamma, "Sigmoid sharpness γ of the step kernels, per layer (release: 10)")
+  cmd->add_option("--stages", a->o.kernel.n_stages, "Steps S of the multistep kernel, 1–8")
+      ->capture_default_str();
+  cmd->add_option("--gamma", a->o.kernel.gamma,
+                  "Sigmoid sharpness γ of the step kernels, per layer (release: 10)")
       ->capture_default_str();
   cmd->add_option("--budgets", a->budgets, "Budgets b ∈ (0, 1] evaluated on --data; T(b) = F_min + b·(F_max − F_min)")
       ->capture_default_str();
@@ -233,47 +207,62 @@ void register_vispco(CLI::App& app) {
                   "Budgets drawn in training (default = release: 0.01,0.05,0.10,…,0.95)");
   cmd->add_option("--floor", a->floor, "Budget zero F_min: scorer (cheapest plan the scorer reaches) | text "
                                        "(paper: text tokens only)")->capture_default_str();
-  cmd->add_option("--train-seed", a->train_seed, "SynthVQA seed of the training set (≠ calib/test)")
+  cmd->add_option("--train-seed", a->o.train_seed, "SynthVQA seed of the training set (≠ calib/test)")
       ->capture_default_str();
-  cmd->add_option("--n-train", a->n_train, "Training samples (release: 10k LLaVA-Instruct)")->capture_default_str();
-  cmd->add_option("--val-seed", a->val_seed, "SynthVQA seed of the validation split")->capture_default_str();
-  cmd->add_option("--n-val", a->n_val, "Validation samples for the multiplier updates")->capture_default_str();
-  cmd->add_option("--batch", a->batch, "Samples per step and process (release: 2 per GPU × 8)")->capture_default_str();
-  cmd->add_option("--epochs", a->epochs, "Most epochs (release: 1000)")->capture_default_str();
-  cmd->add_option("--min-epochs", a->min_epochs,
+  cmd->add_option("--n-train", a->o.n_train, "Training samples (release: 10k LLaVA-Instruct)")
+      ->capture_default_str();
+  cmd->add_option("--val-seed", a->o.val_seed, "SynthVQA seed of the validation split")
+      ->capture_default_str();
+  cmd->add_option("--n-val", a->o.n_val, "Validation samples for the multiplier updates")
+      ->capture_default_str();
+  cmd->add_option("--batch", a->o.batch, "Samples per step and process (release: 2 per GPU × 8)")
+      ->capture_default_str();
+  cmd->add_option("--epochs", a->o.max_epochs, "Most epochs (release: 1000)")->capture_default_str();
+  cmd->add_option("--min-epochs", a->o.min_epochs,
                   "Epochs before the stopping rule may fire, ≤ --epochs (default: 5 or --epochs when fewer; "
                   "release: 5)")
       ->capture_default_str();
-  cmd->add_option("--lr", a->lr, "AdamW learning rate of g_φ (release: 1e-4)")->capture_default_str();
+  cmd->add_option("--lr", a->o.lr, "AdamW learning rate of g_φ (release: 1e-4)")->capture_default_str();
   cmd->add_option(
-         "--min-lr", a->min_lr,
+         "--min-lr", a->o.min_lr,
          "Cosine schedule's final learning rate, ≤ --lr (default: 1e-5 or --lr when lower; release: 1e-6)")
       ->capture_default_str();
-  cmd->add_option("--warmup", a->warmup, "Warm-up fraction of all steps (release: 0.001)")->capture_default_str();
-  cmd->add_option("--weight-decay", a->weight_decay, "AdamW weight decay (release: 1e-4)")->capture_default_str();
-  cmd->add_option("--kl-weight", a->kl_weight, "Weight of the KL distillation term (release: 1000)")
+  cmd->add_option("--warmup", a->o.warmup, "Warm-up fraction of all steps (release: 0.001)")
       ->capture_default_str();
-  cmd->add_option("--clip", a->clip, "Gradient-norm clip, 0 = off (release: off)")->capture_default_str();
-  cmd->add_option("--dropout", a->dropout, "Dropout of g_φ (release: 0.1)")->capture_default_str();
-  cmd->add_option("--seed", a->seed, "Seed of g_φ's weights, data order and dropout")->capture_default_str();
+  cmd->add_option("--weight-decay", a->o.weight_decay, "AdamW weight decay (release: 1e-4)")
+      ->capture_default_str();
+  cmd->add_option("--kl-weight", a->o.kl_weight, "Weight of the KL distillation term (release: 1000)")
+      ->capture_default_str();
+  cmd->add_option("--clip", a->o.clip, "Gradient-norm clip, 0 = off (release: off)")->capture_default_str();
+  cmd->add_option("--dropout", a->o.dropout, "Dropout of g_φ (release: 0.1)")->capture_default_str();
+  cmd->add_option("--seed", a->o.seed, "Seed of g_φ's weights, data order and dropout")
+      ->capture_default_str();
   cmd->add_flag("--keep-last-epoch", a->keep_last_epoch,
                 "Keep g_φ's last-epoch weights instead of the epoch with the lowest validation mean|c| "
                 "(release: last)");
-  cmd->add_option("--threshold-width", a->width, "Rank window of the soft threshold (release: 5)")
+  cmd->add_option("--threshold-width", a->o.threshold.width, "Rank window of the soft threshold (release: 5)")
       ->capture_default_str();
-  cmd->add_option("--temperature", a->temperature, "Temperature τ of the sigmoid mask (release: 0.1)")
+  cmd->add_option("--temperature", a->o.threshold.temperature,
+                  "Temperature τ of the sigmoid mask (release: 0.1)")
       ->capture_default_str();
-  cmd->add_option("--al-lambda0", a->lambda0, "Initial multipliers λ₀ (release: w = 1, TFLOPs units, ×0.1)")
+  cmd->add_option("--al-lambda0", a->o.al.lambda0,
+                  "Initial multipliers λ₀ (release: w = 1, TFLOPs units, ×0.1)")
       ->capture_default_str();
-  cmd->add_option("--al-mu0", a->mu0, "Initial penalty μ₀ on the normalised constraint (release: σ = 100 on TFLOPs, ≈ 5000 in these units for LLaVA-7B)")
+  cmd->add_option("--al-mu0", a->o.al.mu0,
+                  "Initial penalty μ₀ on the normalised constraint (release: σ = 100 on TFLOPs, ≈ 5000 in "
+                  "these units for LLaVA-7B)")
       ->capture_default_str();
-  cmd->add_option("--al-growth", a->growth, "Penalty growth α (release: 5 in its run script, 2 in main.py)")
+  cmd->add_option("--al-growth", a->o.al.growth,
+                  "Penalty growth α (release: 5 in its run script, 2 in main.py)")
       ->capture_default_str();
-  cmd->add_option("--al-mu-max", a->mu_max, "Ceiling of μ (release: none)")->capture_default_str();
-  cmd->add_option("--al-beta", a->beta, "Sufficient-decrease ratio β (release: 0.5)")->capture_default_str();
-  cmd->add_option("--al-epsilon", a->epsilon, "Stop when validation mean|c| < ε (normalised; release: 0.01 TFLOPs)")
+  cmd->add_option("--al-mu-max", a->o.al.mu_max, "Ceiling of μ (release: none)")->capture_default_str();
+  cmd->add_option("--al-beta", a->o.al.beta, "Sufficient-decrease ratio β (release: 0.5)")
       ->capture_default_str();
-  cmd->add_option("--al-patience", a->patience, "Epochs in a row under ε to stop (release: 3)")->capture_default_str();
+  cmd->add_option("--al-epsilon", a->o.al.epsilon,
+                  "Stop when validation mean|c| < ε (normalised; release: 0.01 TFLOPs)")
+      ->capture_default_str();
+  cmd->add_option("--al-patience", a->o.al.patience, "Epochs in a row under ε to stop (release: 3)")
+      ->capture_default_str();
   cmd->add_option("--world-size", a->world_size, "Data-parallel processes (c10d Gloo)")->capture_default_str();
   cmd->add_option("--rank", a->rank, "This process's rank; rank 0 hosts the TCPStore and writes the outputs")
       ->capture_default_str();
