@@ -11,7 +11,6 @@
 #include "core/default_dtype.h"
 #include "core/errors.h"
 #include "core/named_table.h"
-#include "core/seed_guard.h"
 #include "io/tokenizer.h"
 
 namespace vispco {
@@ -87,7 +86,9 @@ const ModelPreset& find_preset(const std::string& name) {
 LlavaNet random_llava_net(const LlavaConfig& cfg, uint64_t seed, c10::ScalarType dtype) {
   cfg.validate();
   DefaultDtypeGuard guard(dtype);
-  SeedGuard seeded(seed);
+  // Not scoped (core/seed_guard.h): the model trainer's later draws continue from this seed, and its runs
+  // (resume equals from scratch) depend on that.
+  at::manual_seed(seed);
   LlavaNet net(cfg);
   at::NoGradGuard no_grad;
   for (auto& item : net->named_parameters(true)) {
