@@ -76,41 +76,18 @@ AutoKeepEval evaluate_auto_keep(VisionLanguageModel& model, const std::string& m
     keep_of[dataset.samples[selected[j]].id] = k;
   }
 
-  eval::EvalReport merged;
-  std::map<std::string, eval::EvalRow> rows;
+  std::map<std::string, eval::PlanGroup> groups;  // plan key → the samples predicted that K
   for (const auto& [k, idx] : by_k) {
-    eval::Dataset sub = dataset;  // same hash: the store keys stay those of the full dataset's samples
-    sub.samples.clear();
-    for (auto i : idx) sub.samples.push_back(dataset.samples[i]);
-    eval::EvalOptions o = options;
-    o.limit = 0;
-    o.shard_index = 0;
-    o.shard_count = 1;
-    o.out_dir.clear();
-    eval::EvalReport rep;
     const PruningPlan at_k = k >= cfg.n_visual_tokens() ? PruningPlan{} : plan.at(k, cfg);
-    rep = eval::evaluate_plan(model, model_hash, sub, o, at_k, env, options.generation.seed);
-    merged.n_evaluated += rep.n_evaluated;
-    merged.n_from_store += rep.n_from_store;
-    merged.n_skipped += rep.n_skipped;
-    for (auto& w : rep.warnings) merged.warnings.push_back(w);
-    for (auto& r : rep.rows) rows.emplace(r.id, std::move(r));
-    if (merged.key.model_hash.empty()) merged.key = rep.key;
-    merged.store_path = rep.store_path;
+    groups[at_k.to_string()] = eval::PlanGroup{at_k, idx};
     out.groups[k] = idx.size();
   }
+  eval::EvalReport merged = eval::evaluate_plan_groups(model, model_hash, dataset, options, groups, selected,
+                                                       env, options.generation.seed);
   merged.key.plan = plan.to_string();
-  merged.n_dataset = dataset.samples.size();
-  merged.n_selected = selected.size();
+  for (const auto& r : merged.rows) out.keep.push_back(keep_of.at(r.id));
   std::vector<int64_t> arrival;
-  for (auto i : selected) {
-    auto it = rows.find(dataset.samples[i].id);
-    if (it == rows.end()) continue;  // skipped image
-    out.keep.push_back(keep_of.at(it->first));
-    merged.rows.push_back(std::move(it->second));
-  }
   for (auto i : selected) arrival.push_back(keep_of.at(dataset.samples[i].id));
-  eval::summarise_rows(merged);
   merged.wall_s = wall.ms() / 1000.0;
   merged.samples_per_s =
       merged.n_evaluated > 0 && merged.wall_s > 0 ? merged.n_evaluated / merged.wall_s : 0.0;

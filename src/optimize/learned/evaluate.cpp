@@ -100,15 +100,14 @@ std::vector<BudgetPoint> evaluate_budgets(VisionLanguageModel& model, const std:
     pt.budget = opts.budgets[k];
     pt.mean_keep.assign(L, 0.0);
     // Group samples by plan.
-    std::map<std::string, std::vector<size_t>> groups;
-    std::map<std::string, PruningPlan> plans;
+    std::map<std::string, eval::PlanGroup> groups;
     double sum_a = 0, sum_t = 0, sum_lo = 0, sum_hi = 0, sum_abs = 0, llm_plan = 0, llm_full = 0;
     double sum_a_raw = 0, sum_abs_raw = 0;
     for (size_t i = 0; i < n; ++i) {
       auto plan = plan_from_counts(counts[k][i], n_v, search.scorer);
-      const auto key = plan.to_string();
-      groups[key].push_back(i);
-      plans.emplace(key, plan);
+      auto& group = groups[plan.to_string()];
+      group.plan = plan;
+      group.samples.push_back(i);
       const double a = double(fc.decoder_flops(n_text[i], counts[k][i]));
       auto nt = at::full({1}, n_text[i], at::kLong);
       const double t = fc.target_flops(nt, at::full({1}, pt.budget, at::kDouble)).item<double>();
@@ -134,28 +133,26 @@ std::vector<BudgetPoint> evaluate_budgets(VisionLanguageModel& model, const std:
     pt.raw_mean_abs_flops_error = sum_abs_raw / double(n);
     pt.projected = opts.project;
     pt.n_plans = groups.size();
-    for (const auto& [key, idx] : groups)
-      if (idx.size() > pt.common_plan_count) {
+    for (const auto& [key, group] : groups)
+      if (group.samples.size() > pt.common_plan_count) {
         pt.common_plan = key;
-        pt.common_plan_count = idx.size();
+        pt.common_plan_count = group.samples.size();
       }
     // Evaluate every group through the physical-removal path.
-    for (const auto& [key, idx] : groups) {
-      eval::Dataset sub;
-      sub.jsonl_path = dataset.jsonl_path;
-      sub.root = dataset.root;
-      sub.hash = dataset.hash;  // the samples' results are those of the full dataset under this plan
-      for (auto i : idx) sub.samples.push_back(dataset.samples[i]);
-      eval::EvalOptions eo;
-      eo.batch_size = opts.batch;
-      eo.store_path = opts.store_path;
-      auto rep = eval::evaluate_plan(model, model_hash, sub, eo, plans.at(key), opts.env);
-      for (const auto& row : rep.rows) pt.metrics.add(row.family, row.score);
-      if (progress)
-        progress("budget " + std::to_string(pt.budget).substr(0, 5) + ": plan " + key + " on " +
-                 std::to_string(idx.size()) + " samples, accuracy " +
-                 std::to_string(rep.metrics.overall.accuracy()));
-    }
+    eval::EvalOptions eo;
+    eo.batch_size = opts.batch;
+    eo.store_path = opts.store_path;
+    std::vector<size_t> order(n);
+    for (size_t i = 0; i < n; ++i) order[i] = i;
+    const auto merged = eval::evaluate_plan_groups(
+        model, model_hash, dataset, eo, groups, order, opts.env, /*seed=*/0,
+        [&](const std::string& key, const eval::EvalReport& rep) {
+          if (progress)
+            progress("budget " + std::to_string(pt.budget).substr(0, 5) + ": plan " + key + " on " +
+                     std::to_string(rep.n_selected) + " samples, accuracy " +
+                     std::to_string(rep.metrics.overall.accuracy()));
+        });
+    for (const auto& row : merged.rows) pt.metrics.add(row.family, row.score);
     pt.n = pt.metrics.overall.n;
     pt.accuracy = pt.metrics.overall.accuracy();
     pt.seconds = sw.ms() / 1000.0 + predict_s / double(nb);
