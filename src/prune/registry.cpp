@@ -76,10 +76,12 @@ void Scorer::check(const PruneStage& stage, const LlavaConfig& cfg) const {
     valid.push_back("select");
     for (const auto& o : selector->option_names()) valid.push_back(o);
   }
+  // select= is an option of every scorer with per-token scores (already listed when the stage has one).
+  if (!selector && provides_scores()) valid.push_back("select");
   for (const auto& [k, v] : stage.options)
     if (std::find(valid.begin(), valid.end(), k) == valid.end())
-      throw InvalidArgument(where + ": unknown option '" + k + "' (valid: " + join_names(valid) +
-                            (selector ? "" : ", select") + ")");
+      throw InvalidArgument(where + ": unknown option '" + k +
+                            "' (valid: " + (valid.empty() ? "none" : join_names(valid)) + ")");
   if (selector)
     selector->check(stage);
   else

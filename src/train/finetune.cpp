@@ -264,7 +264,10 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
   };
   if (fs::exists(ckpt / "position.json")) {  // resume
     const auto pos = read_json_file((ckpt / "position.json").string(), "finetune checkpoint");
-    if (finetune_options_from_json(pos.at("options")) != rep.options)  // keys added later take their defaults
+    auto stored = finetune_options_from_json(pos.at("options"));  // keys added later take their defaults
+    // train_scenes joined the JSON form later: a checkpoint without it did not record it.
+    if (!pos.at("options").contains("train_scenes")) stored.train_scenes = rep.options.train_scenes;
+    if (stored != rep.options)
       throw InvalidArgument("finetune: " + ckpt.string() +
                             " was written with other options; use another --out");
     std::vector<at::Tensor> cur, saved_best;

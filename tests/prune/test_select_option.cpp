@@ -162,6 +162,10 @@ TEST(SelectOption, MisuseIsAOneLineErrorNamingTheFix) {
   EXPECT_TRUE(
       has(error_of("visionzip:layer=0,keep=5,contextual=2,select=topk"), "unknown option 'contextual'"));
   EXPECT_EQ(error_of("visionzip:layer=0,keep=5,select=mmr,lambda=0.2"), "(no error)");
+  // The valid options listed: select only where the scorer has scores, "none" for an empty list.
+  EXPECT_TRUE(has(error_of("fastv:layer=1,keep=5,foo=1"), "unknown option 'foo' (valid: select)"));
+  EXPECT_TRUE(has(error_of("uniform:layer=0,keep=5,foo=1"), "unknown option 'foo' (valid: none)"));
+  EXPECT_TRUE(has(error_of("fastv:layer=1,keep=5,select=mmr,foo=1"), "(valid: select, lambda)"));
 }
 
 }  // namespace

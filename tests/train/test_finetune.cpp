@@ -170,6 +170,11 @@ TEST(Finetune, RunValidatesResumesAndRecordsItsPlan) {
   EXPECT_EQ(again.best_step, rep.best_step);
   o.lr = 2e-3;
   EXPECT_THROW(run_finetune(testing::tiny_model_dir(), val, nullptr, o, tmp / "run", 1, {}), InvalidArgument);
+  // The checkpoint holds no train_scenes key (0 is not written, nor did vispco before the key joined the JSON
+  // form): such a checkpoint did not record the scene pool, so a run that names one resumes it.
+  o.lr = 1e-3;
+  o.train_scenes = 7;
+  EXPECT_NO_THROW(run_finetune(testing::tiny_model_dir(), val, nullptr, o, tmp / "run", 1, {}));
   // The CLI takes the recorded plan by default, and warns when told another.
   const std::string image = (tmp.path() / "val" / val.samples[0].image).string();
   auto r = testing::run_cli("generate --model " + tmp / "run/model" + " --image " + image +

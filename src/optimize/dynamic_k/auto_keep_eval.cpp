@@ -79,7 +79,9 @@ AutoKeepEval evaluate_auto_keep(VisionLanguageModel& model, const std::string& m
   std::map<std::string, eval::PlanGroup> groups;  // plan key → the samples predicted that K
   for (const auto& [k, idx] : by_k) {
     const PruningPlan at_k = k >= cfg.n_visual_tokens() ? PruningPlan{} : plan.at(k, cfg);
-    groups[at_k.to_string()] = eval::PlanGroup{at_k, idx};
+    auto& group = groups[at_k.to_string()];
+    group.plan = at_k;
+    group.samples.insert(group.samples.end(), idx.begin(), idx.end());
     out.groups[k] = idx.size();
   }
   eval::EvalReport merged = eval::evaluate_plan_groups(model, model_hash, dataset, options, groups, selected,

@@ -114,7 +114,6 @@ KTrainingResult train_k_predictor(KPredictor& p, const at::Tensor& features, con
   auto [x, y] = labelled(p, features, labels);
   const bool validate = !val_labels.empty();
   fit_feature_stats(p, x);
-  SeedGuard seeded(t.seed);  // minibatch draws of this training
   torch::optim::AdamW opt(p->parameters(), torch::optim::AdamWOptions(t.lr).weight_decay(t.weight_decay));
   namespace F = torch::nn::functional;
   KTrainingResult r;

@@ -53,7 +53,7 @@ struct KPredictorTraining {
   int64_t steps = 600;         ///< full-batch AdamW steps, ≥ 1
   double lr = 3e-3;            ///< learning rate > 0
   double weight_decay = 1e-3;  ///< AdamW decoupled decay ≥ 0
-  uint64_t seed = 0;
+  uint64_t seed = 0;           ///< seed of the predictor's initial weights (training itself draws nothing)
 };
 /// Mean binary cross-entropy of the R − 1 cumulative logits against [label > k] over rows with label ≥ 0.
 /// @param features [n, F] fp32 @throws InvalidArgument (sizes, a label ≥ R, no labelled row).
