@@ -186,8 +186,10 @@ void register_vispco(CLI::App& app) {
   cmd->add_option("--data", a->data, "Test split (data.jsonl or folder) evaluated at each budget");
   cmd->add_option("--out", a->out, "Output folder: predictor.{pt,json}, train_log.jsonl, curve.{json,csv,gp,png}, "
                                    "summary.md, results.sqlite")->capture_default_str();
-  cmd->add_option("--scorer", a->o.scorer,
-                  "Token scorer (paper: fastv; the only one VisPCO trains with here)")
+  cmd->add_option(
+         "--scorer", a->o.scorer,
+         "Token scorer from the registry that can score a teacher-forced training forward: fastv (paper) "
+         "or random")
       ->capture_default_str();
   cmd->add_option(
          "--first-layer", a->o.first_layer,

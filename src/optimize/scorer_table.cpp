@@ -185,7 +185,7 @@ ScorerTable run_scorer_table(VisionLanguageModel& model, const std::string& mode
     double flops = static_cast<double>(pruned.total);
     // The gradient pre-pass: an unpruned decoder forward and its backward (≈ 2 forwards).
     if (std::any_of(job.plan.stages.begin(), job.plan.stages.end(),
-                    [](const PruneStage& st) { return make_scorer(st.scorer)->needs_saliency(); }))
+                    [](const PruneStage& st) { return make_scorer(st.scorer)->needs().saliency; }))
       flops += 3.0 * static_cast<double>(full.decoder_total + full.lm_head);
     c.flops_ratio = flops / static_cast<double>(full.total);
     t.n_samples = rep.rows.size();

@@ -23,7 +23,7 @@ PlanHook::PlanHook(PruningPlan plan, const LlavaConfig& cfg, uint64_t seed, cons
 
 bool PlanHook::wants_vision_attention() const {
   for (const auto& s : scorers_)
-    if (s->needs_vision_attention()) return true;
+    if (s->needs().vision_attention) return true;
   return false;
 }
 
@@ -38,7 +38,7 @@ void PlanHook::begin(const at::Tensor& cls_attention, const at::Tensor& vision_k
 
 bool PlanHook::wants_visual_saliency() const {
   for (const auto& s : scorers_)
-    if (s->needs_saliency()) return true;
+    if (s->needs().saliency) return true;
   return false;
 }
 
@@ -60,7 +60,7 @@ std::string PlanHook::store_key() const {
 at::Tensor PlanHook::attention_rows(int64_t layer, const TokenState& state) {
   if (layer == 0) input_ = state;  // the LLM's input (rater selection of text-guided scorers)
   for (size_t i = 0; i < plan_.stages.size(); ++i)
-    if (plan_.stages[i].layer == layer + 1 && scorers_[i]->needs_attention()) {
+    if (plan_.stages[i].layer == layer + 1 && scorers_[i]->needs().attention) {
       const int64_t B = state.hidden.size(0);
       ScoreInput in;
       in.state = &state;
@@ -79,7 +79,7 @@ at::Tensor PlanHook::attention_rows(int64_t layer, const TokenState& state) {
 
 bool PlanHook::wants_keys(int64_t layer) const {
   for (size_t i = 0; i < plan_.stages.size(); ++i)
-    if (plan_.stages[i].layer == layer + 1 && scorers_[i]->needs_keys()) return true;
+    if (plan_.stages[i].layer == layer + 1 && scorers_[i]->needs().keys) return true;
   return false;
 }
 
@@ -119,12 +119,12 @@ bool PlanHook::apply(int64_t layer, TokenState& state, const LayerSignals& signa
   in.seed = seed_;
   in.stage = &stage;
   const auto& scorer = *scorers_[i];
-  if (scorer.needs_attention() && !signals.attn_rows.defined())
+  if (scorer.needs().attention && !signals.attn_rows.defined())
     throw InvalidArgument("scorer " + stage.scorer + " needs decoder attention but none was recorded");
-  if (scorer.needs_keys() && !signals.keys.defined())
+  if (scorer.needs().keys && !signals.keys.defined())
     throw InvalidArgument("scorer " + stage.scorer + " needs layer " + std::to_string(layer - 1) +
                           "'s keys but none were recorded");
-  if (scorer.needs_saliency() && !saliency_.defined())
+  if (scorer.needs().saliency && !saliency_.defined())
     throw InvalidArgument("scorer " + stage.scorer +
                           " needs the gradient pre-pass (run it through generate(), which computes it)");
   Selection sel = selectors_[i] ? selectors_[i]->select(scorer.score(in), in) : scorer.select(in);

@@ -108,7 +108,8 @@ std::vector<std::string> scoring_scorers() {
 }
 
 AttentionQueries Scorer::attention_queries(const ScoreInput& in) const {
-  // The last prompt token: with left padding it is the last column of every row.
+  // The last prompt token: given in training, else (left padding) the last column of every row.
+  if (in.query_pos.defined()) return {in.query_pos.view({-1, 1}), at::Tensor()};
   const int64_t B = in.state->hidden.size(0), T = in.state->hidden.size(1);
   return {at::full({B, 1}, T - 1, in.state->positions.options()), at::Tensor()};
 }

@@ -27,12 +27,15 @@ struct ScoreInput {
                                       ///< layer ℓ−1 (in-LLM scorers that need it); undefined otherwise
   at::Tensor attn_weights;            ///< [B, R] fp32 weight of each row in a rater average (rows sum to 1;
                                       ///< 0 for padding rows), or undefined (then the rows weigh equally)
-  at::Tensor keys;  ///< [B, H_kv, T, D_h] layer ℓ−1's keys after RoPE (needs_keys()), or undefined
+  at::Tensor keys;  ///< [B, H_kv, T, D_h] layer ℓ−1's keys after RoPE (needs().keys), or undefined
   const TokenState* input_state = nullptr;  ///< the tokens that entered decoder layer 0 (the LLM's input
                                             ///< embeddings), for in-LLM scorers; nullptr at ℓ = 0 stages
-  at::Tensor saliency;  ///< [B, N_v] fp32 gradient saliency by patch (needs_saliency()), or undefined
+  at::Tensor saliency;  ///< [B, N_v] fp32 gradient saliency by patch (needs().saliency), or undefined
   at::Tensor cls_attention;           ///< [B, N_v] fp32 head-averaged [CLS] attention (ℓ = 0, when asked)
   at::Tensor vision_keys;             ///< [B, N_v, D_v] feature-layer keys (ℓ = 0, when asked)
+  at::Tensor query_pos;  ///< [B] int64 index into T of each row's last prompt token, set where later
+                         ///< columns are not prompt (a teacher-forced training forward); undefined at
+                         ///< inference, where it is the last column
   int64_t grid = 0;                   ///< patches per image side (N_v = grid²)
   int64_t layer = 0;                  ///< the stage's layer ℓ
   uint64_t seed = 0;                  ///< for stochastic scorers
@@ -66,24 +69,38 @@ enum class HookPoint {
   kAny,
 };
 
+/// What a scorer reads besides the alive tokens' hidden states (Scorer::needs()). Everything false = the
+/// tokens alone (random, uniform, pool, DivPrune).
+struct ScorerNeeds {
+  /// Layer ℓ−1's attention of the query rows attention_queries() names (ScoreInput::attn_rows; FastV-style).
+  bool attention = false;
+  /// The vision tower's [CLS] attention and feature-layer keys (ScoreInput::cls_attention, vision_keys;
+  /// VisionZip).
+  bool vision_attention = false;
+  /// Layer ℓ−1's keys after RoPE (ScoreInput::keys; DART's pivots).
+  bool keys = false;
+  /// The gradient saliency of the visual tokens (ScoreInput::saliency), computed by generate()'s forward +
+  /// backward pre-pass (model/saliency.h).
+  bool saliency = false;
+  /// score() reads no token after the last prompt token (ScoreInput::query_pos) and no signal but attention
+  /// rows from attention_queries(): it can score inside a teacher-forced training forward, whose later
+  /// columns hold the answer (VisPCO's soft pruning, optimize/learned/soft_prune.h). False for scorers that
+  /// read every text token (SparseVLM's raters, CDPruner's instruction).
+  bool prompt_only = false;
+};
+
 /// A token-pruning method. Stateless apart from what bind() loads: one instance serves a stage for every
 /// batch.
 class Scorer {
  public:
   virtual ~Scorer() = default;
   virtual HookPoint hook_point() const = 0;
-  /// Needs the last prompt token's attention row at layer ℓ−1 (FastV-style).
-  virtual bool needs_attention() const { return false; }
-  /// Needs the vision tower's [CLS] attention and keys (VisionZip).
-  virtual bool needs_vision_attention() const { return false; }
-  /// Needs layer ℓ−1's keys (ScoreInput::keys; DART's pivots).
-  virtual bool needs_keys() const { return false; }
-  /// Needs the gradient saliency of the visual tokens (ScoreInput::saliency), computed by generate()'s
-  /// forward + backward pre-pass (model/saliency.h).
-  virtual bool needs_saliency() const { return false; }
-  /// The query rows whose attention at layer ℓ−1 a needs_attention() scorer reads. Called before layer ℓ−1
-  /// with `in.state` = the tokens entering it, `in.visual_pos`, `in.input_state`, `in.stage`, `in.layer` set.
-  /// Default: the last prompt token (with left padding the last column of every row), weight 1.
+  /// What score()/select() read besides the alive tokens (one declaration per method).
+  virtual ScorerNeeds needs() const { return {}; }
+  /// The query rows whose attention at layer ℓ−1 a needs().attention scorer reads. Called before layer ℓ−1
+  /// with `in.state` = the tokens entering it, `in.visual_pos`, `in.input_state`, `in.stage`, `in.layer`
+  /// (and in training `in.query_pos`) set. Default: the last prompt token, weight 1: `in.query_pos` when
+  /// set, else the last column of every row (left padding at inference).
   virtual AttentionQueries attention_queries(const ScoreInput& in) const;
   /// Loads what the stage needs besides the model (the learned gate's weights). Called once per stage by
   /// PlanHook before any select(). @throws IoError/FormatError/InvalidArgument naming the file and a hint.

@@ -9,6 +9,7 @@
 #include "core/named_table.h"
 #include "prune/scorers/scorers.h"
 #include "prune/selector.h"
+#include "prune/soft_threshold.h"
 
 namespace vispco {
 
@@ -131,6 +132,10 @@ const std::vector<SelectorEntry>& selector_registry() {
        "of "
        "diag(q)·S·diag(q), option theta",
        make_dpp},
+      {"threshold",
+       "VisPCO's soft threshold (Ji et al., ACL 2026 §3.2): the top K at inference; its relaxed form "
+       "(straight-through masks) trains VisPCO",
+       [] { return std::make_unique<SoftThresholdSelector>(); }},
   };
   return table;
 }

@@ -151,8 +151,8 @@ TEST(SelectOption, MisuseIsAOneLineErrorNamingTheFix) {
   };
   EXPECT_TRUE(has(error_of("divprune:layer=0,keep=5,select=topk"), "no per-token score"));
   EXPECT_TRUE(has(error_of("divprune:layer=0,keep=5,select=topk"), "fastv"));  // lists the scorers with one
-  EXPECT_TRUE(
-      has(error_of("fastv:layer=1,keep=5,select=best"), "unknown selector 'best' (valid: topk, mmr, dpp)"));
+  EXPECT_TRUE(has(error_of("fastv:layer=1,keep=5,select=best"),
+                  "unknown selector 'best' (valid: topk, mmr, dpp, threshold)"));
   EXPECT_TRUE(has(error_of("fastv:layer=1,keep=5,select=mmr,lambda=2"), "lambda must be in [0, 1]"));
   EXPECT_TRUE(has(error_of("fastv:layer=1,keep=5,select=dpp,theta=1"), "theta must be in [0, 1)"));
   EXPECT_TRUE(

@@ -1,4 +1,4 @@
-// VisPCO search settings: validation, JSON round trip, the scorer table.
+// VisPCO search settings: validation, JSON round trip.
 #include "optimize/learned/options.h"
 
 #include <algorithm>
@@ -8,20 +8,9 @@
 
 #include "core/errors.h"
 #include "core/json_fields.h"
-#include "core/named_table.h"
+#include "optimize/learned/soft_prune.h"
 
 namespace vispco::optimize::learned {
-
-const std::vector<PcoScorerEntry>& pco_scorer_registry() {
-  static const std::vector<PcoScorerEntry> table = {
-      {"fastv", 1, "FastV (Chen et al., ECCV 2024): last prompt token's attention at layer i−1, head mean"},
-  };
-  return table;
-}
-
-const PcoScorerEntry& find_pco_scorer(const std::string& name) {
-  return find_named(pco_scorer_registry(), name, "scorer");
-}
 
 std::vector<double> release_train_budgets() {
   std::vector<double> b = {0.01};
@@ -31,7 +20,7 @@ std::vector<double> release_train_budgets() {
 
 void SearchOptions::validate() const {
   auto bad = [](const std::string& what) { throw InvalidArgument("VisPCO: " + what); };
-  find_pco_scorer(scorer);
+  check_soft_prune_scorer(scorer);
   kernel.validate();
   threshold.validate();
   al.validate();
@@ -58,9 +47,7 @@ void SearchOptions::validate() const {
   if (!(dropout >= 0 && dropout < 1)) bad("dropout must be in [0, 1), got " + std::to_string(dropout));
 }
 
-int64_t search_first_layer(const SearchOptions& o) {
-  return std::max(find_pco_scorer(o.scorer).first_layer, o.first_layer);
-}
+int64_t search_first_layer(const SearchOptions& o) { return std::max<int64_t>(1, o.first_layer); }
 
 static const JsonFields<SearchOptions>& search_options_fields() {
   using T = SearchOptions;

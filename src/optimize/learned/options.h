@@ -11,24 +11,13 @@
 #include "optimize/learned/augmented_lagrangian.h"
 #include "optimize/learned/flops_constraint.h"
 #include "optimize/learned/kernels.h"
-#include "optimize/learned/ste.h"
+#include "prune/soft_threshold.h"
 
 namespace vispco::optimize::learned {
 
-/// A scorer VisPCO can train with: it must give a per-token score in the training-mode forward.
-struct PcoScorerEntry {
-  std::string name;         ///< prune/scorer.h registry name used by the inference plan
-  int64_t first_layer;      ///< first decoder layer whose input it can prune
-  std::string description;  ///< one line
-};
-/// The table of VisPCO scorers (name → entry), in display order.
-const std::vector<PcoScorerEntry>& pco_scorer_registry();
-/// @throws InvalidArgument listing the valid names.
-const PcoScorerEntry& find_pco_scorer(const std::string& name);
-
 struct SearchOptions;
-/// First decoder layer whose input a search may prune: max(scorer's earliest, SearchOptions::first_layer).
-/// @throws InvalidArgument for an unknown scorer.
+/// First decoder layer whose input a search may prune: max(1, SearchOptions::first_layer) (the training
+/// forward's soft pruning starts after layer 0, whose attention in-LLM scorers read).
 int64_t search_first_layer(const SearchOptions& o);
 
 /// The training budgets of the authors' release: 0.01, 0.05, 0.10, …, 0.95.
@@ -37,10 +26,11 @@ std::vector<double> release_train_budgets();
 /// Everything a search needs besides the model and the process group (a plain value: defaults, validate(),
 /// JSON round trip, equality over all fields).
 struct SearchOptions {
-  /// Scorer ranking the tokens (pco_scorer_registry()). The paper's main setting: FastV.
+  /// Registered scorer ranking the tokens, one check_soft_prune_scorer() accepts (fastv, random). The
+  /// paper's main setting: FastV.
   std::string scorer = "fastv";
   /// First decoder layer whose input may be pruned, ≥ 0; layers before it keep every token. 0 = the scorer's
-  /// earliest (FastV: 1, scoring with layer 0's attention). FastV's paper prunes after layer K = 2 (ℓ = 2
+  /// earliest, 1 (scoring with layer 0's attention). FastV's paper prunes after layer K = 2 (ℓ = 2
   /// here); the VisPCO release lets the kernel decide from the earliest layer.
   int64_t first_layer = 0;
   KernelConfig kernel;

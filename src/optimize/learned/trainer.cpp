@@ -70,6 +70,8 @@ struct SearchTrainer::State {
   std::unique_ptr<torch::optim::AdamW> opt;
   std::unique_ptr<AugmentedLagrangian> al;
   std::unique_ptr<FlopsConstraint> flops;
+  std::unique_ptr<Scorer> scorer;  // the registry's scorer opts.scorer
+  SoftThresholdSelector selector;  // opts.threshold
   int64_t n_layers = 0, first_layer = 1;
   int64_t epoch = 0;  // epochs done
   bool teacher_ready = false;
@@ -183,6 +185,8 @@ SearchTrainer::SearchTrainer(VisionLanguageModel& model, SearchOptions opts, Dat
                           " is below the global batch " + std::to_string(opts.batch) + " × " +
                           std::to_string(ddp.world_size()) + " processes");
   s.flops = std::make_unique<FlopsConstraint>(cfg, s.first_layer, opts.floor);
+  s.scorer = make_scorer(opts.scorer);
+  s.selector = SoftThresholdSelector(opts.threshold);
   PredictorOptions po;
   po.d_model = cfg.text.hidden_size;
   po.n_outputs = n_kernel_params(opts.kernel);
@@ -236,7 +240,8 @@ EpochReport SearchTrainer::epoch() {
     auto group = at::tensor(grp, at::kLong);
     auto R = predict_keep_fractions(s.g, o.kernel, batch, budget, s.n_layers, s.first_layer);  // [B, L]
     auto c = s.flops->constraint(batch.n_text, R.cpu(), budget);                               // [B] fp64
-    SoftPruneHook hook(R, batch.visual_pos, batch.query_pos, s.first_layer, o.threshold);
+    SoftPruneHook hook(R, batch.visual_pos, batch.query_pos, s.first_layer, *s.scorer, o.scorer, s.selector,
+                       static_cast<uint64_t>(s.epoch * steps + step));
     auto h = lm->forward_gated(batch.state, hook);
     std::vector<at::Tensor> kls;
     for (int64_t b = 0; b < B; ++b) {

@@ -15,6 +15,7 @@ namespace {
 class RandomScorer : public Scorer {
  public:
   HookPoint hook_point() const override { return HookPoint::kAny; }
+  ScorerNeeds needs() const override { return {.prompt_only = true}; }
   bool provides_scores() const override { return true; }
   at::Tensor score(const ScoreInput& in) const override {
     // One CPU generator per stage: the same seed picks the same tokens on any device.
@@ -26,6 +27,7 @@ class RandomScorer : public Scorer {
 class UniformScorer : public Scorer {
  public:
   HookPoint hook_point() const override { return HookPoint::kAny; }
+  ScorerNeeds needs() const override { return {.prompt_only = true}; }
   Selection select(const ScoreInput& in) const override {
     const int64_t B = in.visual_pos.size(0), N = in.visual_pos.size(1), K = in.stage->keep;
     // Token i of K sits at the centre of the i-th of K equal stretches of the N alive tokens (raster order).
@@ -39,6 +41,7 @@ class UniformScorer : public Scorer {
 class PoolScorer : public Scorer {
  public:
   HookPoint hook_point() const override { return HookPoint::kPreLlm; }
+  ScorerNeeds needs() const override { return {.prompt_only = true}; }
   Selection select(const ScoreInput& in) const override {
     const int64_t B = in.visual_pos.size(0), N = in.visual_pos.size(1), g = in.grid;
     const int64_t side = std::llround(std::sqrt(double(in.stage->keep)));

@@ -69,7 +69,7 @@ namespace {
 class DartScorer : public Scorer {
  public:
   HookPoint hook_point() const override { return HookPoint::kInLlm; }
-  bool needs_keys() const override { return true; }
+  ScorerNeeds needs() const override { return {.keys = true}; }
   std::vector<std::string> option_names() const override { return {"pivots", "text_pivots", "pivot"}; }
 
   Selection select(const ScoreInput& in) const override {

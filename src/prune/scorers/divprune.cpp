@@ -31,6 +31,7 @@ namespace {
 class DivPruneScorer : public Scorer {
  public:
   HookPoint hook_point() const override { return HookPoint::kAny; }
+  ScorerNeeds needs() const override { return {.prompt_only = true}; }
   Selection select(const ScoreInput& in) const override {
     const int64_t B = in.visual_pos.size(0), N = in.visual_pos.size(1), K = in.stage->keep;
     const auto& h = in.state->hidden;

@@ -12,7 +12,7 @@ namespace {
 class FastVScorer : public Scorer {
  public:
   HookPoint hook_point() const override { return HookPoint::kInLlm; }
-  bool needs_attention() const override { return true; }
+  ScorerNeeds needs() const override { return {.attention = true, .prompt_only = true}; }
   bool provides_scores() const override { return true; }
   at::Tensor score(const ScoreInput& in) const override { return fastv_scores(in.attn_rows, in.visual_pos); }
 };

@@ -16,6 +16,7 @@ namespace {
 class GateScorer : public Scorer {
  public:
   HookPoint hook_point() const override { return HookPoint::kPreLlm; }
+  ScorerNeeds needs() const override { return {.prompt_only = true}; }
   std::vector<std::string> option_names() const override { return {"file"}; }
 
   void bind(const PruneStage& stage, const LlavaConfig& cfg, const ScorerEnv& env) override {

@@ -16,7 +16,7 @@ namespace {
 class GradientScorer : public Scorer {
  public:
   HookPoint hook_point() const override { return HookPoint::kAny; }
-  bool needs_saliency() const override { return true; }
+  ScorerNeeds needs() const override { return {.saliency = true}; }
   bool provides_scores() const override { return true; }
   at::Tensor score(const ScoreInput& in) const override {
     if (!in.saliency.defined()) throw InvalidArgument("grad needs the gradient pre-pass (none was run)");

@@ -42,8 +42,7 @@ int64_t stage_int_option(const PruneStage& st, const std::string& name, int64_t 
 // ---- Exposed for tests: the core of each method on plain tensors ----
 
 /// FastV's importance score (Chen et al., ECCV 2024, §4): the attention the first query row pays each visual
-/// token, averaged over heads. Shared by the FastV scorer and VisPCO's training scores
-/// (optimize/learned/ste.h).
+/// token, averaged over heads (the FastV scorer's score(), which VisPCO's training also ranks by).
 /// @param attn_rows [B, H, R, T] floating (row 0 is read) @param visual_pos [B, N] int64 indices into T
 /// @return [B, N] in attn_rows' dtype.
 at::Tensor fastv_scores(const at::Tensor& attn_rows, const at::Tensor& visual_pos);

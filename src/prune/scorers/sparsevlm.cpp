@@ -87,7 +87,7 @@ constexpr double kRecycleFraction = 0.3;  // share of the pruned tokens consider
 class SparseVlmScorer : public Scorer {
  public:
   HookPoint hook_point() const override { return HookPoint::kInLlm; }
-  bool needs_attention() const override { return true; }
+  ScorerNeeds needs() const override { return {.attention = true}; }
   std::vector<std::string> option_names() const override { return {"recycle"}; }
   std::vector<std::string> selection_option_names() const override { return {"recycle"}; }
   bool provides_scores() const override { return true; }

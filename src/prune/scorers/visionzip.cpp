@@ -34,7 +34,7 @@ namespace {
 class VisionZipScorer : public Scorer {
  public:
   HookPoint hook_point() const override { return HookPoint::kPreLlm; }
-  bool needs_vision_attention() const override { return true; }
+  ScorerNeeds needs() const override { return {.vision_attention = true, .prompt_only = true}; }
   std::vector<std::string> option_names() const override { return {"contextual"}; }
   std::vector<std::string> selection_option_names() const override { return {"contextual"}; }
   bool provides_scores() const override { return true; }

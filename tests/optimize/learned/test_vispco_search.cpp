@@ -257,7 +257,9 @@ TEST(VisPcoSearch, BadInputIsOneLineAndNonZero) {
   const std::string base = "vispco-search --model " + tiny_model_dir() + " --skip-eval ";
   for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
            {"--kernel cosine", "unknown kernel 'cosine' (valid: step, ramp, multistep)"},
-           {"--scorer divprune", "unknown scorer 'divprune' (valid: fastv)"},
+           {"--scorer divprune",
+            "scorer 'divprune' cannot score inside a teacher-forced training forward "
+            "(valid: fastv, random)"},
            {"--world-size 2 --rank 2", "--rank must be in [0, 2)"},
            {"--budgets 0.1,x", "--budgets must be comma-separated numbers"},
            {"--budgets 0,0.5", "budgets must be in (0, 1]"},

@@ -1,5 +1,5 @@
-// Soft threshold and straight-through keep mask (VisPCO §3.2), FastV training scores.
-#include "optimize/learned/ste.h"
+// Soft threshold and straight-through keep mask (VisPCO §3.2) as a selector.
+#include "prune/soft_threshold.h"
 
 #include <ATen/ATen.h>
 
@@ -8,9 +8,8 @@
 
 #include "core/errors.h"
 #include "core/json_fields.h"
-#include "prune/scorers/scorers.h"
 
-namespace vispco::optimize::learned {
+namespace vispco {
 
 void SoftThresholdOptions::validate() const {
   if (!(width > 0)) throw InvalidArgument("soft threshold: width must be > 0, got " + std::to_string(width));
@@ -58,13 +57,26 @@ KeepMask soft_keep_mask(const at::Tensor& scores, const at::Tensor& alive, const
   return m;
 }
 
-at::Tensor fastv_log_scores(const at::Tensor& attn_rows, const at::Tensor& visual_pos,
-                            const at::Tensor& alive) {
-  auto a = fastv_scores(attn_rows.detach().to(at::kFloat), visual_pos);  // [B, N]
+at::Tensor threshold_scores(const at::Tensor& scores, const at::Tensor& alive) {
+  auto a = scores.detach().to(at::kFloat);
   auto lo = a.masked_fill(alive.logical_not(), INFINITY).amin(1, true);
   auto hi = a.masked_fill(alive.logical_not(), -INFINITY).amax(1, true);
   auto norm = ((a - lo) / (hi - lo + 1e-8)).clamp(0.0, 1.0).masked_fill(alive.logical_not(), 0.0);
   return at::log(norm + 1e-8);
 }
 
-}  // namespace vispco::optimize::learned
+SoftThresholdSelector::SoftThresholdSelector(SoftThresholdOptions opts) : opts_(opts) { opts_.validate(); }
+
+Selection SoftThresholdSelector::select(const at::Tensor& scores, const ScoreInput& in) const {
+  Selection s;
+  s.scores = scores;
+  s.keep = top_k_indices(scores, in.stage->keep);
+  return s;
+}
+
+KeepMask SoftThresholdSelector::relax(const at::Tensor& scores, const at::Tensor& alive,
+                                      const at::Tensor& keep) const {
+  return soft_keep_mask(threshold_scores(scores, alive), alive, keep, opts_);
+}
+
+}  // namespace vispco

@@ -1,4 +1,4 @@
-// The straight-through keep mask (src/optimize/learned/ste.h): the forward value is the hard mask keeping ≈ K
+// The soft-threshold selector (src/prune/soft_threshold.h): the forward value is the hard mask keeping ≈ K
 // tokens; the backward gradient with respect to the relaxed count K equals the derivative of the soft
 // (sigmoid) path, checked against central finite differences of that path.
 #include <ATen/ATen.h>
@@ -6,9 +6,10 @@
 #include <gtest/gtest.h>
 
 #include "core/errors.h"
-#include "optimize/learned/ste.h"
+#include "prune/scorers/scorers.h"
+#include "prune/soft_threshold.h"
 
-namespace vispco::optimize::learned {
+namespace vispco {
 namespace {
 
 struct Fixture {
@@ -87,7 +88,7 @@ TEST(Ste, ScoresAndOptions) {
   attn[0][1][0] = at::tensor({0.1f, 0.0f, 0.1f, 0.2f, 0.3f, 0.1f});
   auto vis = at::tensor({1L, 2L, 3L, 4L}).view({1, 4});
   auto alive = at::tensor({1L, 1L, 1L, 0L}).view({1, 4}).to(at::kBool);
-  auto s = fastv_log_scores(attn, vis, alive);  // head means 0.1, 0.2, 0.1, (0.2 dead)
+  auto s = threshold_scores(fastv_scores(attn, vis), alive);  // head means 0.1, 0.2, 0.1, (0.2 dead)
   EXPECT_NEAR(s[0][1].item<double>(), 0.0, 1e-6);
   EXPECT_NEAR(s[0][0].item<double>(), std::log(1e-8), 1e-3);
   EXPECT_NEAR(s[0][3].item<double>(), std::log(1e-8), 1e-3);
@@ -100,4 +101,4 @@ TEST(Ste, ScoresAndOptions) {
 }
 
 }  // namespace
-}  // namespace vispco::optimize::learned
+}  // namespace vispco
