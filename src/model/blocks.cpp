@@ -72,9 +72,9 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   return out.view({B, H, T, Dh}).transpose(1, 2).reshape({B, T, H * Dh});
 }
 
-at::Tensor attention_gated(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
-                           const at::Tensor& key_gate, int64_t past, const at::Tensor& probs_rows,
-                           at::Tensor* probs_out) {
+at::Tensor attention_gated(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                           const at::Tensor& mask, const at::Tensor& key_gate, int64_t past,
+                           const at::Tensor& probs_rows, at::Tensor* probs_out, bool gate_own_key) {
   const int64_t B = q.size(0), H = q.size(1), T = q.size(2), Dh = q.size(3);
   const int64_t Hkv = k.size(1), S = k.size(2), G = H / Hkv;
   TORCH_CHECK(H % Hkv == 0, "attention_gated: ", H, " query heads are not a multiple of ", Hkv, " kv heads");
@@ -83,16 +83,25 @@ at::Tensor attention_gated(const at::Tensor& q, const at::Tensor& k, const at::T
   auto qg = q.contiguous().view({B, Hkv, G * T, Dh});
   auto scores = at::matmul(qg, k.transpose(-1, -2)).to(at::kFloat) * (1.0 / std::sqrt(double(Dh)));
   auto s5 = scores.view({B, Hkv, G, T, S});
-  if (mask.defined()) s5 = s5 + mask.unsqueeze(1);
-  // The row max is a constant shift (detached): exp never overflows, and the gate decides the normaliser.
-  auto e = at::exp(s5 - std::get<0>(s5.max(-1, /*keepdim=*/true)).detach());
-  auto opts = at::TensorOptions().dtype(at::kLong).device(q.device());
-  auto self_key = (at::arange(S, opts).unsqueeze(0) == at::arange(T, opts).unsqueeze(1) + past)
-                      .to(at::kFloat);                               // [T, S]
-  auto g = key_gate.to(at::kFloat).unsqueeze(1);                     // [B, 1, S]
-  auto eff = g + (1 - g) * self_key;                                 // [B, T, S]
-  auto w = e * eff.view({B, 1, 1, T, S});
-  auto probs = (w / w.sum(-1, /*keepdim=*/true).clamp_min(1e-30)).view({B, Hkv, G * T, S});
+  at::Tensor probs;
+  if (gate_own_key) {
+    // softmax(logits + (mask + log g)): the bias is built at [B, 1, 1, T, S] and the softmax is fused (a gate
+    // below 1e−30 counts as 1e−30, so log's gradient stays finite).
+    auto bias = at::log(key_gate.to(at::kFloat).clamp_min(1e-30)).view({B, 1, 1, 1, S});
+    if (mask.defined()) bias = mask.unsqueeze(1) + bias;
+    probs = at::softmax(s5 + bias, -1).view({B, Hkv, G * T, S});
+  } else {
+    if (mask.defined()) s5 = s5 + mask.unsqueeze(1);
+    // The row max is a constant shift (detached): exp never overflows, and the gate decides the normaliser.
+    auto e = at::exp(s5 - std::get<0>(s5.max(-1, /*keepdim=*/true)).detach());
+    auto opts = at::TensorOptions().dtype(at::kLong).device(q.device());
+    auto self_key = (at::arange(S, opts).unsqueeze(0) == at::arange(T, opts).unsqueeze(1) + past)
+                        .to(at::kFloat);            // [T, S]
+    auto g = key_gate.to(at::kFloat).unsqueeze(1);  // [B, 1, S]
+    auto eff = g + (1 - g) * self_key;              // [B, T, S]
+    auto w = e * eff.view({B, 1, 1, T, S});
+    probs = (w / w.sum(-1, /*keepdim=*/true).clamp_min(1e-30)).view({B, Hkv, G * T, S});
+  }
   if (probs_rows.defined() && probs_out != nullptr) {
     auto p = probs.view({B, H, T, S});
     auto idx = probs_rows.view({B, 1, -1, 1}).expand({B, H, probs_rows.size(1), S});

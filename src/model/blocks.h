@@ -49,16 +49,20 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
 /// pruned tokens are masked as keys instead of removed, so a gradient reaches the gate):
 ///   p[t, s] = e[t, s]·g̃[t, s] / Σ_s' e[t, s']·g̃[t, s'],  e = exp(q·kᵀ/√D_h + mask − rowmax),
 ///   g̃[t, s] = gate[s] for s ≠ past + t and 1 on the query's own key (a gated-off query still attends to
-///   itself, so its row stays defined; as the authors' release).
+///   itself, so its row stays defined; as VisPCO's release), or gate[s] everywhere when `gate_own_key`
+///   (= softmax(logits + mask + log gate): a log-gate bias on every query's logit of the key, the learned
+///   gate's training, prune/gate.h).
 /// With a hard 0/1 gate the rows of kept queries equal attention() over the kept keys only, i.e. physical
 /// removal; differentiable in gate (and in q, k, v). The plain attention() fast path is untouched.
 /// @param q [B, H, T, D_h] @param k,v [B, H_kv, S, D_h] @param mask [B, 1, T, S] additive fp32 or undefined.
 /// @param key_gate [B, S] floating, values in [0, 1] (any float dtype; used in fp32).
 /// @param past keys cached before the T queries (query t is key past + t).
 /// @param probs_rows/probs_out as attention(); the returned probabilities are the gated ones.
+/// @param gate_own_key whether a query's own key is gated too (see g̃ above).
 /// @return [B, T, H·D_h], dtype of q. @throws c10::Error when key_gate is not [B, S].
-at::Tensor attention_gated(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
-                           const at::Tensor& key_gate, int64_t past, const at::Tensor& probs_rows = {},
-                           at::Tensor* probs_out = nullptr);
+at::Tensor attention_gated(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                           const at::Tensor& mask, const at::Tensor& key_gate, int64_t past,
+                           const at::Tensor& probs_rows = {}, at::Tensor* probs_out = nullptr,
+                           bool gate_own_key = false);
 
 }  // namespace vispco

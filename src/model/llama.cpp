@@ -24,8 +24,9 @@ LlamaAttentionImpl::LlamaAttentionImpl(const TextConfig& cfg)
 }
 
 at::Tensor LlamaAttentionImpl::forward(const at::Tensor& x, const Rotary& rot, LayerKvCache& cache,
-                                       const at::Tensor& valid, const at::Tensor& mask, const at::Tensor& probs_rows,
-                                       at::Tensor* probs_out, const at::Tensor& key_gate) {
+                                       const at::Tensor& valid, const at::Tensor& mask,
+                                       const at::Tensor& probs_rows, at::Tensor* probs_out,
+                                       const at::Tensor& key_gate, bool gate_own_key) {
   const int64_t B = x.size(0), T = x.size(1);
   auto q = linear_forward(q_proj, x).view({B, T, n_heads, d_head}).transpose(1, 2);
   auto k = linear_forward(k_proj, x).view({B, T, n_kv_heads, d_head}).transpose(1, 2);
@@ -34,9 +35,9 @@ at::Tensor LlamaAttentionImpl::forward(const at::Tensor& x, const Rotary& rot, L
   k = apply_rotary(k, rot);
   const int64_t past = cache.length();
   cache.append(k, v, valid);
-  auto out = key_gate.defined()
-                 ? attention_gated(q, cache.keys(), cache.values(), mask, key_gate, past, probs_rows, probs_out)
-                 : attention(q, cache.keys(), cache.values(), mask, probs_rows, probs_out);
+  auto out = key_gate.defined() ? attention_gated(q, cache.keys(), cache.values(), mask, key_gate, past,
+                                                  probs_rows, probs_out, gate_own_key)
+                                : attention(q, cache.keys(), cache.values(), mask, probs_rows, probs_out);
   return linear_forward(o_proj, out);
 }
 
@@ -65,9 +66,9 @@ LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const TextConfig& cfg) {
 at::Tensor LlamaDecoderLayerImpl::forward(const at::Tensor& h, const Rotary& rot, LayerKvCache& cache,
                                           const at::Tensor& valid, const at::Tensor& mask,
                                           const at::Tensor& probs_rows, at::Tensor* probs_out,
-                                          const at::Tensor& key_gate) {
-  auto x =
-      h + self_attn->forward(input_layernorm(h), rot, cache, valid, mask, probs_rows, probs_out, key_gate);
+                                          const at::Tensor& key_gate, bool gate_own_key) {
+  auto x = h + self_attn->forward(input_layernorm(h), rot, cache, valid, mask, probs_rows, probs_out,
+                                  key_gate, gate_own_key);
   return x + mlp->forward(post_attention_layernorm(x));
 }
 
@@ -86,27 +87,20 @@ LlamaForCausalLMImpl::LlamaForCausalLMImpl(const TextConfig& c) : cfg(c) {
 at::Tensor LlamaForCausalLMImpl::embed(const at::Tensor& ids) { return model->embed_tokens(ids); }
 
 at::Tensor LlamaForCausalLMImpl::forward(TokenState& state, KvCache& cache, PrefillHook* hook,
-                                         DecoderStats* stats, const at::Tensor& key_bias) {
-  return run_layers(state, cache, hook, nullptr, stats, key_bias);
+                                         DecoderStats* stats) {
+  return run_layers(state, cache, hook, nullptr, stats);
 }
 
 at::Tensor LlamaForCausalLMImpl::forward_gated(TokenState& state, KeyGateHook& hook) {
   KvCache cache(cfg.num_hidden_layers);
-  return run_layers(state, cache, nullptr, &hook, nullptr, {});
+  return run_layers(state, cache, nullptr, &hook, nullptr);
 }
 
 at::Tensor LlamaForCausalLMImpl::run_layers(TokenState& state, KvCache& cache, PrefillHook* hook,
-                                            KeyGateHook* gate_hook, DecoderStats* stats,
-                                            const at::Tensor& key_bias) {
+                                            KeyGateHook* gate_hook, DecoderStats* stats) {
   const int64_t n_layers = cfg.num_hidden_layers;
   TORCH_CHECK(static_cast<int64_t>(cache.layers.size()) == n_layers, "KV cache has ", cache.layers.size(),
               " layers, decoder has ", n_layers);
-  if (key_bias.defined())
-    TORCH_CHECK(hook == nullptr && gate_hook == nullptr && cache.layers[0].length() == 0 &&
-                    key_bias.dim() == 2 && key_bias.size(0) == state.hidden.size(0) &&
-                    key_bias.size(1) == state.hidden.size(1),
-                "key_bias must be [B, T] = [", state.hidden.size(0), ", ", state.hidden.size(1),
-                "] in a prefill without a hook, got ", key_bias.sizes());
   TORCH_CHECK(gate_hook == nullptr || (hook == nullptr && cache.layers[0].length() == 0),
               "a key-gate hook runs alone on a fresh cache (prefill)");
   auto rot = rotary_tables(state.positions, cfg.d_head(), cfg.rope_theta, state.hidden.scalar_type());
@@ -114,6 +108,7 @@ at::Tensor LlamaForCausalLMImpl::run_layers(TokenState& state, KvCache& cache, P
   int64_t mask_past = -1;  // cache length the mask was built for
   at::Tensor attn_rows, key_gate;
   LayerSignals signals;
+  const bool gate_own_key = gate_hook != nullptr && gate_hook->gates_own_key();
   auto h = state.hidden;
   for (int64_t l = 0; l < n_layers; ++l) {
     // Soft pruning (training): the gate from this layer on, from what layer l−1 measured.
@@ -143,12 +138,11 @@ at::Tensor LlamaForCausalLMImpl::run_layers(TokenState& state, KvCache& cache, P
       // Keys visible to this layer: its cached ones plus the T new ones.
       auto key_valid = lc.length() > 0 ? at::cat({lc.valid(), state.valid}, 1) : state.valid;
       mask = causal_mask(key_valid, T, lc.length());
-      if (key_bias.defined()) mask = mask + key_bias.to(at::kFloat).unsqueeze(1).unsqueeze(1);
       mask_past = lc.length();
     }
     if (stats != nullptr) stats->tokens_per_layer.push_back(T);
     h = layer.forward(h, rot, lc, state.valid, mask, attn_rows,
-                      attn_rows.defined() ? &signals.attn_rows : nullptr, key_gate);
+                      attn_rows.defined() ? &signals.attn_rows : nullptr, key_gate, gate_own_key);
     if (hook != nullptr && hook->wants_keys(l)) signals.keys = lc.keys();
   }
   state.hidden = h;

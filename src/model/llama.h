@@ -22,10 +22,12 @@ struct LlamaAttentionImpl : torch::nn::Module {
   /// cache, extended by the T new keys/values @param valid [B, T] key validity of the new tokens
   /// @param mask [B, 1, T, S] additive @param probs_rows/probs_out see attention().
   /// @param key_gate [B, S] multiplicative key gate (attention_gated()), or undefined for plain attention().
+  /// @param gate_own_key attention_gated()'s: whether a query's own key is gated too.
   /// @return [B, T, D].
   at::Tensor forward(const at::Tensor& x, const Rotary& rot, LayerKvCache& cache, const at::Tensor& valid,
-                     const at::Tensor& mask, const at::Tensor& probs_rows = {}, at::Tensor* probs_out = nullptr,
-                     const at::Tensor& key_gate = {});
+                     const at::Tensor& mask, const at::Tensor& probs_rows = {},
+                     at::Tensor* probs_out = nullptr, const at::Tensor& key_gate = {},
+                     bool gate_own_key = false);
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   int64_t n_heads, n_kv_heads, d_head;
 };
@@ -57,7 +59,8 @@ struct LlamaDecoderLayerImpl : torch::nn::Module {
   /// LlamaAttentionImpl::forward (the cache gains the T new keys/values). @return [B, T, D].
   at::Tensor forward(const at::Tensor& h, const Rotary& rot, LayerKvCache& cache, const at::Tensor& valid,
                      const at::Tensor& mask, const at::Tensor& probs_rows = {},
-                     at::Tensor* probs_out = nullptr, const at::Tensor& key_gate = {});
+                     at::Tensor* probs_out = nullptr, const at::Tensor& key_gate = {},
+                     bool gate_own_key = false);
   LlamaAttention self_attn{nullptr};
   LlamaMlp mlp{nullptr};
   LlamaRmsNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
@@ -90,18 +93,15 @@ struct LlamaForCausalLMImpl : torch::nn::Module {
   /// layer's keys/values to `cache`. When `hook` is given, before each layer it acts on, the hook may drop
   /// tokens: they are removed from the hidden states, positions and masks, so later layers compute and cache
   /// survivors only.
-  /// @param key_bias optional [B, T] additive attention-logit bias per key (fp32, e.g. the log of a soft
-  ///        token gate: a key with bias −∞ is invisible to every query, as if removed), added in every
-  ///        layer. Prefill only (empty cache) and without a hook; it is differentiable (learned gate,
-  ///        prune/gate.h).
   /// @return final hidden states after the last layer and norm, [B, T', D]; `state` is updated to the
   ///         surviving tokens (T' ≤ T).
   at::Tensor forward(TokenState& state, KvCache& cache, PrefillHook* hook = nullptr,
-                     DecoderStats* stats = nullptr, const at::Tensor& key_bias = {});
+                     DecoderStats* stats = nullptr);
 
-  /// Training-mode prefill with soft pruning (VisPCO §3.2): no token is removed; before each layer `hook`
-  /// may set a key gate [B, T] that multiplies every token's weight as an attention key from that layer on
-  /// (attention_gated()). Differentiable in the gates. Runs on a fresh cache (prefill only).
+  /// Training-mode prefill with soft pruning (VisPCO §3.2; the learned gate's training, prune/gate.h): no
+  /// token is removed; before each layer `hook` may set a key gate [B, T] that multiplies every token's
+  /// weight as an attention key from that layer on (attention_gated(), the query's own key included when
+  /// hook.gates_own_key()). Differentiable in the gates. Runs on a fresh cache (prefill only).
   /// @param state prefill tokens [B, T, …]; state.hidden is left at the last layer's output.
   /// @return final hidden states after the norm, [B, T, D].
   at::Tensor forward_gated(TokenState& state, KeyGateHook& hook);
@@ -116,9 +116,9 @@ struct LlamaForCausalLMImpl : torch::nn::Module {
  private:
   /// The one layer loop behind forward() and forward_gated(): before each layer the key-gate hook (soft
   /// pruning, training) sets the gate or the prefill hook (physical pruning, inference) removes tokens; at
-  /// most one of `hook`, `gate_hook`, `key_bias` is given (the latter two need an empty cache).
+  /// most one of `hook`, `gate_hook` is given (the latter needs an empty cache).
   at::Tensor run_layers(TokenState& state, KvCache& cache, PrefillHook* hook, KeyGateHook* gate_hook,
-                        DecoderStats* stats, const at::Tensor& key_bias);
+                        DecoderStats* stats);
 };
 TORCH_MODULE(LlamaForCausalLM);
 

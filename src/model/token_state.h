@@ -56,12 +56,13 @@ class PrefillHook {
   virtual bool apply(int64_t layer, TokenState& state, const LayerSignals& signals) = 0;
 };
 
-/// Training-mode soft pruning (VisPCO, Ji et al. ACL 2026 §3.2): instead of removing tokens, the hook gives
+/// Training-mode soft pruning (VisPCO, Ji et al. ACL 2026 §3.2; the learned gate's training): instead of
+/// removing tokens, the hook gives
 /// every token a gate in [0, 1] that multiplies its weight as an attention *key* (attention_gated()), so the
 /// decision can carry a gradient (straight-through estimators). Tokens keep flowing as queries; with a hard
 /// 0/1 gate the kept tokens compute exactly what physical removal computes. Used by
-/// LlamaForCausalLM::forward_gated(), which runs the same layer loop as the inference path (PrefillHook, which
-/// removes tokens instead).
+/// LlamaForCausalLM::forward_gated(), which runs the same layer loop as the inference path (PrefillHook,
+/// which removes tokens instead).
 class KeyGateHook {
  public:
   virtual ~KeyGateHook() = default;
@@ -73,6 +74,9 @@ class KeyGateHook {
   /// may require grad) applying from this layer on, or undefined to keep the previous gate (none at first).
   /// The hook composes gates across layers itself (a token gated off stays off).
   virtual at::Tensor gate(int64_t layer, const TokenState& state, const at::Tensor& attn_rows) = 0;
+  /// Whether a query's own key is gated too (attention_gated()): false = VisPCO's release (a gated-off
+  /// query still attends to itself); true = a log-gate bias on every logit of the key (the learned gate).
+  virtual bool gates_own_key() const { return false; }
 };
 
 /// Keeps tokens `keep` [B, T'] (int64 indices into T) of every [B, T, …] field of `state`.

@@ -1,7 +1,8 @@
 // The learned token gate (seed-described scorer, DESIGN.md §5): a small MLP after the projector gives each
 // visual token a gate g = σ(z / τ) from its embedding (optionally also the question's pooled embedding).
-// Trained with the VLM frozen (train/gate_train.h): the gate enters the LLM as an additive key bias log g,
-// so g → 0 removes the token from every query's view exactly as pruning it at ℓ = 0 would; at inference
+// Trained with the VLM frozen (train/gate_train.h): the gate enters the LLM as a key gate on every query's
+// weight of the token (= a bias log g on the attention logits; LlamaForCausalLM::forward_gated), so g → 0
+// removes the token from every query's view exactly as pruning it at ℓ = 0 would; at inference
 // its logits rank the tokens for top-K (prune/scorers/gate.cpp). Stored as safetensors beside the model.
 #pragma once
 #include <torch/nn/module.h>
@@ -46,7 +47,7 @@ struct TokenGateImpl : torch::nn::Module {
   at::Tensor logits(const at::Tensor& tokens, const at::Tensor& question = {});
   /// Gates σ(z / τ) in (0, 1), [B, N] fp32.
   at::Tensor gate(const at::Tensor& tokens, const at::Tensor& question = {});
-  /// log σ(z / τ) (stable: −softplus(−z / τ)), [B, N] fp32: the key bias of training.
+  /// log σ(z / τ) (stable: −softplus(−z / τ)), [B, N] fp32: the log of the key gate in training.
   at::Tensor log_gate(const at::Tensor& tokens, const at::Tensor& question = {});
 
   GateConfig cfg;

@@ -1,4 +1,4 @@
-// Gate training: soft key-bias gating inside the frozen decoder, answer cross-entropy + λ·L1.
+// Gate training: soft key gating inside the frozen decoder (forward_gated), answer cross-entropy + λ·L1.
 #include "train/gate_train.h"
 
 #include <ATen/ATen.h>
@@ -69,11 +69,10 @@ GateLoss gate_loss(VisionLanguageModel& m, TokenGate& gate, const std::vector<Ga
   auto question = gate->cfg.use_question ? pooled_question(state) : at::Tensor();
   auto log_g = gate->log_gate(visual.to(at::kFloat), question);  // [B, N_v]
   auto vis_pos = at::nonzero(state.visual).select(1, 1).view({B, n_v});
-  // Key bias: log g at visual keys, 0 elsewhere (floored so the mask's lowest value cannot overflow).
-  auto bias = at::zeros({B, T}, log_g.options()).scatter(1, vis_pos, log_g.clamp_min(-1e4));
-  KvCache cache(cfg.text.num_hidden_layers);
+  // Key gate: g at visual keys, 1 elsewhere, from layer 0 on, on every query's logit of the key.
+  GateKeyHook hook(at::ones({B, T}, log_g.options()).scatter(1, vis_pos, log_g.exp()));
   auto& lm = m.net()->language_model;
-  auto logits = lm->logits(lm->forward(state, cache, nullptr, nullptr, bias));  // [B, T, V] fp32
+  auto logits = lm->logits(lm->forward_gated(state, hook));  // [B, T, V] fp32
   auto task = torch::nn::functional::cross_entropy(
       logits.view({B * T, -1}), target.view({-1}).to(dev),
       torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100));

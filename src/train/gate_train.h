@@ -47,6 +47,22 @@ struct GateTrainOptions {
 };
 nlohmann::json to_json(const GateTrainOptions& o);
 
+/// The learned gate's soft pruning in the training forward (LlamaForCausalLM::forward_gated): one key gate
+/// from layer 0 on that multiplies every query's weight of a key, the query's own key included, i.e. a
+/// log g bias on the attention logits; a gate of 0 removes the key as physical pruning at ℓ = 0 does.
+class GateKeyHook : public KeyGateHook {
+ public:
+  /// @param gate [B, T] floating in [0, 1] (g at the visual tokens, 1 elsewhere; may require grad).
+  explicit GateKeyHook(at::Tensor gate) : gate_(std::move(gate)) {}
+  at::Tensor gate(int64_t layer, const TokenState&, const at::Tensor&) override {
+    return layer == 0 ? gate_ : at::Tensor();
+  }
+  bool gates_own_key() const override { return true; }
+
+ private:
+  at::Tensor gate_;
+};
+
 /// Loss parts of one batch.
 struct GateLoss {
   at::Tensor total;  ///< scalar: task + λ·l1 (differentiable w.r.t. the gate)

@@ -39,6 +39,30 @@ TEST(GatedAttention, OnesGateIsPlainAttention) {
   EXPECT_LT(max_diff(p0, p1), 1e-6);
 }
 
+// Gating the query's own key too is a log-gate bias on every logit: softmax(q·kᵀ/√D_h + mask + log g),
+// computed here directly (query head h reads kv head h / 2).
+TEST(GatedAttention, GatingTheOwnKeyIsALogGateBias) {
+  const int64_t T = 10;
+  Qkv x(2, T);
+  x.valid.fill_(true);  // no padding rows (their fully masked logits have no defined softmax to compare)
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(9);
+  auto gate = at::rand({2, T}, gen) * 0.9 + 0.05;
+  auto mask = causal_mask(x.valid, T, 0);  // [2, 1, T, T]
+  at::Tensor probs;
+  auto rows = at::arange(T, at::kLong).unsqueeze(0).expand({2, T}).contiguous();
+  auto out = attention_gated(x.q, x.k, x.v, mask, gate, 0, rows, &probs, /*gate_own_key=*/true);
+  auto k = x.k.repeat_interleave(2, 1), v = x.v.repeat_interleave(2, 1);  // [2, 4, T, 8]
+  auto logits = at::matmul(x.q, k.transpose(-1, -2)) / std::sqrt(8.0) + mask + gate.log().view({2, 1, 1, T});
+  auto p_ref = at::softmax(logits, -1);
+  auto out_ref = at::matmul(p_ref, v).transpose(1, 2).reshape({2, T, 32});
+  std::printf("max diff probabilities %.2e, output %.2e\n", max_diff(probs, p_ref), max_diff(out, out_ref));
+  EXPECT_LT(max_diff(probs, p_ref), 1e-6);
+  EXPECT_LT(max_diff(out, out_ref), 1e-5);
+  // Without gating the own key the diagonal weighs more: the two differ.
+  auto own_free = attention_gated(x.q, x.k, x.v, mask, gate, 0);
+  EXPECT_GT(max_diff(own_free, out), 1e-3);
+}
+
 TEST(GatedAttention, HardGateEqualsRemovingTheKeys) {
   const int64_t T = 12;
   Qkv x(1, T);

@@ -1,4 +1,4 @@
-// The learned gate (prune/gate.h, gate_train.h, scorers/gate.cpp): the key-bias relaxation equals pruning at
+// The learned gate (prune/gate.h, gate_train.h, scorers/gate.cpp): the key-gate relaxation equals pruning at
 // ℓ = 0 in the limit g → 0; the L1 term drives the gates down on a toy run; the file round trip; the
 // scorer keeps the top-K gate logits and keys the store with the gate file's hash.
 #include <gtest/gtest.h>
@@ -22,7 +22,7 @@ using train::GateStepReport;
 using train::GateTrainOptions;
 using train::train_gate;
 
-TEST(Gate, KeyBiasOfMinusInfinityEqualsRemovingTheToken) {
+TEST(Gate, KeyGateOfZeroEqualsRemovingTheToken) {
   auto m = testing::load_tiny();
   VlmRequest req{testing::test_pixels(56, 71), m.prompt_ids("What shape is the red object?")};
   c10::InferenceMode guard;
@@ -33,26 +33,30 @@ TEST(Gate, KeyBiasOfMinusInfinityEqualsRemovingTheToken) {
   const int64_t T = state.hidden.size(1);
   const auto visual = testing::visual_tokens(state);
   std::set<int64_t> drop = {visual[1], visual[4], visual[5], visual[11]};
-  auto bias = at::zeros({1, T}, at::kFloat);
+  auto gate = at::ones({1, T}, at::kFloat);
   std::vector<int64_t> keep;
   for (int64_t t = 0; t < T; ++t)
     if (drop.count(t))
-      bias[0][t] = -1e4;
+      gate[0][t] = 0.0;
     else
       keep.push_back(t);
-  KvCache c1(L), c2(L);
+  KvCache c2(L);
   auto s1 = state;
-  auto h1 = lm->forward(s1, c1, nullptr, nullptr, bias);
+  train::GateKeyHook hook(gate);
+  auto h1 = lm->forward_gated(s1, hook);
   auto s2 = gather_tokens(state, at::tensor(keep, at::kLong).unsqueeze(0));
   auto h2 = lm->forward(s2, c2);
   auto l1 = lm->logits(h1.narrow(1, T - 1, 1)), l2 = lm->logits(h2.narrow(1, h2.size(1) - 1, 1));
   const double d = testing::max_diff(l1, l2);
-  std::printf("key bias −1e4 vs removal: max logit difference %.3g\n", d);
+  std::printf("key gate 0 vs removal: max logit difference %.3g\n", d);
   EXPECT_LT(d, 1e-4);
-  // A zero bias changes nothing.
-  KvCache c3(L), c4(L);
+  // A gate of ones changes nothing (up to rounding: the gated path normalises the weights itself).
+  KvCache c4(L);
   auto s3 = state, s4 = state;
-  EXPECT_TRUE(at::equal(lm->forward(s3, c3, nullptr, nullptr, at::zeros({1, T})), lm->forward(s4, c4)));
+  train::GateKeyHook ones(at::ones({1, T}));
+  const double d1 = testing::max_diff(lm->forward_gated(s3, ones), lm->forward(s4, c4));
+  std::printf("key gate 1 vs plain forward: max hidden difference %.3g\n", d1);
+  EXPECT_LT(d1, 1e-5);
 }
 
 std::vector<GateExample> toy_batch(VisionLanguageModel& m, int64_t step, int64_t n) {
