@@ -38,7 +38,6 @@ void register_finetune(CLI::App& app) {
     train::FinetuneOptions o;
     int threads = 0;
     std::string progress = "auto";
-    int64_t val_limit = 0, test_limit = 0, train_scenes = 0;
     double epochs = 0;
   };
   auto a = std::make_shared<Args>();
@@ -58,14 +57,14 @@ void register_finetune(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--steps", a->o.steps, "Most optimiser steps")->capture_default_str();
   cmd->add_option("--epochs", a->epochs, "Instead of --steps: passes over --train-scenes scenes")->excludes("--steps");
-  cmd->add_option("--train-scenes", a->train_scenes, "Training-scene pool size (0 = a fresh scene every time)")
-      ->capture_default_str();
+  add_count_option(cmd, "--train-scenes", &a->o.train_scenes,
+                   "Training-scene pool size (0 = a fresh scene every time)");
   cmd->add_option("--batch", a->o.batch, "(image, question) pairs per step")->capture_default_str();
   cmd->add_option("--lr", a->o.lr, "Peak learning rate (warm-up, cosine to 10 %)")->capture_default_str();
   cmd->add_option("--weight-decay", a->o.weight_decay, "AdamW weight decay")->capture_default_str();
   cmd->add_option("--val-every", a->o.val_every, "Validate every N steps")->capture_default_str();
-  cmd->add_option("--val-limit", a->val_limit, "First N validation samples (0 = all)")->capture_default_str();
-  cmd->add_option("--test-limit", a->test_limit, "First N test samples (0 = all)")->capture_default_str();
+  add_count_option(cmd, "--val-limit", &a->o.val_limit, "First N validation samples (0 = all)");
+  add_count_option(cmd, "--test-limit", &a->o.test_limit, "First N test samples (0 = all)");
   cmd->add_option("--patience", a->o.patience, "Stop after P validations without a new best")
       ->capture_default_str();
   cmd->add_option("--seed", a->o.seed, "Seed")->capture_default_str();
@@ -76,17 +75,12 @@ void register_finetune(CLI::App& app) {
   cmd->add_option("--progress", a->progress, "Progress of the training steps: auto|bar|lines|off")
       ->capture_default_str();
   cmd->callback([a] {
-    if (a->val_limit < 0) throw InvalidArgument("finetune: --val-limit must be ≥ 0");
-    a->o.val_limit = static_cast<size_t>(a->val_limit);
-    if (a->train_scenes < 0) throw InvalidArgument("finetune: --train-scenes must be ≥ 0");
-    a->o.train_scenes = static_cast<size_t>(a->train_scenes);
     if (a->epochs != 0) {
-      if (!(a->epochs > 0) || a->train_scenes == 0)
+      if (!(a->epochs > 0) || a->o.train_scenes == 0)
         throw InvalidArgument("finetune: --epochs needs a positive value and --train-scenes N (the pool an epoch covers)");
-      a->o.steps = static_cast<int64_t>(std::ceil(a->epochs * static_cast<double>(a->train_scenes) / static_cast<double>(a->o.batch)));
+      a->o.steps = static_cast<int64_t>(
+          std::ceil(a->epochs * static_cast<double>(a->o.train_scenes) / static_cast<double>(a->o.batch)));
     }
-    if (a->test_limit < 0) throw InvalidArgument("finetune: --test-limit must be ≥ 0");
-    a->o.test_limit = static_cast<size_t>(a->test_limit);
     if (resolve_model_source(a->model).is_gguf())
       throw InvalidArgument("finetune: --model must be a Hugging Face folder (the tuned model is written as one); '" +
                             a->model + "' is a GGUF pair");

@@ -44,6 +44,12 @@ void add_compute_flags(CLI::App* cmd, std::string* dtype, std::string* device, i
                        const char* dtype_help = kDtypeHelp,
                        const char* threads_help = "Intra-op threads (0 = all cores)");
 
+/// Adds option `name` bound to an unsigned count (e.g. a size_t member of an options struct): the text must
+/// be a whole number ≥ 0, else parsing fails with "NAME: must be a whole number ≥ 0, got 'TEXT'" (CLI11 would
+/// wrap "-1" to a huge value). @return the option, for chaining.
+CLI::Option* add_count_option(CLI::App* cmd, const std::string& name, size_t* target,
+                              const std::string& help);
+
 /// --quant / --quant-tower of the inference commands (model/quant.h).
 struct QuantFlags {
   std::string quant = "none";  ///< none | int8

@@ -37,6 +37,12 @@ int main(int argc, char** argv) {
   vispco::cli::register_vispco(app);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ValidationError& e) {  // a value the option refuses: one line, as other bad input
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const CLI::ConversionError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const vispco::Error& e) {

@@ -206,6 +206,13 @@ TEST(Finetune, OptionsValidateAndRoundTrip) {
   auto r = testing::run_cli("finetune --model m --plan x --out o --val v --epochs 2");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("--train-scenes"), std::string::npos) << r.err;
+  // The counts bind to FinetuneOptions' unsigned members: a negative one is refused by name, on one line.
+  for (const std::string flag : {"--val-limit", "--test-limit", "--train-scenes"}) {
+    auto neg = testing::run_cli("finetune --model m --plan x --out o --val v " + flag + " -1");
+    EXPECT_NE(neg.exit_code, 0) << flag;
+    EXPECT_NE(neg.err.find(flag), std::string::npos) << neg.err;
+    EXPECT_EQ(std::count(neg.err.begin(), neg.err.end(), '\n'), 1) << neg.err;
+  }
 }
 
 }  // namespace
