@@ -35,9 +35,9 @@ struct SelectorEntry {
   std::function<std::unique_ptr<Selector>()> make;
 };
 
-/// The registry table (name → factory): topk, mmr, dpp, threshold (prune/soft_threshold.h).
+/// The registry table (name → factory): topk, mmr, dpp, merge, threshold (prune/soft_threshold.h).
 const std::vector<SelectorEntry>& selector_registry();
-/// @throws InvalidArgument "unknown selector 'x' (valid: topk, mmr, dpp, threshold)".
+/// @throws InvalidArgument "unknown selector 'x' (valid: topk, mmr, dpp, merge, threshold)".
 std::unique_ptr<Selector> make_selector(const std::string& name);
 
 // ---- Exposed for tests: the rules on plain tensors ----

@@ -117,6 +117,46 @@ std::unique_ptr<Selector> make_dpp() {
       });
 }
 
+// Dominant + contextual tokens (VisionZip's split, Yang et al. CVPR 2025 §3, for any scorer at any layer):
+// the K − M highest-scoring tokens stay, the others merge into M contextual tokens with VisionZip's rule,
+// similarity by the tokens' own hidden states (inside the LLM there are no tower keys). M = option
+// contextual, default round(K·10/64) as VisionZip's settings (10 of 64).
+class MergeSelector : public Selector {
+ public:
+  std::vector<std::string> option_names() const override { return {"contextual"}; }
+  void check(const PruneStage& st) const override { n_contextual(st); }
+  Selection select(const at::Tensor& scores, const ScoreInput& in) const override {
+    const int64_t B = in.visual_pos.size(0), N = in.visual_pos.size(1), K = in.stage->keep;
+    const int64_t m = n_contextual(*in.stage);
+    Selection s;
+    s.scores = scores;
+    s.keep = top_k_indices(scores, K - m);
+    if (m == 0) return s;
+    const auto& h = in.state->hidden;
+    auto tokens = h.gather(1, in.visual_pos.unsqueeze(-1).expand({B, N, h.size(2)}));  // [B, N, D]
+    auto grid = in.state->grid_index.gather(1, in.visual_pos);                         // [B, N]
+    std::vector<at::Tensor> merged, reps;
+    for (int64_t b = 0; b < B; ++b) {
+      auto is_rest = at::ones({N}, at::kBool);
+      is_rest.index_put_({s.keep[b].cpu()}, false);
+      auto rest_idx = at::nonzero(is_rest).squeeze(1).to(tokens.device());  // ascending
+      auto rest = tokens[b].index_select(0, rest_idx);
+      auto [mt, targets] = visionzip_merge(rest, rest, m);
+      merged.push_back(mt);
+      reps.push_back(grid[b].index_select(0, rest_idx.index_select(0, targets.to(rest_idx.device()))));
+    }
+    s.merged = at::stack(merged);
+    s.merged_grid_index = at::stack(reps);
+    return s;
+  }
+
+ private:
+  static int64_t n_contextual(const PruneStage& st) {
+    return stage_int_option(st, "contextual", std::llround(st.keep * 10.0 / 64.0), 0,
+                            std::max<int64_t>(0, st.keep - 1));
+  }
+};
+
 }  // namespace
 
 const std::vector<SelectorEntry>& selector_registry() {
@@ -132,6 +172,11 @@ const std::vector<SelectorEntry>& selector_registry() {
        "of "
        "diag(q)·S·diag(q), option theta",
        make_dpp},
+      {"merge",
+       "dominant + contextual (VisionZip, Yang et al. CVPR 2025 §3): the top K − M stay, the rest merge into "
+       "M "
+       "tokens by hidden-state similarity, option contextual=M (round(K·10/64))",
+       [] { return std::make_unique<MergeSelector>(); }},
       {"threshold",
        "VisPCO's soft threshold (Ji et al., ACL 2026 §3.2): the top K at inference; its relaxed form "
        "(straight-through masks) trains VisPCO",

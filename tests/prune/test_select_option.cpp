@@ -135,6 +135,52 @@ TEST(SelectOption, FastVScoresWithMmrEqualMmrComputedByHand) {
   }
 }
 
+std::string error_of(const std::string& plan);  // the one-line error a plan's check gives (below)
+
+// select=merge on six alive tokens, by hand: scores 0.9 0.1 0.8 0.2 0.3 0.05, K = 4 with 2 contextual tokens
+// → tokens 0 and 2 stay; the rest (1, 3, 4, 5) get targets 1 and 4 (stride 4 / 2), token 3 joins 1 and
+// token 5 joins 4 by cosine; a contextual token is the mean of its group, placed at its target's patch.
+TEST(SelectOption, MergeKeepsTheTopScoresAndAveragesTheRestIntoContextualTokens) {
+  TokenState st;
+  st.hidden = at::zeros({1, 8, 2});
+  const float h[6][2] = {{5, 5}, {1, 0}, {3, 3}, {0.9f, 0.1f}, {0, 1}, {0.2f, 1}};
+  for (int64_t i = 0; i < 6; ++i)
+    for (int64_t d = 0; d < 2; ++d) st.hidden[0][1 + i][d] = h[i][d];
+  st.grid_index = at::full({1, 8}, -1L, at::kLong);
+  for (int64_t i = 0; i < 6; ++i) st.grid_index[0][1 + i] = 10 + i;
+  PruneStage stage{1, 4, "fastv", {{"select", "merge"}, {"contextual", "2"}}};
+  ScoreInput in;
+  in.state = &st;
+  in.visual_pos = at::arange(1, 7, at::kLong).unsqueeze(0);
+  in.stage = &stage;
+  auto sel =
+      make_selector("merge")->select(at::tensor({0.9f, 0.1f, 0.8f, 0.2f, 0.3f, 0.05f}).unsqueeze(0), in);
+  auto keep = std::get<0>(sel.keep[0].sort());
+  ASSERT_EQ(keep.numel(), 2);
+  EXPECT_EQ(keep[0].item<int64_t>(), 0);
+  EXPECT_EQ(keep[1].item<int64_t>(), 2);
+  ASSERT_EQ(sel.merged.sizes(), (at::IntArrayRef{1, 2, 2}));
+  EXPECT_NEAR(sel.merged[0][0][0].item<float>(), 0.95f, 1e-6);
+  EXPECT_NEAR(sel.merged[0][0][1].item<float>(), 0.05f, 1e-6);
+  EXPECT_NEAR(sel.merged[0][1][0].item<float>(), 0.1f, 1e-6);
+  EXPECT_NEAR(sel.merged[0][1][1].item<float>(), 1.0f, 1e-6);
+  EXPECT_EQ(sel.merged_grid_index[0][0].item<int64_t>(), 11);
+  EXPECT_EQ(sel.merged_grid_index[0][1].item<int64_t>(), 14);
+}
+
+TEST(SelectOption, MergeRunsInsideTheLlmAndWithoutContextualTokensIsTopK) {
+  Tiny t;
+  EXPECT_EQ(t.kept("fastv:layer=1,keep=5,select=merge,contextual=0"), t.kept("fastv:layer=1,keep=5"));
+  // Two contextual tokens: the three dominant ones are FastV's top 3, and two patches more are marked kept
+  // (the merged tokens' places).
+  const auto top3 = t.kept("fastv:layer=1,keep=3");
+  const auto merged = t.kept("fastv:layer=1,keep=5,select=merge,contextual=2");
+  for (auto p : top3) EXPECT_EQ(merged.count(p), 1u) << p;
+  EXPECT_EQ(merged.size(), 5u);
+  EXPECT_TRUE(error_of("fastv:layer=1,keep=5,select=merge,contextual=5").find("contextual") !=
+              std::string::npos);
+}
+
 std::string error_of(const std::string& plan) {
   auto m = testing::load_tiny();
   try {
@@ -152,7 +198,7 @@ TEST(SelectOption, MisuseIsAOneLineErrorNamingTheFix) {
   EXPECT_TRUE(has(error_of("divprune:layer=0,keep=5,select=topk"), "no per-token score"));
   EXPECT_TRUE(has(error_of("divprune:layer=0,keep=5,select=topk"), "fastv"));  // lists the scorers with one
   EXPECT_TRUE(has(error_of("fastv:layer=1,keep=5,select=best"),
-                  "unknown selector 'best' (valid: topk, mmr, dpp, threshold)"));
+                  "unknown selector 'best' (valid: topk, mmr, dpp, merge, threshold)"));
   EXPECT_TRUE(has(error_of("fastv:layer=1,keep=5,select=mmr,lambda=2"), "lambda must be in [0, 1]"));
   EXPECT_TRUE(has(error_of("fastv:layer=1,keep=5,select=dpp,theta=1"), "theta must be in [0, 1)"));
   EXPECT_TRUE(
