@@ -69,8 +69,8 @@ enum class HookPoint {
   kAny,
 };
 
-/// What a scorer reads besides the alive tokens' hidden states (Scorer::needs()). Everything false = the
-/// tokens alone (random, uniform, pool, DivPrune).
+/// What a scorer reads besides the alive tokens' hidden states (Scorer::needs()). The baselines and DivPrune
+/// read the tokens alone (only prompt_only is true).
 struct ScorerNeeds {
   /// Layer ℓ−1's attention of the query rows attention_queries() names (ScoreInput::attn_rows; FastV-style).
   bool attention = false;
@@ -82,10 +82,11 @@ struct ScorerNeeds {
   /// The gradient saliency of the visual tokens (ScoreInput::saliency), computed by generate()'s forward +
   /// backward pre-pass (model/saliency.h).
   bool saliency = false;
-  /// score() reads no token after the last prompt token (ScoreInput::query_pos) and no signal but attention
-  /// rows from attention_queries(): it can score inside a teacher-forced training forward, whose later
-  /// columns hold the answer (VisPCO's soft pruning, optimize/learned/soft_prune.h). False for scorers that
-  /// read every text token (SparseVLM's raters, CDPruner's instruction).
+  /// score() reads nothing that depends on a token after the last prompt token (ScoreInput::query_pos), so
+  /// it can score inside a teacher-forced training forward, whose later columns hold the answer (VisPCO's
+  /// soft pruning, optimize/learned/soft_prune.h, which supplies attention rows and none of the other
+  /// signals above). Declared by fastv, visionzip, gate and the token-only methods; not by SparseVLM (its
+  /// raters are text tokens up to the end), CDPruner (its instruction), grad or DART.
   bool prompt_only = false;
 };
 
