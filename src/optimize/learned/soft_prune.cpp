@@ -16,12 +16,18 @@ bool qualifies(const Scorer& s) {
 }  // namespace
 
 void check_soft_prune_scorer(const std::string& name) {
-  if (qualifies(*make_scorer(name))) return;
   std::string valid;
-  for (const auto& e : scorer_registry())
-    if (qualifies(*e.make())) valid += (valid.empty() ? "" : ", ") + e.name;
-  throw InvalidArgument("VisPCO: scorer '" + name +
-                        "' cannot score inside a teacher-forced training forward (valid: " + valid + ")");
+  bool known = false, ok = false;
+  for (const auto& e : scorer_registry()) {
+    const bool q = qualifies(*e.make());
+    if (q) valid += (valid.empty() ? "" : ", ") + e.name;
+    if (e.name == name) known = true, ok = q;
+  }
+  if (ok) return;
+  throw InvalidArgument(
+      known ? "VisPCO: scorer '" + name +
+                  "' cannot score inside a teacher-forced training forward (valid: " + valid + ")"
+            : "VisPCO: unknown scorer '" + name + "' (valid: " + valid + ")");
 }
 
 SoftPruneHook::SoftPruneHook(at::Tensor fractions, at::Tensor visual_pos, at::Tensor query_pos,

@@ -19,8 +19,7 @@ namespace vispco::optimize::learned {
 /// Whether VisPCO can train with the registered scorer `name`: it gives per-token scores
 /// (Scorer::provides_scores), acts inside the LLM, reads only the prompt (ScorerNeeds::prompt_only) and no
 /// signal besides attention rows (no vision attention, keys or saliency). FastV and random qualify.
-/// @throws InvalidArgument for an unknown scorer (listing the registry) or one that does not qualify
-/// (listing those that do).
+/// @throws InvalidArgument for an unknown scorer or one that does not qualify, listing those that do.
 void check_soft_prune_scorer(const std::string& name);
 
 /// One training forward's pruning decisions. One instance per forward.
