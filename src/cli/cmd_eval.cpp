@@ -64,11 +64,11 @@ void run_eval(const EvalArgs& a) {
     auto_plan = optimize::parse_auto_keep(a.plan, cfg);
     predictor = optimize::load_plan_predictor(*auto_plan, a.model, cfg);
   }
-  const PruningPlan plan = auto_keep ? PruningPlan{} : parse_plan(eval::canonical_plan(a.plan), cfg);
   const ScorerEnv env{a.model};
-  // The result-store key (+ a learned gate's hash); binding the scorers checks the plan before the slow
-  // steps.
-  o.plan = auto_keep ? auto_plan->to_string() : eval::plan_store_key(plan, cfg, env);
+  // The plan bound once: its scorers check it before the slow steps; its key (+ a learned gate's hash) keys
+  // the results.
+  eval::BoundPlan bound(auto_keep ? PruningPlan{} : parse_plan(eval::canonical_plan(a.plan), cfg), cfg, env);
+  o.plan = auto_keep ? auto_plan->to_string() : bound.key();
   o.out_dir = a.out;
   o.store_path = a.store.empty() ? (std::filesystem::path(a.out) / "results.sqlite").string() : a.store;
   o.on_missing_image = a.skip_missing ? eval::MissingImagePolicy::kSkip : eval::MissingImagePolicy::kStop;
@@ -102,7 +102,7 @@ void run_eval(const EvalArgs& a) {
     dynamic.erase("report");
     rep = std::move(res.report);
   } else {
-    rep = eval::evaluate_plan(model, model_hash, ds, o, plan, env);
+    rep = eval::evaluate_plan(model, model_hash, ds, o, bound);
   }
   if (a.json) {
     nlohmann::json j = rep.to_json();

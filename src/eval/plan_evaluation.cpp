@@ -9,15 +9,28 @@
 namespace vispco::eval {
 
 std::string plan_store_key(const PruningPlan& plan, const LlavaConfig& cfg, const ScorerEnv& env) {
-  return plan.empty() ? plan.to_string() : PlanHook(plan, cfg, /*seed=*/0, env).store_key();
+  return BoundPlan(plan, cfg, env).key();
+}
+
+BoundPlan::BoundPlan(PruningPlan plan, const LlavaConfig& cfg, const ScorerEnv& env, uint64_t seed)
+    : plan_(std::move(plan)) {
+  if (!plan_.empty()) hook_ = std::make_unique<PlanHook>(plan_, cfg, seed, env);
+  key_ = hook_ ? hook_->store_key() : plan_.to_string();
+}
+BoundPlan::BoundPlan(BoundPlan&&) noexcept = default;
+BoundPlan& BoundPlan::operator=(BoundPlan&&) noexcept = default;
+BoundPlan::~BoundPlan() = default;
+
+EvalReport evaluate_plan(VisionLanguageModel& model, const std::string& model_hash, const Dataset& dataset,
+                         EvalOptions options, BoundPlan& plan) {
+  options.plan = plan.key();
+  return evaluate(model, model_hash, dataset, options, plan.hook());
 }
 
 EvalReport evaluate_plan(VisionLanguageModel& model, const std::string& model_hash, const Dataset& dataset,
                          EvalOptions options, const PruningPlan& plan, const ScorerEnv& env, uint64_t seed) {
-  std::unique_ptr<PlanHook> hook;
-  if (!plan.empty()) hook = std::make_unique<PlanHook>(plan, model.config(), seed, env);
-  options.plan = hook ? hook->store_key() : plan.to_string();
-  return evaluate(model, model_hash, dataset, options, hook.get());
+  BoundPlan bound(plan, model.config(), env, seed);
+  return evaluate_plan(model, model_hash, dataset, std::move(options), bound);
 }
 
 EvalReport evaluate_plan_groups(VisionLanguageModel& model, const std::string& model_hash,

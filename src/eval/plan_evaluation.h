@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,15 +17,46 @@
 #include "prune/plan.h"
 #include "prune/scorer.h"
 
+namespace vispco {
+class PlanHook;
+}
+
 namespace vispco::eval {
+
+/// A plan ready to evaluate, as one value: the plan, its scorers bound to the model folder once (a
+/// PlanHook seeded with `seed`), and the key its results are stored under (plan_store_key()). Bind it before
+/// the slow steps: a plan the model cannot run or a missing gate file fails here. Move-only; one evaluation
+/// at a time.
+class BoundPlan {
+ public:
+  /// @throws what plan_store_key() throws.
+  BoundPlan(PruningPlan plan, const LlavaConfig& cfg, const ScorerEnv& env, uint64_t seed = 0);
+  BoundPlan(BoundPlan&&) noexcept;
+  BoundPlan& operator=(BoundPlan&&) noexcept;
+  ~BoundPlan();
+  const PruningPlan& plan() const { return plan_; }
+  /// The result-store key: "none" for the empty plan, else PlanHook::store_key().
+  const std::string& key() const { return key_; }
+  /// The bound hook, nullptr for the empty plan.
+  PlanHook* hook() { return hook_.get(); }
+
+ private:
+  PruningPlan plan_;
+  std::unique_ptr<PlanHook> hook_;
+  std::string key_;
+};
 
 /// The result-store key of `plan` with its scorers bound to `env`: "none" for the empty plan, else
 /// PlanHook::store_key(). @throws InvalidArgument for a plan the model cannot run, what binding a scorer
 /// throws (e.g. a missing gate file).
 std::string plan_store_key(const PruningPlan& plan, const LlavaConfig& cfg, const ScorerEnv& env);
 
-/// evaluate() with `plan` (empty = unpruned) run through a PlanHook bound to `env` and seeded with `seed`
-/// (stochastic scorers), options.plan set to plan_store_key(). @throws what evaluate() and binding throw.
+/// evaluate() with a bound plan (its hook; empty = unpruned), options.plan set to its key.
+/// @throws what evaluate() throws.
+EvalReport evaluate_plan(VisionLanguageModel& model, const std::string& model_hash, const Dataset& dataset,
+                         EvalOptions options, BoundPlan& plan);
+
+/// evaluate_plan() of BoundPlan(plan, model.config(), env, seed). @throws what binding and evaluate() throw.
 EvalReport evaluate_plan(VisionLanguageModel& model, const std::string& model_hash, const Dataset& dataset,
                          EvalOptions options, const PruningPlan& plan, const ScorerEnv& env,
                          uint64_t seed = 0);

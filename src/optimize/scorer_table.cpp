@@ -146,28 +146,27 @@ ScorerTable run_scorer_table(VisionLanguageModel& model, const std::string& mode
   struct Job {
     std::string scorer;
     int64_t keep;
-    PruningPlan plan;
+    eval::BoundPlan plan;
   };
   const ScorerEnv env{model_dir};
   std::vector<Job> jobs;
-  jobs.push_back({"none", t.n_visual, PruningPlan()});
+  jobs.push_back({"none", t.n_visual, eval::BoundPlan(PruningPlan(), cfg, env)});
   for (const auto& s : scorers)
     for (auto k : t.keeps) {
       const std::string text = scorer_table_plan(s, k, cfg, options.llm_layer);
       if (s == "pool" && text != "pool:layer=0,keep=" + std::to_string(k))
         t.notes.push_back("pool at K = " + std::to_string(k) + " keeps the largest square ≤ K: `" + text +
                           "`");
-      jobs.push_back({s, k, parse_plan(text, cfg)});
-      eval::plan_store_key(jobs.back().plan, cfg, env);
+      jobs.push_back({s, k, eval::BoundPlan(parse_plan(text, cfg), cfg, env)});
     }
   for (auto& job : jobs) {
     eval::EvalOptions o = options.eval;
     o.out_dir.clear();
-    const eval::EvalReport rep = eval::evaluate_plan(model, t.model_hash, dataset, o, job.plan, env);
+    const eval::EvalReport rep = eval::evaluate_plan(model, t.model_hash, dataset, o, job.plan);
     ScorerTableCell c;
     c.scorer = job.scorer;
     c.keep = job.keep;
-    c.plan = job.plan.to_string();
+    c.plan = job.plan.plan().to_string();
     c.mean_kept = rep.mean_n_visual_kept;
     c.metrics = rep.metrics;
     c.mean_ttft_ms = rep.mean_ttft_ms;
@@ -181,10 +180,10 @@ ScorerTable run_scorer_table(VisionLanguageModel& model, const std::string& mode
     c.mean_prepass_ms = prepass / n;
     const int64_t nt = std::llround(n_text / n);
     const auto full = prefill_flops(cfg, unpruned_tokens_per_layer(cfg, nt));
-    const auto pruned = prefill_flops(cfg, plan_tokens_per_layer(job.plan, cfg, nt));
+    const auto pruned = prefill_flops(cfg, plan_tokens_per_layer(job.plan.plan(), cfg, nt));
     double flops = static_cast<double>(pruned.total);
     // The gradient pre-pass: an unpruned decoder forward and its backward (≈ 2 forwards).
-    if (std::any_of(job.plan.stages.begin(), job.plan.stages.end(),
+    if (std::any_of(job.plan.plan().stages.begin(), job.plan.plan().stages.end(),
                     [](const PruneStage& st) { return make_scorer(st.scorer)->needs().saliency; }))
       flops += 3.0 * static_cast<double>(full.decoder_total + full.lm_head);
     c.flops_ratio = flops / static_cast<double>(full.total);
