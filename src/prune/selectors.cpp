@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 
 #include <functional>
+#include <tuple>
 
 #include "core/errors.h"
 #include "core/named_table.h"
@@ -135,18 +136,7 @@ class MergeSelector : public Selector {
     const auto& h = in.state->hidden;
     auto tokens = h.gather(1, in.visual_pos.unsqueeze(-1).expand({B, N, h.size(2)}));  // [B, N, D]
     auto grid = in.state->grid_index.gather(1, in.visual_pos);                         // [B, N]
-    std::vector<at::Tensor> merged, reps;
-    for (int64_t b = 0; b < B; ++b) {
-      auto is_rest = at::ones({N}, at::kBool);
-      is_rest.index_put_({s.keep[b].cpu()}, false);
-      auto rest_idx = at::nonzero(is_rest).squeeze(1).to(tokens.device());  // ascending
-      auto rest = tokens[b].index_select(0, rest_idx);
-      auto [mt, targets] = visionzip_merge(rest, rest, m);
-      merged.push_back(mt);
-      reps.push_back(grid[b].index_select(0, rest_idx.index_select(0, targets.to(rest_idx.device()))));
-    }
-    s.merged = at::stack(merged);
-    s.merged_grid_index = at::stack(reps);
+    std::tie(s.merged, s.merged_grid_index) = merge_unkept(tokens, tokens, s.keep, grid, m);
     return s;
   }
 
@@ -173,9 +163,8 @@ const std::vector<SelectorEntry>& selector_registry() {
        "diag(q)·S·diag(q), option theta",
        make_dpp},
       {"merge",
-       "dominant + contextual (VisionZip, Yang et al. CVPR 2025 §3): the top K − M stay, the rest merge into "
-       "M "
-       "tokens by hidden-state similarity, option contextual=M (round(K·10/64))",
+       "dominant + contextual (VisionZip, Yang et al. CVPR 2025 §3): the top K − M stay, the rest merge "
+       "into M tokens by hidden-state similarity, option contextual=M (round(K·10/64))",
        [] { return std::make_unique<MergeSelector>(); }},
       {"threshold",
        "VisPCO's soft threshold (Ji et al., ACL 2026 §3.2): the top K at inference; its relaxed form "

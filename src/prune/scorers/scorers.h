@@ -100,4 +100,12 @@ std::vector<int64_t> max_min_diverse_subset(const at::Tensor& dist, int64_t k);
 /// @return {merged [M, D], target indices [M] into rest}.
 std::pair<at::Tensor, at::Tensor> visionzip_merge(const at::Tensor& rest, const at::Tensor& keys, int64_t m);
 
+/// The contextual half of a dominant + contextual split (VisionZip; the merge selector): per row, the alive
+/// tokens not in `keep` merge into m tokens with visionzip_merge().
+/// @param tokens [B, N, D] alive tokens @param keys [B, N, D_k] their similarity keys @param keep [B, K]
+/// int64 indices into N kept as they are @param grid [B, N] int64 patch index of each alive token @param m ≥
+/// 1, ≤ N − K. @return {merged [B, m, D], patch index of each merged token's target [B, m]}.
+std::pair<at::Tensor, at::Tensor> merge_unkept(const at::Tensor& tokens, const at::Tensor& keys,
+                                               const at::Tensor& keep, const at::Tensor& grid, int64_t m);
+
 }  // namespace vispco

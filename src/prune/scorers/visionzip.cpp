@@ -9,6 +9,8 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <tuple>
+#include <vector>
 
 #include "core/errors.h"
 #include "prune/scorers/scorers.h"
@@ -27,6 +29,22 @@ std::pair<at::Tensor, at::Tensor> visionzip_merge(const at::Tensor& rest, const 
   sums.index_add_(0, assign, rest.to(at::kFloat));
   auto counts = at::bincount(assign, {}, m).to(at::kFloat).unsqueeze(1);
   return {(sums / counts).to(rest.scalar_type()), targets};
+}
+
+std::pair<at::Tensor, at::Tensor> merge_unkept(const at::Tensor& tokens, const at::Tensor& keys,
+                                               const at::Tensor& keep, const at::Tensor& grid, int64_t m) {
+  const int64_t B = tokens.size(0), N = tokens.size(1);
+  std::vector<at::Tensor> merged, reps;
+  for (int64_t b = 0; b < B; ++b) {
+    auto is_rest = at::ones({N}, at::kBool);
+    is_rest.index_put_({keep[b].cpu()}, false);
+    auto rest_idx = at::nonzero(is_rest).squeeze(1).to(tokens.device());  // ascending
+    auto [mt, targets] =
+        visionzip_merge(tokens[b].index_select(0, rest_idx), keys[b].index_select(0, rest_idx), m);
+    merged.push_back(mt);
+    reps.push_back(grid[b].index_select(0, rest_idx.index_select(0, targets.to(rest_idx.device()))));
+  }
+  return {at::stack(merged), at::stack(reps)};
 }
 
 namespace {
@@ -61,18 +79,9 @@ class VisionZipScorer : public Scorer {
     s.scores = in.cls_attention;
     s.keep = top_k_indices(in.cls_attention, dominant);
     if (m == 0) return s;
-    std::vector<at::Tensor> merged, reps;
-    for (int64_t b = 0; b < B; ++b) {
-      auto is_rest = at::ones({N}, at::kBool);
-      is_rest.index_put_({s.keep[b].cpu()}, false);
-      auto rest_idx = at::nonzero(is_rest).squeeze(1).to(tokens.device());  // ascending
-      auto [mt, targets] = visionzip_merge(tokens[b].index_select(0, rest_idx),
-                                           in.vision_keys[b].index_select(0, rest_idx), m);
-      merged.push_back(mt);
-      reps.push_back(rest_idx.index_select(0, targets.to(rest_idx.device())));
-    }
-    s.merged = at::stack(merged);
-    s.merged_grid_index = at::stack(reps);
+    // At ℓ = 0 the alive tokens are the patches in raster order: patch index = alive index.
+    auto grid = at::arange(N, s.keep.options()).unsqueeze(0).expand({B, N});
+    std::tie(s.merged, s.merged_grid_index) = merge_unkept(tokens, in.vision_keys, s.keep, grid, m);
     return s;
   }
 
