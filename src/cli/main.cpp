@@ -43,6 +43,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ConversionError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
+  } catch (const CLI::ExtrasError& e) {  // an option the command does not have
+    std::cerr << "error: " << e.what() << " (see --help)\n";
+    return 2;
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const vispco::Error& e) {

@@ -213,6 +213,11 @@ TEST(Finetune, OptionsValidateAndRoundTrip) {
     EXPECT_NE(neg.err.find(flag), std::string::npos) << neg.err;
     EXPECT_EQ(std::count(neg.err.begin(), neg.err.end(), '\n'), 1) << neg.err;
   }
+  // An option the command does not have: one line naming it, exit 2.
+  auto bogus = testing::run_cli("finetune --model m --plan x --out o --val v --bogus");
+  EXPECT_EQ(bogus.exit_code, 2) << bogus.err;
+  EXPECT_NE(bogus.err.find("--bogus"), std::string::npos) << bogus.err;
+  EXPECT_EQ(std::count(bogus.err.begin(), bogus.err.end(), '\n'), 1) << bogus.err;
 }
 
 }  // namespace
