@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -39,6 +40,16 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, cons
 
 MappedFile::~MappedFile() {
   if (base_ != nullptr) ::munmap(base_, size_);
+}
+
+void MappedFile::release_pages(uint64_t offset, uint64_t length) const {
+  if (base_ == nullptr || offset >= size_) return;
+  const uint64_t end = std::min(size_, offset + std::min(length, size_ - offset));
+  const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t first = (offset + page - 1) / page * page;  // whole pages inside the range only
+  const uint64_t last = end / page * page;
+  if (last <= first) return;
+  ::madvise(base_ + first, last - first, MADV_DONTNEED);  // advisory: a failure leaves the pages resident
 }
 
 at::Tensor MappedFile::view(const std::shared_ptr<const MappedFile>& file, uint64_t offset,

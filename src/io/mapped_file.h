@@ -30,6 +30,14 @@ class MappedFile {
   static at::Tensor view(const std::shared_ptr<const MappedFile>& file, uint64_t offset,
                          at::IntArrayRef shape, c10::ScalarType dtype);
 
+  /// Drops this process's resident pages of the bytes [offset, offset + length) (the whole pages inside that
+  /// range; madvise MADV_DONTNEED). The bytes stay readable: a later read faults them in again from the file.
+  /// For a loader that has converted a tensor to another dtype and no longer needs its mapped bytes (issue
+  /// 20: without it, a bf16 checkpoint converted to fp32 keeps the mapped file resident beside the copies).
+  /// A write made through a view of those pages is discarded, so call it only on bytes nothing has written.
+  /// Out-of-range bytes are clamped to the file; an empty range does nothing.
+  void release_pages(uint64_t offset, uint64_t length) const;
+
  private:
   MappedFile() = default;
   std::string path_;

@@ -215,12 +215,21 @@ const std::map<std::string, TensorInfo>& SafetensorsFile::entries() const { retu
 const std::map<std::string, std::string>& SafetensorsFile::metadata() const { return metadata_; }
 bool SafetensorsFile::contains(const std::string& name) const { return entries_.count(name) != 0; }
 
-at::Tensor SafetensorsFile::tensor(const std::string& name) const {
+const TensorInfo& SafetensorsFile::entry(const std::string& name) const {
   auto it = entries_.find(name);
   if (it == entries_.end())
     throw ConfigError("safetensors file '" + path() + "' has no tensor " + json_quoted(name) + " (it holds " +
                       std::to_string(entries_.size()) + " tensors)");
-  const TensorInfo& info = it->second;
+  return it->second;
+}
+
+void SafetensorsFile::release(const std::string& name) const {
+  const TensorInfo& info = entry(name);
+  map_->file->release_pages(map_->data_start + info.begin, info.end - info.begin);
+}
+
+at::Tensor SafetensorsFile::tensor(const std::string& name) const {
+  const TensorInfo& info = entry(name);
   const DtypeRow* row = find_dtype(info.dtype);
   // Misaligned for its dtype (a header length not a multiple of 8, or an odd layout): view() copies.
   return MappedFile::view(map_->file, map_->data_start + info.begin, info.shape, row->type);

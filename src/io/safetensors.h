@@ -45,9 +45,14 @@ class SafetensorsFile {
   /// The file must not be truncated while mapped (SIGBUS).
   /// @throws ConfigError when `name` is absent (the message names the file).
   at::Tensor tensor(const std::string& name) const;
+  /// Drops the resident pages of tensor `name`'s bytes (MappedFile::release_pages): for a loader done with
+  /// them after converting the tensor to another dtype. Views stay valid (read again from the file).
+  /// @throws ConfigError when `name` is absent.
+  void release(const std::string& name) const;
 
  private:
   struct Mapping;
+  const TensorInfo& entry(const std::string& name) const;  // @throws ConfigError when absent
   std::shared_ptr<Mapping> map_;
   std::map<std::string, TensorInfo> entries_;
   std::map<std::string, std::string> metadata_;
@@ -81,9 +86,12 @@ class CheckpointTensors {
   bool contains(const std::string& name) const;
   /// Zero-copy view of one tensor. @throws ConfigError naming the tensor and the folder when absent.
   at::Tensor tensor(const std::string& name) const;
+  /// SafetensorsFile::release on the shard holding `name`. @throws ConfigError when absent.
+  void release(const std::string& name) const;
   const std::string& dir() const { return dir_; }
 
  private:
+  const SafetensorsFile& shard(const std::string& name) const;  // @throws ConfigError when absent
   std::string dir_;
   std::vector<SafetensorsFile> shards_;
   std::map<std::string, size_t> shard_of_;  // tensor name -> index into shards_

@@ -94,13 +94,17 @@ std::vector<std::string> CheckpointTensors::names() const {
 
 bool CheckpointTensors::contains(const std::string& name) const { return shard_of_.count(name) != 0; }
 
-at::Tensor CheckpointTensors::tensor(const std::string& name) const {
+const SafetensorsFile& CheckpointTensors::shard(const std::string& name) const {
   auto it = shard_of_.find(name);
   if (it == shard_of_.end())
     throw ConfigError("checkpoint folder '" + dir_ + "' has no tensor " + json_quoted(name) + " (it holds " +
                       std::to_string(shard_of_.size()) +
                       " tensors; a config/checkpoint mismatch or another weight-name layout?)");
-  return shards_[it->second].tensor(name);
+  return shards_[it->second];
 }
+
+at::Tensor CheckpointTensors::tensor(const std::string& name) const { return shard(name).tensor(name); }
+
+void CheckpointTensors::release(const std::string& name) const { shard(name).release(name); }
 
 }  // namespace vispco::io

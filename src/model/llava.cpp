@@ -77,12 +77,18 @@ struct TensorSource {
   std::function<bool(const std::string&)> contains;
   std::function<at::Tensor(const std::string&)> get;
   size_t count = 0;
+  /// Optional: drops the resident mapped pages of a tensor once it has been converted (none for GGUF).
+  std::function<void(const std::string&)> release;
 };
 
 void load_weights(LlavaNet& net, const TensorSource& ckpt, const RunContext& ctx) {
   // Pass 1: find and check every tensor (views into the mapped file, or the GGUF reader's tensors), so a bad
   // checkpoint throws before anything changes.
-  std::vector<std::pair<at::Tensor, at::Tensor>> assign;  // (parameter, checkpoint tensor)
+  struct Assignment {
+    at::Tensor param, tensor;
+    std::string key;  // the checkpoint's name of `tensor`
+  };
+  std::vector<Assignment> assign;
   for (auto& item : net->named_parameters(/*recurse=*/true)) {
     const auto& name = item.key();
     auto& param = item.value();
@@ -104,21 +110,24 @@ void load_weights(LlavaNet& net, const TensorSource& ckpt, const RunContext& ctx
     }
     if (!at::isFloatingType(t.scalar_type()))
       throw ConfigError("tensor '" + found + "' has non-float dtype " + std::string(c10::toString(t.scalar_type())));
-    assign.emplace_back(param, t);
+    assign.push_back({param, t, found});
   }
   if (assign.size() < ckpt.count) spdlog::debug("{} checkpoint tensors not used by the model", ckpt.count - assign.size());
   // Pass 2: free the constructed (random) parameters before any converted copy is allocated, so the peak is
   // the weights once in the compute dtype, not twice.
-  for (auto& [param, t] : assign) param.set_data(at::empty({0}, param.options()));
+  for (auto& a : assign) a.param.set_data(at::empty({0}, a.param.options()));
   release_freed_heap();
-  // Pass 3: the checkpoint's tensors, zero-copy where the dtype already is the compute dtype.
-  for (auto& [param, t] : assign) {
-    if (t.scalar_type() == ctx.dtype && ctx.device.is_cpu()) {
-      param.set_data(t);  // memory-mapped view, no copy
+  // Pass 3: the checkpoint's tensors, zero-copy where the dtype already is the compute dtype; a converted
+  // tensor's mapped pages are dropped at once, so the peak is the converted weights plus one tensor's pages,
+  // not plus the whole mapped file (a bf16 checkpoint computed in fp32: 1.5x the fp32 weights before).
+  for (auto& a : assign) {
+    if (a.tensor.scalar_type() == ctx.dtype && ctx.device.is_cpu()) {
+      a.param.set_data(a.tensor);  // memory-mapped view, no copy
     } else {
-      param.set_data(t.to(ctx.device, ctx.dtype));
+      a.param.set_data(a.tensor.to(ctx.device, ctx.dtype));
+      if (ckpt.release) ckpt.release(a.key);
     }
-    t = at::Tensor();
+    a.tensor = at::Tensor();
   }
 }
 
@@ -182,7 +191,8 @@ VisionLanguageModel VisionLanguageModel::load(const std::string& dir, const RunC
   {
     at::NoGradGuard no_grad;
     TensorSource ts{ckpt.dir(), [&](const std::string& k) { return ckpt.contains(k); },
-                    [&](const std::string& k) { return ckpt.tensor(k); }, ckpt.names().size()};
+                    [&](const std::string& k) { return ckpt.tensor(k); }, ckpt.names().size(),
+                    [&](const std::string& k) { ckpt.release(k); }};
     load_weights(net, ts, ctx);
   }
   release_freed_heap();

@@ -100,6 +100,31 @@ inline MapsLookup lookup_maps(const std::string& path, const void* ptr = nullptr
   return out;
 }
 
+/// Resident kB of this process's mappings of file `path` ("Rss:" lines of /proc/self/smaps).
+inline int64_t mapped_rss_kb(const std::string& path) {
+  const std::string want = fs::canonical(path).string();
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool in_file = false;
+  int64_t kb = 0;
+  while (std::getline(smaps, line)) {
+    std::istringstream fields(line);
+    std::string first;
+    fields >> first;
+    if (first.find('-') != std::string::npos && first.find(':') == std::string::npos) {  // a mapping's header
+      std::string perms, offset, dev, inode, file;
+      fields >> perms >> offset >> dev >> inode;
+      std::getline(fields >> std::ws, file);
+      in_file = file == want;
+    } else if (in_file && first == "Rss:") {
+      int64_t v = 0;
+      fields >> v;
+      kb += v;
+    }
+  }
+  return kb;
+}
+
 /// Asserts `fn` throws `E` whose message is one line, names `path` and contains every one of `parts`.
 template <typename E, typename Fn>
 void expect_error(Fn&& fn, const std::string& path, std::initializer_list<std::string> parts) {
