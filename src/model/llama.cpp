@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 
 #include "model/blocks.h"
+#include "model/dense_linear.h"
 #include "model/quant.h"
 
 namespace vispco {
@@ -151,7 +152,7 @@ at::Tensor LlamaForCausalLMImpl::run_layers(TokenState& state, KvCache& cache, P
 
 at::Tensor LlamaForCausalLMImpl::logits(const at::Tensor& h) {
   if (lm_head) return linear_forward(lm_head, h).to(at::kFloat);
-  return at::linear(h, model->embed_tokens->weight).to(at::kFloat);
+  return dense_linear(h, model->embed_tokens->weight).to(at::kFloat);
 }
 
 }  // namespace vispco

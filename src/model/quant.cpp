@@ -15,6 +15,7 @@
 
 #include "core/cpu_features.h"
 #include "core/errors.h"
+#include "model/dense_linear.h"
 #include "model/llava.h"
 
 namespace vispco {
@@ -144,9 +145,9 @@ QuantReport quantize_int8(LlavaNetImpl& net, bool tower) {
 }
 
 at::Tensor linear_forward(const torch::nn::Linear& layer, const at::Tensor& x) {
-  if (!any_quantized.load(std::memory_order_relaxed)) return layer.ptr()->forward(x);
+  if (!any_quantized.load(std::memory_order_relaxed)) return dense_linear(x, layer->weight, layer->bias);
   const Entry* e = find(layer.get());
-  if (!e) return layer.ptr()->forward(x);
+  if (!e) return dense_linear(x, layer->weight, layer->bias);
   auto sizes = x.sizes().vec();
   auto x2 = x.reshape({-1, e->in}).to(at::kFloat).contiguous();
   auto y = e->packed->apply_dynamic(x2, reduce_range.load(std::memory_order_relaxed));

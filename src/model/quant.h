@@ -38,7 +38,8 @@ struct QuantReport {
 /// @throws InvalidArgument on a CUDA model or when LibTorch has no quantized engine.
 QuantReport quantize_int8(LlavaNetImpl& net, bool tower);
 
-/// y = linear(x) through the layer's int8 weights when quantize_int8 replaced it, else the layer itself.
+/// y = linear(x) through the layer's int8 weights when quantize_int8 replaced it, else its float weights
+/// (dense_linear: a one-row input takes the matrix–vector path).
 /// @param x [..., in] any float dtype @return [..., out] in x's dtype.
 at::Tensor linear_forward(const torch::nn::Linear& layer, const at::Tensor& x);
 

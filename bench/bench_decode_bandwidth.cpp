@@ -1,0 +1,171 @@
+// The decode roofline of this machine (issue 20): one decoded token must read every decoder weight once, so
+// tokens/s ≤ (bytes/s the memory system streams) ÷ (weight bytes). Two Google Benchmark rows, each with a
+// bytes/s rate and the tok/s ceiling it implies for the preset's decoder weights in the chosen dtype:
+//   stream_read     a plain sum over a buffer of that size, split across the threads (what memory delivers)
+//   linear_m1       LibTorch's at::linear with one row, over random weights of the preset's decoder shapes
+//                   (q, k, v, o, gate, up, down per layer, lm_head): its one-row GEMM
+//   dense_linear_m1 the same products through vispco's dense_linear (model/dense_linear.h: at::mv for one
+//                   row), the path the decoder's decode step takes
+// The independent reference bench/reference/decode_weight_bandwidth.py measures the second in plain PyTorch.
+// Own flags after Google Benchmark's: --preset=NAME (llava-tinyllama-1.1b)  --dtype=fp32|bf16 (bf16)
+//   --threads=N (0 = all cores)
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/context.h"
+#include "core/errors.h"
+#include "model/dense_linear.h"
+#include "model/presets.h"
+
+namespace {
+
+struct Flags {
+  std::string preset = "llava-tinyllama-1.1b";
+  c10::ScalarType dtype = c10::kBFloat16;
+  int threads = 0;
+};
+
+// Parses "--name=value" flags; returns false (after printing why) on an unknown flag or bad value.
+bool parse_flags(int argc, char** argv, Flags& f) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const auto eq = a.find('=');
+    const std::string key = a.substr(0, eq), value = eq == std::string::npos ? "" : a.substr(eq + 1);
+    try {
+      if (key == "--preset")
+        f.preset = value;
+      else if (key == "--dtype")
+        f.dtype = vispco::parse_dtype(value);
+      else if (key == "--threads")
+        f.threads = std::stoi(value);
+      else {
+        std::fprintf(stderr, "unknown flag '%s' (own flags: --preset, --dtype, --threads)\n", a.c_str());
+        return false;
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bad value in '%s': %s\n", a.c_str(), e.what());
+      return false;
+    }
+  }
+  return true;
+}
+
+/// [out, in] shapes of the decoder's linear layers and the LM head (the bytes one decode step reads).
+std::vector<std::pair<int64_t, int64_t>> decoder_linear_shapes(const vispco::TextConfig& t) {
+  const int64_t d = t.hidden_size, kv = t.n_kv_heads() * t.d_head(), q = t.num_attention_heads * t.d_head();
+  std::vector<std::pair<int64_t, int64_t>> shapes;
+  for (int64_t l = 0; l < t.num_hidden_layers; ++l)
+    for (auto s : {std::pair{q, d},
+                   {kv, d},
+                   {kv, d},
+                   {d, q},
+                   {t.intermediate_size, d},
+                   {t.intermediate_size, d},
+                   {d, t.intermediate_size}})
+      shapes.push_back(s);
+  shapes.emplace_back(t.vocab_size, d);
+  return shapes;
+}
+
+// "bytes" shows as a rate (e.g. "bytes=19.3G/s"); "tok_s_ceiling" = 1 / (time of one pass over the weights).
+void add_counters(benchmark::State& state, int64_t bytes) {
+  state.counters["bytes"] =
+      benchmark::Counter(static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["tok_s_ceiling"] = benchmark::Counter(1.0, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  Flags flags;
+  if (!parse_flags(argc, argv, flags)) return 2;
+  std::vector<std::pair<int64_t, int64_t>> shapes;
+  try {
+    shapes = decoder_linear_shapes(vispco::find_preset(flags.preset).config.text);
+  } catch (const vispco::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
+  if (flags.threads > 0) at::set_num_threads(flags.threads);
+  const int n_threads = at::get_num_threads();
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
+  auto weights = std::make_shared<std::vector<at::Tensor>>();
+  int64_t bytes = 0;
+  for (auto [out, in] : shapes) {
+    weights->push_back((at::randn({out, in}, gen) * 0.02).to(flags.dtype));
+    bytes += weights->back().nbytes();
+  }
+  auto x_of = std::make_shared<std::vector<at::Tensor>>();
+  for (auto [out, in] : shapes) x_of->push_back(at::randn({1, in}, gen).to(flags.dtype));
+  // The streaming buffer: as many bytes as the weights, read as 64-bit integers (integer adds have one cycle
+  // of latency, so four chains keep up with memory without vector code or reordered float sums).
+  auto buffer = std::make_shared<std::vector<uint64_t>>(static_cast<size_t>(bytes) / sizeof(uint64_t), 1);
+
+  benchmark::AddCustomContext("preset", flags.preset);
+  benchmark::AddCustomContext("dtype", vispco::dtype_name(flags.dtype));
+  benchmark::AddCustomContext("threads", std::to_string(n_threads));
+  benchmark::AddCustomContext("decoder_weight_bytes", std::to_string(bytes));
+
+  benchmark::RegisterBenchmark("stream_read",
+                               [buffer, n_threads, bytes](benchmark::State& state) {
+                                 const auto& b = *buffer;
+                                 for (auto _ : state) {
+                                   std::vector<uint64_t> sums(n_threads, 0);
+                                   std::vector<std::thread> pool;
+                                   for (int t = 0; t < n_threads; ++t)
+                                     pool.emplace_back([&, t] {
+                                       const size_t lo = b.size() * t / n_threads;
+                                       const size_t hi = b.size() * (t + 1) / n_threads;
+                                       uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+                                       size_t i = lo;
+                                       for (; i + 4 <= hi; i += 4) {
+                                         s0 += b[i];
+                                         s1 += b[i + 1];
+                                         s2 += b[i + 2];
+                                         s3 += b[i + 3];
+                                       }
+                                       for (; i < hi; ++i) s0 += b[i];
+                                       sums[t] = s0 + s1 + s2 + s3;
+                                     });
+                                   for (auto& th : pool) th.join();
+                                   benchmark::DoNotOptimize(sums.data());
+                                 }
+                                 add_counters(state, bytes);
+                               })
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark("linear_m1",
+                               [weights, x_of, bytes](benchmark::State& state) {
+                                 c10::InferenceMode guard;
+                                 for (auto _ : state)
+                                   for (size_t i = 0; i < weights->size(); ++i)
+                                     benchmark::DoNotOptimize(at::linear((*x_of)[i], (*weights)[i]));
+                                 add_counters(state, bytes);
+                               })
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark(
+      "dense_linear_m1",
+      [weights, x_of, bytes](benchmark::State& state) {
+        c10::InferenceMode guard;
+        for (auto _ : state)
+          for (size_t i = 0; i < weights->size(); ++i)
+            benchmark::DoNotOptimize(vispco::dense_linear((*x_of)[i], (*weights)[i]));
+        add_counters(state, bytes);
+      })
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

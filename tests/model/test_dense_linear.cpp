@@ -1,0 +1,51 @@
+// Tests of dense_linear: its one-row (matrix–vector) path against y = x Wᵀ + b computed in double by
+// broadcasting and summing, and its other shapes against at::linear.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include "model/dense_linear.h"
+
+namespace vispco {
+namespace {
+
+// Reference in double: y[..., o] = Σ_i x[..., i] W[o, i] + b[o].
+at::Tensor reference(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  auto y = (x.to(at::kDouble).unsqueeze(-2) * w.to(at::kDouble)).sum(-1);
+  return b.defined() ? y + b.to(at::kDouble) : y;
+}
+
+TEST(DenseLinear, OneRowMatchesTheDoubleReference) {
+  at::manual_seed(3);
+  const int64_t in = 300, out = 70;
+  for (auto dtype : {at::kFloat, at::kBFloat16}) {
+    const auto w = at::randn({out, in}).to(dtype), b = at::randn({out}).to(dtype);
+    for (const auto& shape : {std::vector<int64_t>{1, 1, in}, {1, in}, {in}}) {
+      const auto x = at::randn(shape).to(dtype);
+      for (bool with_bias : {false, true}) {
+        const auto bias = with_bias ? b : at::Tensor();
+        const auto y = dense_linear(x, w, bias);
+        auto want_shape = shape;
+        want_shape.back() = out;
+        ASSERT_EQ(y.sizes(), at::IntArrayRef(want_shape));
+        EXPECT_EQ(y.scalar_type(), dtype);
+        // Per element: fp32 differs by summation order only; bf16 products are exact in the fp32
+        // accumulator, so its error is the output's rounding to 8 mantissa bits (≤ 2^-9 relative).
+        const auto ref = reference(x, w, bias);
+        const double rel = dtype == at::kFloat ? 1e-6 : 1.0 / 256;
+        const auto excess = (y.to(at::kDouble) - ref).abs() - (rel * ref.abs() + 1e-4);
+        EXPECT_LE(excess.max().item<double>(), 0.0)
+            << c10::toString(dtype) << " bias " << with_bias << " rank " << shape.size();
+      }
+    }
+  }
+}
+
+TEST(DenseLinear, SeveralRowsAreAtLinear) {
+  at::manual_seed(4);
+  const auto w = at::randn({40, 24}), b = at::randn({40}), x = at::randn({2, 3, 24});
+  EXPECT_TRUE(at::equal(dense_linear(x, w, b), at::linear(x, w, b)));
+  EXPECT_TRUE(at::equal(dense_linear(x, w), at::linear(x, w)));
+}
+
+}  // namespace
+}  // namespace vispco
