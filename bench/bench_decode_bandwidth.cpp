@@ -1,14 +1,15 @@
 // The decode roofline of this machine (issue 20): one decoded token must read every decoder weight once, so
-// tokens/s ≤ (bytes/s the memory system streams) ÷ (weight bytes). Two Google Benchmark rows, each with a
+// tokens/s ≤ (bytes/s the memory system streams) ÷ (weight bytes). Three Google Benchmark rows, each with a
 // bytes/s rate and the tok/s ceiling it implies for the preset's decoder weights in the chosen dtype:
 //   stream_read     a plain sum over a buffer of that size, split across the threads (what memory delivers)
-//   linear_m1       LibTorch's at::linear with one row, over random weights of the preset's decoder shapes
-//                   (q, k, v, o, gate, up, down per layer, lm_head): its one-row GEMM
-//   dense_linear_m1 the same products through vispco's dense_linear (model/dense_linear.h: at::mv for one
-//                   row), the path the decoder's decode step takes
-// The independent reference bench/reference/decode_weight_bandwidth.py measures the second in plain PyTorch.
+//   linear          LibTorch's at::linear on --rows rows (1: decode at batch 1), over random weights of the
+//                   preset's decoder shapes (q, k, v, o, gate, up, down per layer, lm_head)
+//   dense_linear    the same products through vispco's dense_linear (model/dense_linear.h: at::mv for one
+//                   row, (W xᵀ)ᵀ for a few bf16 rows), the path the decoder's decode step takes
+// With --rows N one pass decodes N sequences by one token each (tok_s_ceiling counts passes). The independent
+// reference bench/reference/decode_weight_bandwidth.py measures the linear row in plain PyTorch.
 // Own flags after Google Benchmark's: --preset=NAME (llava-tinyllama-1.1b)  --dtype=fp32|bf16 (bf16)
-//   --threads=N (0 = all cores)
+//   --threads=N (0 = all cores)  --rows=N (1: rows per product, the batch of a batched decode step)
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
@@ -32,6 +33,7 @@ struct Flags {
   std::string preset = "llava-tinyllama-1.1b";
   c10::ScalarType dtype = c10::kBFloat16;
   int threads = 0;
+  int64_t rows = 1;  // sequences decoded together (the batch of a batched decode step)
 };
 
 // Parses "--name=value" flags; returns false (after printing why) on an unknown flag or bad value.
@@ -47,8 +49,11 @@ bool parse_flags(int argc, char** argv, Flags& f) {
         f.dtype = vispco::parse_dtype(value);
       else if (key == "--threads")
         f.threads = std::stoi(value);
+      else if (key == "--rows" && std::stoll(value) >= 1)
+        f.rows = std::stoll(value);
       else {
-        std::fprintf(stderr, "unknown flag '%s' (own flags: --preset, --dtype, --threads)\n", a.c_str());
+        std::fprintf(stderr, "unknown flag '%s' (own flags: --preset, --dtype, --threads, --rows ≥ 1)\n",
+                     a.c_str());
         return false;
       }
     } catch (const std::exception& e) {
@@ -106,7 +111,7 @@ int main(int argc, char** argv) {
     bytes += weights->back().nbytes();
   }
   auto x_of = std::make_shared<std::vector<at::Tensor>>();
-  for (auto [out, in] : shapes) x_of->push_back(at::randn({1, in}, gen).to(flags.dtype));
+  for (auto [out, in] : shapes) x_of->push_back(at::randn({flags.rows, in}, gen).to(flags.dtype));
   // The streaming buffer: as many bytes as the weights, read as 64-bit integers (integer adds have one cycle
   // of latency, so four chains keep up with memory without vector code or reordered float sums).
   auto buffer = std::make_shared<std::vector<uint64_t>>(static_cast<size_t>(bytes) / sizeof(uint64_t), 1);
@@ -114,6 +119,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("preset", flags.preset);
   benchmark::AddCustomContext("dtype", vispco::dtype_name(flags.dtype));
   benchmark::AddCustomContext("threads", std::to_string(n_threads));
+  benchmark::AddCustomContext("rows", std::to_string(flags.rows));
   benchmark::AddCustomContext("decoder_weight_bytes", std::to_string(bytes));
 
   benchmark::RegisterBenchmark("stream_read",
@@ -144,7 +150,7 @@ int main(int argc, char** argv) {
                                })
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
-  benchmark::RegisterBenchmark("linear_m1",
+  benchmark::RegisterBenchmark("linear",
                                [weights, x_of, bytes](benchmark::State& state) {
                                  c10::InferenceMode guard;
                                  for (auto _ : state)
@@ -155,7 +161,7 @@ int main(int argc, char** argv) {
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
   benchmark::RegisterBenchmark(
-      "dense_linear_m1",
+      "dense_linear",
       [weights, x_of, bytes](benchmark::State& state) {
         c10::InferenceMode guard;
         for (auto _ : state)

@@ -1,17 +1,28 @@
-// The float linear layer of the decoder, y = x Wᵀ + b, with a one-row path for decoding one sequence.
+// The decoder's float linear layer, y = x Wᵀ + b, with paths for the few rows of a decode step.
 #pragma once
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
+
 namespace vispco {
 
-/// y = x Wᵀ + b, as torch.nn.functional.linear. When x holds exactly one row on the CPU (decode at batch 1:
-/// x [1, 1, in]), the product is at::addmv / at::mv, LibTorch's matrix–vector kernel, which streams the
-/// weight at 20–25 GB/s where at::linear's one-row GEMM reaches 10–15 GB/s (2 threads, bf16 and fp32;
-/// bench/bench_decode_bandwidth and docs/benchmarks.md, issue 20) — a decode step reads every weight once,
-/// so its time is that read. Other shapes and devices call at::linear. Results agree with at::linear to
-/// rounding (another summation order), not bit for bit.
+/// Most rows for which dense_linear computes a bf16 product as (W xᵀ)ᵀ: measured equal to at::linear at 128
+/// rows and slower at 616 (2 threads, AMX-BF16 Xeon, the 1.1B decoder's shapes).
+inline constexpr int64_t kDenseLinearFewRows = 64;
+
+/// y = x Wᵀ + b, as torch.nn.functional.linear, with two CPU paths for the few rows of a decode step, whose
+/// time is the read of every weight (issue 20; bench/bench_decode_bandwidth, docs/benchmarks.md; 2 threads,
+/// the 1.1B decoder's shapes):
+/// - one row (decode at batch 1, x [1, 1, in]): at::addmv / at::mv, LibTorch's matrix–vector kernel, which
+///   streams the weight at 20 GB/s in bf16 and 25 GB/s in fp32 where at::linear's one-row GEMM reaches 13
+///   and 11 GB/s;
+/// - 2 … kDenseLinearFewRows rows in bf16 (batched decode): (W xᵀ)ᵀ through at::mm, 21–23 GB/s where
+///   at::linear's x Wᵀ reaches 8–15 GB/s (in fp32 both forms are alike, so fp32 keeps at::linear).
+/// Everything else (prefill, other devices) calls at::linear. Results agree with at::linear to rounding
+/// (another summation order), not bit for bit.
 /// @param x [..., in] @param weight [out, in], x's dtype @param bias [out] or undefined
-/// @return [..., out] in x's dtype. @throws c10::Error on mismatched shapes or dtypes (as at::linear).
+/// @return [..., out] in x's dtype, contiguous. @throws c10::Error on mismatched shapes or dtypes (as
+/// at::linear).
 at::Tensor dense_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias = {});
 
 }  // namespace vispco

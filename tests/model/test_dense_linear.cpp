@@ -40,11 +40,31 @@ TEST(DenseLinear, OneRowMatchesTheDoubleReference) {
   }
 }
 
-TEST(DenseLinear, SeveralRowsAreAtLinear) {
+TEST(DenseLinear, FewBf16RowsMatchTheDoubleReference) {
+  at::manual_seed(5);
+  const int64_t in = 300, out = 70;
+  const auto w = at::randn({out, in}).to(at::kBFloat16), b = at::randn({out}).to(at::kBFloat16);
+  for (int64_t rows : {int64_t{2}, int64_t{8}, kDenseLinearFewRows}) {
+    const auto x = at::randn({rows, 1, in}).to(at::kBFloat16);
+    for (bool with_bias : {false, true}) {
+      const auto bias = with_bias ? b : at::Tensor();
+      const auto y = dense_linear(x, w, bias);
+      ASSERT_EQ(y.sizes(), at::IntArrayRef({rows, 1, out}));
+      ASSERT_TRUE(y.is_contiguous());
+      const auto ref = reference(x, w, bias);
+      const auto excess = (y.to(at::kDouble) - ref).abs() - (ref.abs() / 256 + 1e-4);
+      EXPECT_LE(excess.max().item<double>(), 0.0) << rows << " rows, bias " << with_bias;
+    }
+  }
+}
+
+TEST(DenseLinear, OtherShapesAreAtLinear) {
   at::manual_seed(4);
-  const auto w = at::randn({40, 24}), b = at::randn({40}), x = at::randn({2, 3, 24});
+  const auto w = at::randn({40, 24}), b = at::randn({40}), x = at::randn({2, 3, 24});  // fp32, 6 rows
   EXPECT_TRUE(at::equal(dense_linear(x, w, b), at::linear(x, w, b)));
   EXPECT_TRUE(at::equal(dense_linear(x, w), at::linear(x, w)));
+  const auto wb = w.to(at::kBFloat16), xb = at::randn({kDenseLinearFewRows + 1, 24}).to(at::kBFloat16);
+  EXPECT_TRUE(at::equal(dense_linear(xb, wb), at::linear(xb, wb)));  // bf16 past the few-row limit
 }
 
 }  // namespace
