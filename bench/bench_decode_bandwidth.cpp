@@ -49,8 +49,10 @@ bool parse_flags(int argc, char** argv, Flags& f) {
         f.dtype = vispco::parse_dtype(value);
       else if (key == "--threads")
         f.threads = std::stoi(value);
-      else if (key == "--rows" && std::stoll(value) >= 1)
+      else if (key == "--rows") {
         f.rows = std::stoll(value);
+        if (f.rows < 1) throw std::invalid_argument("rows must be ≥ 1");
+      }
       else {
         std::fprintf(stderr, "unknown flag '%s' (own flags: --preset, --dtype, --threads, --rows ≥ 1)\n",
                      a.c_str());
