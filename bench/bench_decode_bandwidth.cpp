@@ -52,8 +52,7 @@ bool parse_flags(int argc, char** argv, Flags& f) {
       else if (key == "--rows") {
         f.rows = std::stoll(value);
         if (f.rows < 1) throw std::invalid_argument("rows must be ≥ 1");
-      }
-      else {
+      } else {
         std::fprintf(stderr, "unknown flag '%s' (own flags: --preset, --dtype, --threads, --rows ≥ 1)\n",
                      a.c_str());
         return false;
