@@ -151,27 +151,23 @@ int main(int argc, char** argv) {
                                })
       ->Unit(benchmark::kMillisecond)
       ->UseRealTime();
-  benchmark::RegisterBenchmark("linear",
-                               [weights, x_of, bytes](benchmark::State& state) {
-                                 c10::InferenceMode guard;
-                                 for (auto _ : state)
-                                   for (size_t i = 0; i < weights->size(); ++i)
-                                     benchmark::DoNotOptimize(at::linear((*x_of)[i], (*weights)[i]));
-                                 add_counters(state, bytes);
-                               })
-      ->Unit(benchmark::kMillisecond)
-      ->UseRealTime();
-  benchmark::RegisterBenchmark(
-      "dense_linear",
-      [weights, x_of, bytes](benchmark::State& state) {
-        c10::InferenceMode guard;
-        for (auto _ : state)
-          for (size_t i = 0; i < weights->size(); ++i)
-            benchmark::DoNotOptimize(vispco::dense_linear((*x_of)[i], (*weights)[i]));
-        add_counters(state, bytes);
-      })
-      ->Unit(benchmark::kMillisecond)
-      ->UseRealTime();
+  // One pass of `product` over every weight (a decode step's linear layers), as one benchmark row.
+  const auto register_products = [&](const char* name,
+                                     at::Tensor (*product)(const at::Tensor&, const at::Tensor&)) {
+    benchmark::RegisterBenchmark(name,
+                                 [weights, x_of, bytes, product](benchmark::State& state) {
+                                   c10::InferenceMode guard;
+                                   for (auto _ : state)
+                                     for (size_t i = 0; i < weights->size(); ++i)
+                                       benchmark::DoNotOptimize(product((*x_of)[i], (*weights)[i]));
+                                   add_counters(state, bytes);
+                                 })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  };
+  register_products("linear", [](const at::Tensor& x, const at::Tensor& w) { return at::linear(x, w); });
+  register_products("dense_linear",
+                    [](const at::Tensor& x, const at::Tensor& w) { return vispco::dense_linear(x, w); });
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
