@@ -46,10 +46,11 @@ void register_loadtest(CLI::App& app) {
       j["ignore_eos"] = o->lt.ignore_eos;
       std::cout << j.dump() << "\n";
     } else {
-      std::printf("%d ok, %d failed in %.2f s: %.2f req/s, %.1f tok/s | TTFT P50 %.1f P99 %.1f ms | latency P50 "
-                  "%.1f P99 %.1f ms | mean batch %.2f | server peak RSS %.0f MB\n",
-                  r.ok, r.failed, r.wall_s, r.requests_per_s, r.generated_tokens_per_s, r.ttft_ms.p50, r.ttft_ms.p99,
-                  r.latency_ms.p50, r.latency_ms.p99, r.mean_batch_size, r.server_peak_rss_mb);
+      std::printf(
+          "%d ok, %d failed in %.2f s: %.2f req/s, %.1f tok/s | TTFT P50 %.1f P99 %.1f ms | latency P50 "
+          "%.1f P99 %.1f ms | mean batch %.2f (decode %.2f) | server peak RSS %.0f MB\n",
+          r.ok, r.failed, r.wall_s, r.requests_per_s, r.generated_tokens_per_s, r.ttft_ms.p50, r.ttft_ms.p99,
+          r.latency_ms.p50, r.latency_ms.p99, r.mean_batch_size, r.mean_decode_batch, r.server_peak_rss_mb);
     }
     if (r.ok == 0) throw Error("loadtest: no request succeeded");
   });

@@ -47,7 +47,11 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--port", o->server.port, "TCP port (0 = any free port)")->capture_default_str();
   cmd->add_option("--port-file", o->port_file, "Write the bound port to this file once listening");
   cmd->add_option("--model-name", o->server.model_name, "Model id in /v1/models (default: the folder's name)");
-  cmd->add_option("--max-batch", o->sched.max_batch, "Most requests per prefill batch")->capture_default_str();
+  cmd->add_option("--max-batch", o->sched.max_batch, "Most rows of the decode batch (and of one prefill)")
+      ->capture_default_str();
+  cmd->add_flag("--continuous-batching,!--no-continuous-batching", o->sched.continuous,
+                "Admit same-plan requests into a running decode batch between steps")
+      ->capture_default_str();
   cmd->add_option("--batch-window-ms", o->sched.batch_window_ms,
                   "Longest wait for more same-plan requests after the oldest arrived")
       ->capture_default_str();
@@ -85,10 +89,12 @@ void register_serve(CLI::App& app) {
     if (!o->port_file.empty()) {
       std::ofstream(o->port_file) << port << "\n";
     }
-    std::fprintf(stderr, "vispco serve: %s on http://%s:%d (plan %s, max batch %ld, window %.1f ms, queue %ld, %s)\n",
-                 o->server.model_name.c_str(), o->server.host.c_str(), port,
-                 scheduler.resolve_plan("").c_str(), (long)o->sched.max_batch, o->sched.batch_window_ms,
-                 (long)o->sched.max_queue, dtype_choice.describe().c_str());
+    std::fprintf(
+        stderr,
+        "vispco serve: %s on http://%s:%d (plan %s, max batch %ld%s, window %.1f ms, queue %ld, %s)\n",
+        o->server.model_name.c_str(), o->server.host.c_str(), port, scheduler.resolve_plan("").c_str(),
+        (long)o->sched.max_batch, o->sched.continuous ? " continuous" : "", o->sched.batch_window_ms,
+        (long)o->sched.max_queue, dtype_choice.describe().c_str());
     // SIGINT / SIGTERM: the handler (any thread may run it: BLAS and OpenMP threads exist before main) only
     // writes the signal number to a pipe; a waiter thread reads it and shuts the server down gracefully.
     if (pipe(g_stop_pipe) != 0) throw IoError("serve: cannot create the signal pipe");

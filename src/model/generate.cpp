@@ -2,7 +2,6 @@
 #include "model/generate.h"
 
 #include <ATen/ATen.h>
-#include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -10,7 +9,7 @@
 #include "core/errors.h"
 #include "core/json_fields.h"
 #include "cost/timer.h"
-#include "model/saliency.h"
+#include "model/decode_batch.h"
 
 namespace vispco {
 
@@ -127,149 +126,56 @@ GenerationOutput generate(VisionLanguageModel& m, const std::vector<VlmRequest>&
   if (row_configs.size() != reqs.size())
     throw InvalidArgument("generate: " + std::to_string(row_configs.size()) + " decoding configs for " +
                           std::to_string(reqs.size()) + " requests");
-  int64_t max_steps = 0;
-  bool all_greedy = true;
-  for (const auto& gc : row_configs) {
-    gc.validate();
-    max_steps = std::max(max_steps, gc.max_new_tokens);
-    all_greedy = all_greedy && gc.temperature == 0;
-  }
   c10::InferenceMode guard;
   const auto dev = m.context().device;
   const int64_t B = static_cast<int64_t>(reqs.size());
   GenerationOutput out;
-  auto& st = out.stats;
-  st.batch = B;
   Stopwatch total;
-
-  const bool want_attention = hook != nullptr && hook->wants_vision_attention();
-  const bool all_encoded = std::all_of(reqs.begin(), reqs.end(), [&](const VlmRequest& r) {
-    return r.visual.embeds.defined() &&
-           (!want_attention || (r.visual.cls_attention.defined() && r.visual.keys.defined()));
-  });
-  VisualTokens vis;
-  if (all_encoded) {  // the tower already ran for these images
-    std::vector<at::Tensor> e, a, k;
-    for (const auto& r : reqs) {
-      e.push_back(r.visual.embeds);
-      if (want_attention) {
-        a.push_back(r.visual.cls_attention);
-        k.push_back(r.visual.keys);
-      }
-    }
-    vis.embeds = at::stack(e, 0).to(dev, m.context().dtype);
-    if (want_attention) {
-      vis.cls_attention = at::stack(a, 0).to(dev, at::kFloat);
-      vis.keys = at::stack(k, 0).to(dev, m.context().dtype);
-    }
-  } else {
-    std::vector<at::Tensor> px;
-    for (const auto& r : reqs) px.push_back(r.pixels);
-    vis = m.encode_images(at::stack(px, 0), want_attention);
-  }
-  if (hook != nullptr) hook->begin(vis.cls_attention, vis.keys);
-  sync_device(dev);
-  st.vision_ms = total.ms();
-  st.n_visual = vis.embeds.size(1);
-  for (const auto& r : reqs) st.n_text_max = std::max<int64_t>(st.n_text_max, r.prompt_ids.size() - 1);
-  if (hook != nullptr && hook->wants_visual_saliency()) {
-    Stopwatch prepass;
-    hook->set_visual_saliency(visual_token_saliency(m, reqs, vis.embeds).saliency);
-    sync_device(dev);
-    st.prepass_ms = prepass.ms();
-  }
-
-  Stopwatch prefill;
-  auto& lm = m.net()->language_model;
-  auto state = build_prefill_state(m, reqs, vis.embeds);
-  KvCache cache(m.config().text.num_hidden_layers);
-  DecoderStats dstats;
-  auto h = lm->forward(state, cache, hook, &dstats);
-  auto logits = lm->logits(h.narrow(1, h.size(1) - 1, 1)).squeeze(1);  // [B, V]
-  sync_device(dev);
-  st.prefill_ms = prefill.ms();
-  st.tokens_per_layer = dstats.tokens_per_layer;
-  st.n_visual_kept = state.visual[0].sum().item<int64_t>();
-
-  std::vector<at::Generator> gens;
-  for (const auto& gc : row_configs) gens.push_back(at::make_generator<at::CPUGeneratorImpl>(gc.seed));
-  const int64_t eos = m.tokenizer().eos_id();
+  DecodeBatch batch(m);
+  std::vector<int64_t> ids(B);
+  for (int64_t b = 0; b < B; ++b) ids[b] = b;
+  out.stats = batch.add(reqs, row_configs, ids, hook, std::vector<bool>(B, record_logits));
+  auto& st = out.stats;
+  st.kv_cache_bytes = batch.kv_cache_bytes();
   out.tokens.assign(B, {});
   out.finish_reasons.assign(B, "length");
-  std::vector<int64_t> active(B);  // request index of each row of the decode batch
-  for (int64_t b = 0; b < B; ++b) active[b] = b;
-  auto next_pos = state.positions.narrow(1, state.positions.size(1) - 1, 1) + 1;  // [B', 1]
+  std::vector<std::vector<at::Tensor>> row_logits(B);
+  const RowTokenCallback cb = [&](int64_t id, int64_t token) {
+    return !on_token || on_token(static_cast<size_t>(id), token);
+  };
   Stopwatch decode;
-  for (int64_t step = 0; step < max_steps && !active.empty(); ++step) {
-    auto cpu_logits = logits.to(at::kCPU, at::kFloat);  // [B', V]
-    if (record_logits) {
-      auto full = at::full({B, cpu_logits.size(1)}, NAN, cpu_logits.options());
-      full.index_copy_(0, at::tensor(active, at::kLong), cpu_logits);
-      out.step_logits.push_back(full);
+  for (bool first = true; !batch.empty(); first = false) {
+    for (auto& f : batch.sample(cb)) {
+      out.tokens[f.id] = std::move(f.tokens);
+      out.finish_reasons[f.id] = f.finish_reason;
+      row_logits[f.id] = std::move(f.step_logits);
     }
-    std::vector<int64_t> next(active.size());
-    if (all_greedy) {
-      auto am = cpu_logits.argmax(-1);
-      auto acc = am.accessor<int64_t, 1>();
-      for (size_t i = 0; i < active.size(); ++i) next[i] = acc[static_cast<int64_t>(i)];
-    } else {
-      for (size_t i = 0; i < active.size(); ++i) {
-        const auto r = static_cast<size_t>(active[i]);
-        next[i] = sample_next(cpu_logits.narrow(0, static_cast<int64_t>(i), 1), row_configs[r], gens[r])
-                      .item<int64_t>();
-      }
-    }
-    if (step == 0) {
+    if (first) {
       st.ttft_ms = total.ms();
       decode.reset();
     }
-    std::vector<int64_t> keep;  // positions in `active` of the rows that go on
-    for (size_t i = 0; i < active.size(); ++i) {
-      const auto r = static_cast<size_t>(active[i]);
-      const auto& gc = row_configs[r];
-      bool done = false;
-      if (gc.stop_at_eos && next[i] == eos) {
-        out.finish_reasons[r] = "stop";
-        done = true;
-      } else {
-        out.tokens[r].push_back(next[i]);
-        ++st.n_generated;
-        if (on_token && !on_token(r, next[i])) {
-          out.finish_reasons[r] = "stop";
-          done = true;
-        } else if (static_cast<int64_t>(out.tokens[r].size()) >= gc.max_new_tokens) {
-          done = true;  // "length"
-        }
-      }
-      if (!done) keep.push_back(static_cast<int64_t>(i));
-    }
-    st.kv_cache_bytes = std::max(st.kv_cache_bytes, cache.bytes());
-    if (keep.empty()) break;
-    std::vector<int64_t> next_kept;
-    for (auto i : keep) next_kept.push_back(next[static_cast<size_t>(i)]);
-    if (keep.size() < active.size()) {  // finished rows leave the batch
-      const auto idx = at::tensor(keep, at::kLong);
-      cache.select_rows(idx);
-      next_pos = next_pos.index_select(0, idx.to(next_pos.device()));
-      std::vector<int64_t> still;
-      for (auto i : keep) still.push_back(active[static_cast<size_t>(i)]);
-      active = std::move(still);
-    }
-    const int64_t Bk = static_cast<int64_t>(active.size());
-    TokenState step_state;
-    step_state.hidden = lm->embed(at::tensor(next_kept, at::kLong).to(dev).view({Bk, 1}));
-    step_state.positions = next_pos;
-    step_state.valid = at::ones({Bk, 1}, at::TensorOptions().dtype(at::kBool).device(dev));
-    step_state.visual = at::zeros({Bk, 1}, at::TensorOptions().dtype(at::kBool).device(dev));
-    step_state.grid_index = at::full({Bk, 1}, -1, at::TensorOptions().dtype(at::kLong).device(dev));
-    next_pos = next_pos + 1;
-    logits = lm->logits(lm->forward(step_state, cache)).squeeze(1);
+    st.kv_cache_bytes = std::max(st.kv_cache_bytes, batch.kv_cache_bytes());
+    batch.advance();
   }
   sync_device(dev);
   st.decode_ms = decode.ms();
+  st.n_generated = batch.n_generated();
   const int64_t after_first = st.n_generated - std::min<int64_t>(st.n_generated, B);
   st.decode_tokens_per_s = st.decode_ms > 0 ? after_first / (st.decode_ms / 1000.0) : 0.0;
-  st.kv_cache_bytes = std::max(st.kv_cache_bytes, cache.bytes());
+  if (record_logits) {  // per step [B, V], NaN for rows that had finished
+    size_t steps = 0;
+    for (const auto& l : row_logits) steps = std::max(steps, l.size());
+    for (size_t s = 0; s < steps; ++s) {
+      at::Tensor full;
+      for (int64_t b = 0; b < B; ++b) {
+        if (s >= row_logits[b].size()) continue;
+        const auto& l = row_logits[b][s];
+        if (!full.defined()) full = at::full({B, l.size(1)}, NAN, l.options());
+        full[b].copy_(l[0]);
+      }
+      out.step_logits.push_back(full);
+    }
+  }
   for (const auto& t : out.tokens) {
     auto text = m.tokenizer().decode(t);
     const auto a = text.find_first_not_of(" \t\n"), z = text.find_last_not_of(" \t\n");

@@ -3,6 +3,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 #include "core/errors.h"
 
 namespace vispco {
@@ -57,8 +59,56 @@ void LayerKvCache::select_rows(const at::Tensor& rows) {
   valid_ = valid_.index_select(0, idx.to(valid_.device()));
 }
 
+void LayerKvCache::concat_rows(const LayerKvCache& other) {
+  if (!other.k_.defined()) return;
+  if (!k_.defined()) {
+    *this = other;
+    return;
+  }
+  const auto a = keys(), b = other.keys();
+  if (a.size(1) != b.size(1) || a.size(3) != b.size(3) || a.scalar_type() != b.scalar_type() ||
+      a.device() != b.device())
+    throw InvalidArgument("KV cache: cannot join caches of different heads, head size, dtype or device");
+  const int64_t S = std::max(length_, other.length_);
+  const auto pad_left = [S](const at::Tensor& t, int64_t dim) {
+    const int64_t n = S - t.size(dim);
+    if (n == 0) return t;
+    auto sizes = t.sizes().vec();
+    sizes[dim] = n;
+    return at::cat({at::zeros(sizes, t.options()), t}, dim);
+  };
+  k_ = at::cat({pad_left(a, 2), pad_left(b, 2)}, 0);
+  v_ = at::cat({pad_left(values(), 2), pad_left(other.values(), 2)}, 0);
+  valid_ = at::cat({pad_left(valid(), 1), pad_left(other.valid(), 1)}, 0);
+  length_ = S;
+}
+
+int64_t LayerKvCache::trim_padding() {
+  if (!k_.defined() || length_ == 0 || k_.size(0) == 0) return 0;
+  const auto used = valid().any(0).to(at::kCPU);  // [S] bool: some row holds a key here
+  const auto acc = used.accessor<bool, 1>();
+  int64_t first = 0;
+  while (first < length_ && !acc[first]) ++first;
+  if (first == 0) return 0;
+  k_ = k_.narrow(2, first, k_.size(2) - first);
+  v_ = v_.narrow(2, first, v_.size(2) - first);
+  valid_ = valid_.narrow(1, first, valid_.size(1) - first);
+  length_ -= first;
+  return first;
+}
+
 void KvCache::select_rows(const at::Tensor& rows) {
-  for (auto& l : layers) l.select_rows(rows);
+  for (auto& l : layers) {
+    l.select_rows(rows);
+    l.trim_padding();
+  }
+}
+
+void KvCache::concat_rows(const KvCache& other) {
+  if (other.layers.size() != layers.size())
+    throw InvalidArgument("KV cache: cannot join a cache of " + std::to_string(other.layers.size()) +
+                          " layers to one of " + std::to_string(layers.size()));
+  for (size_t l = 0; l < layers.size(); ++l) layers[l].concat_rows(other.layers[l]);
 }
 
 int64_t KvCache::bytes() const {

@@ -25,6 +25,14 @@ class LayerKvCache {
   /// Keeps only the batch rows `rows` ([B'] int64 indices into the batch, in the new order): how a finished
   /// request leaves a decode batch. @throws InvalidArgument for an index outside the batch.
   void select_rows(const at::Tensor& rows);
+  /// Appends `other`'s batch rows after this cache's (continuous batching: a newly prefilled group joins a
+  /// running decode batch). The shorter of the two is left-padded to the longer length with masked (invalid)
+  /// zero positions, so every row keeps its keys, values and validity. An empty side takes the other's rows.
+  /// @throws InvalidArgument when heads, head size, dtype or device differ.
+  void concat_rows(const LayerKvCache& other);
+  /// Drops the leading positions that are padding in every row (left after rows left the batch); the cached
+  /// keys of each row are unchanged, only fewer masked columns remain. @return positions dropped.
+  int64_t trim_padding();
 
  private:
   at::Tensor k_, v_, valid_;  // [B, H_kv, capacity, D_h], same, [B, capacity]
@@ -37,8 +45,10 @@ struct KvCache {
   explicit KvCache(int64_t n_layers = 0) : layers(n_layers) {}
   /// Sum of the layers' buffer bytes.
   int64_t bytes() const;
-  /// LayerKvCache::select_rows on every layer.
+  /// LayerKvCache::select_rows then trim_padding() on every layer.
   void select_rows(const at::Tensor& rows);
+  /// LayerKvCache::concat_rows layer by layer. @throws InvalidArgument when the layer counts differ.
+  void concat_rows(const KvCache& other);
 };
 
 }  // namespace vispco

@@ -106,7 +106,8 @@ at::Tensor LlamaForCausalLMImpl::run_layers(TokenState& state, KvCache& cache, P
               "a key-gate hook runs alone on a fresh cache (prefill)");
   auto rot = rotary_tables(state.positions, cfg.d_head(), cfg.rope_theta, state.hidden.scalar_type());
   at::Tensor mask;
-  int64_t mask_past = -1;  // cache length the mask was built for
+  int64_t mask_past = -1;       // cache length the mask was built for
+  at::Tensor mask_cache_valid;  // and the cached keys' validity [B, S] it was built from
   at::Tensor attn_rows, key_gate;
   LayerSignals signals;
   const bool gate_own_key = gate_hook != nullptr && gate_hook->gates_own_key();
@@ -135,11 +136,14 @@ at::Tensor LlamaForCausalLMImpl::run_layers(TokenState& state, KvCache& cache, P
     auto& layer = *model->layers[l]->as<LlamaDecoderLayerImpl>();
     auto& lc = cache.layers[l];
     const int64_t T = h.size(1);
-    if (mask_past != lc.length()) {
-      // Keys visible to this layer: its cached ones plus the T new ones.
+    // Keys visible to this layer: its cached ones plus the T new ones. Layers of equal cache length share a
+    // mask unless their padding differs (a cache joined from groups pruned differently,
+    // model/decode_batch.h).
+    if (mask_past != lc.length() || (lc.length() > 0 && !at::equal(mask_cache_valid, lc.valid()))) {
       auto key_valid = lc.length() > 0 ? at::cat({lc.valid(), state.valid}, 1) : state.valid;
       mask = causal_mask(key_valid, T, lc.length());
       mask_past = lc.length();
+      mask_cache_valid = lc.length() > 0 ? lc.valid() : at::Tensor();
     }
     if (stats != nullptr) stats->tokens_per_layer.push_back(T);
     h = layer.forward(h, rot, lc, state.valid, mask, attn_rows,

@@ -72,6 +72,7 @@ json LoadTestResult::to_json() const {
           {"ttft_ms", pj(ttft_ms)},
           {"latency_ms", pj(latency_ms)},
           {"mean_batch_size", mean_batch_size},
+          {"mean_decode_batch", mean_decode_batch},
           {"server_peak_rss_mb", server_peak_rss_mb}};
 }
 
@@ -98,7 +99,7 @@ LoadTestResult run_load_test(const LoadTestOptions& o) {
   std::mutex mu;
   LoadTestResult r;
   std::vector<double> ttft, latency;
-  double tokens = 0, batch_sum = 0;
+  double tokens = 0, batch_sum = 0, decode_batch_sum = 0;
   std::atomic<int> next{0};
   std::atomic<bool> done{false};
   std::atomic<double> peak_rss{0};
@@ -118,7 +119,7 @@ LoadTestResult run_load_test(const LoadTestOptions& o) {
       c.set_read_timeout(static_cast<time_t>(o.time_limit_s) + 60, 0);
       while (next++ < o.requests && std::chrono::duration<double>(Clock::now() - t0).count() < o.time_limit_s) {
         const auto start = Clock::now();
-        double first = -1, n_tokens = 0, batch = 0;
+        double first = -1, n_tokens = 0, batch = 0, decode_batch = 0;
         bool finished = false;
         std::string buf;
         httplib::Request req;
@@ -138,7 +139,10 @@ LoadTestResult run_load_test(const LoadTestOptions& o) {
             const auto j = json::parse(ev, nullptr, false);
             if (j.is_discarded()) continue;
             if (j.contains("usage")) n_tokens = j["usage"].value("completion_tokens", 0.0);
-            if (j.contains("vispco")) batch = j["vispco"].value("batch_size", 0.0);
+            if (j.contains("vispco")) {
+              batch = j["vispco"].value("batch_size", 0.0);
+              decode_batch = j["vispco"].value("decode_batch_size", 0.0);
+            }
             if (first < 0 && j.contains("choices") && !j["choices"].empty()) {
               const auto& d = j["choices"][0]["delta"];
               if (d.contains("content") && d["content"].is_string() && !d["content"].get<std::string>().empty())
@@ -160,6 +164,7 @@ LoadTestResult run_load_test(const LoadTestOptions& o) {
         ttft.push_back(first >= 0 ? first : total);  // an empty answer: its first token is its end
         tokens += n_tokens;
         batch_sum += batch;
+        decode_batch_sum += decode_batch;
       }
     });
   for (auto& t : clients) t.join();
@@ -171,6 +176,7 @@ LoadTestResult run_load_test(const LoadTestOptions& o) {
   r.ttft_ms = percentiles(ttft);
   r.latency_ms = percentiles(latency);
   r.mean_batch_size = r.ok > 0 ? batch_sum / r.ok : 0;
+  r.mean_decode_batch = r.ok > 0 ? decode_batch_sum / r.ok : 0;
   r.server_peak_rss_mb = peak_rss / 1048576.0;
   return r;
 }

@@ -41,7 +41,8 @@ struct LoadTestResult {
   double requests_per_s = 0;     ///< ok / wall_s
   double generated_tokens_per_s = 0;  ///< completion tokens of ok requests / wall_s
   Percentiles ttft_ms, latency_ms;    ///< client-side, ok requests only
-  double mean_batch_size = 0;    ///< mean vispco.batch_size the server reported
+  double mean_batch_size = 0;    ///< mean vispco.batch_size the server reported (rows of a request's prefill)
+  double mean_decode_batch = 0;  ///< mean vispco.decode_batch_size (most rows decoded with a request)
   double server_peak_rss_mb = 0; ///< largest vispco_resident_memory_bytes seen on /metrics
   nlohmann::json to_json() const;
 };

@@ -1,7 +1,9 @@
-// Batch scheduler: group waiting requests by plan, one generate() per batch (see scheduler.h).
+// Batch scheduler: group waiting requests by plan into a continuously batched decode (see scheduler.h).
 #include "serve/scheduler.h"
 
 #include <ATen/ATen.h>
+
+#include <cmath>
 
 #include "core/errors.h"
 #include "cost/flops.h"
@@ -54,12 +56,14 @@ void declare_server_metrics(Metrics& m) {
             "End-to-end time of a chat completion (received to answered)", secs);
   m.declare("vispco_batch_size", "histogram", "Requests per prefill batch",
             {1, 2, 3, 4, 6, 8, 12, 16, 32, 64});
+  m.declare("vispco_decode_batch_rows", "histogram", "Rows of the decode batch per decode step",
+            {1, 2, 3, 4, 6, 8, 12, 16, 32, 64});
   m.declare("vispco_prompt_tokens_total", "counter", "Prompt tokens (text + visual before pruning)");
   m.declare("vispco_visual_tokens_total", "counter", "Visual tokens before pruning");
   m.declare("vispco_kept_visual_tokens_total", "counter", "Visual tokens kept after the last pruning stage");
   m.declare("vispco_generated_tokens_total", "counter", "Generated tokens");
   m.declare("vispco_queue_depth", "gauge", "Requests waiting for a batch");
-  m.declare("vispco_kv_cache_bytes", "gauge", "KV-cache bytes of the last batch (its peak)");
+  m.declare("vispco_kv_cache_bytes", "gauge", "KV-cache bytes of the decode batch after its last step");
   m.declare("vispco_resident_memory_bytes", "gauge", "Resident set size of the server process");
 }
 
@@ -68,6 +72,7 @@ BatchScheduler::BatchScheduler(VisionLanguageModel& model, std::string model_dir
     : model_(model), model_dir_(std::move(model_dir)), opts_(std::move(opts)), metrics_(metrics) {
   opts_.validate();
   opts_.default_plan = resolve_plan(opts_.default_plan);
+  batch_ = std::make_unique<DecodeBatch>(model_);
   worker_ = std::thread([this] { worker(); });
 }
 
@@ -158,44 +163,59 @@ size_t BatchScheduler::queue_depth() const {
   return queue_.size();
 }
 
+std::vector<std::unique_ptr<BatchScheduler::Pending>> BatchScheduler::take_plan(const std::string& key,
+                                                                                int64_t n) {
+  std::vector<std::unique_ptr<Pending>> group;
+  for (auto it = queue_.begin(); it != queue_.end() && static_cast<int64_t>(group.size()) < n;) {
+    if ((*it)->plan_key == key) {
+      group.push_back(std::move(*it));
+      it = queue_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (metrics_ != nullptr) metrics_->set("vispco_queue_depth", static_cast<double>(queue_.size()));
+  return group;
+}
+
 void BatchScheduler::worker() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] { return draining_ || !queue_.empty(); });
-    if (queue_.empty()) {  // draining and nothing left
-      idle_cv_.notify_all();
-      return;
-    }
-    resolve_auto_keep(lock);
-    if (queue_.empty()) continue;
-    const std::string key = queue_.front()->plan_key;
-    const auto deadline =
-        queue_.front()->enqueued + std::chrono::duration_cast<Clock::duration>(
-                                       std::chrono::duration<double, std::milli>(opts_.batch_window_ms));
-    const auto same_key = [&] {
-      int64_t n = 0;
-      for (const auto& p : queue_) n += p->plan_key == key;
-      return n;
-    };
-    while (!draining_ && same_key() < opts_.max_batch && Clock::now() < deadline)
-      cv_.wait_until(lock, deadline);
-    std::vector<std::unique_ptr<Pending>> batch;
-    for (auto it = queue_.begin();
-         it != queue_.end() && static_cast<int64_t>(batch.size()) < opts_.max_batch;) {
-      if ((*it)->plan_key == key) {
-        batch.push_back(std::move(*it));
-        it = queue_.erase(it);
-      } else {
-        ++it;
+    std::vector<std::unique_ptr<Pending>> group;
+    if (batch_->empty()) {  // form a new batch from the oldest request's plan
+      cv_.wait(lock, [&] { return draining_ || !queue_.empty(); });
+      if (queue_.empty()) {  // draining and nothing left
+        idle_cv_.notify_all();
+        return;
       }
+      resolve_auto_keep(lock);
+      if (queue_.empty()) continue;
+      batch_plan_ = queue_.front()->plan_key;
+      const auto deadline =
+          queue_.front()->enqueued + std::chrono::duration_cast<Clock::duration>(
+                                         std::chrono::duration<double, std::milli>(opts_.batch_window_ms));
+      const auto same_plan = [&] {
+        int64_t n = 0;
+        for (const auto& p : queue_) n += p->plan_key == batch_plan_;
+        return n;
+      };
+      while (!draining_ && same_plan() < opts_.max_batch && Clock::now() < deadline)
+        cv_.wait_until(lock, deadline);
+      group = take_plan(batch_plan_, opts_.max_batch);
+    } else if (opts_.continuous && !queue_.empty() && batch_->rows() < opts_.max_batch) {
+      // Admit newcomers between decode steps while the oldest waiting request has the batch's plan (so a
+      // request of another plan waits only for this batch to drain).
+      resolve_auto_keep(lock);
+      if (!queue_.empty() && queue_.front()->plan_key == batch_plan_)
+        group = take_plan(batch_plan_, opts_.max_batch - batch_->rows());
     }
-    if (metrics_ != nullptr) metrics_->set("vispco_queue_depth", static_cast<double>(queue_.size()));
-    running_ = static_cast<int64_t>(batch.size());
+    running_ = batch_->rows() + static_cast<int64_t>(group.size());
     lock.unlock();
-    run_batch(batch);
+    if (!group.empty()) admit(group);
+    if (!batch_->empty()) decode_step();
     lock.lock();
-    running_ = 0;
-    idle_cv_.notify_all();
+    running_ = batch_->rows();
+    if (running_ == 0) idle_cv_.notify_all();
   }
 }
 
@@ -247,78 +267,136 @@ void BatchScheduler::resolve_auto_keep(std::unique_lock<std::mutex>& lock) {
   }
 }
 
-void BatchScheduler::run_batch(std::vector<std::unique_ptr<Pending>>& batch) {
+// A job in the decode batch.
+struct BatchScheduler::Active {
+  std::unique_ptr<Pending> p;
+  TextStream stream;
+  bool gone = false;   // a streaming client went away
+  bool first = false;  // its first token has been sampled
+  JobResult r;         // filled as it runs
+};
+
+void BatchScheduler::admit(std::vector<std::unique_ptr<Pending>>& group) {
   const auto start = Clock::now();
-  std::vector<JobResult> results(batch.size());
+  const auto& cfg = model_.config();
+  const auto decode = [this](const std::vector<int64_t>& ids) { return model_.tokenizer().decode(ids); };
+  std::vector<std::unique_ptr<Active>> joining;
+  std::vector<VlmRequest> reqs;
+  std::vector<GenerationConfig> configs;
+  std::vector<bool> record;
+  std::vector<int64_t> ids;
+  for (auto& p : group) {
+    reqs.push_back(p->job.request);
+    configs.push_back(p->job.gen);
+    record.push_back(p->job.top_logprobs >= 0);
+    ids.push_back(next_row_id_++);
+    TextStream stream(decode, p->job.stop);
+    joining.push_back(std::make_unique<Active>(Active{std::move(p), std::move(stream)}));
+  }
+  group.clear();
+  GenerationStats st;
+  std::string plan;
   try {
-    const auto& cfg = model_.config();
-    PlanHook hook(parse_plan(batch[0]->plan_key, cfg), cfg, 0, ScorerEnv{model_dir_});
-    std::vector<VlmRequest> reqs;
-    std::vector<GenerationConfig> configs;
-    std::vector<TextStream> streams;
-    bool want_logits = false;
-    const auto decode = [this](const std::vector<int64_t>& ids) { return model_.tokenizer().decode(ids); };
-    for (const auto& p : batch) {
-      reqs.push_back(p->job.request);
-      configs.push_back(p->job.gen);
-      streams.emplace_back(decode, p->job.stop);
-      want_logits = want_logits || p->job.top_logprobs >= 0;
+    PlanHook hook(parse_plan(joining[0]->p->plan_key, cfg), cfg, 0, ScorerEnv{model_dir_});
+    plan = hook.plan().to_string();
+    st = batch_->add(reqs, configs, ids, hook.plan().empty() ? nullptr : &hook, record);
+  } catch (const std::exception& e) {  // the running batch is unchanged (DecodeBatch::add)
+    for (auto& a : joining) {
+      a->r.error = e.what();
+      a->p->promise.set_value(std::move(a->r));
+      if (a->p->job.on_finish) a->p->job.on_finish();
     }
-    std::vector<bool> gone(batch.size(), false);
-    const TokenCallback on_token = [&](size_t row, int64_t token) {
-      const bool go_on = streams[row].push(token);
-      const auto& cb = batch[row]->job.on_delta;
-      if (cb && !gone[row]) {
-        const auto d = streams[row].take_delta();
-        if (!d.empty() && !cb(d)) gone[row] = true;
-      }
-      return go_on && !gone[row];
-    };
-    auto out = generate(model_, reqs, configs, hook.plan().empty() ? nullptr : &hook, want_logits, on_token);
-    const auto& st = out.stats;
-    for (size_t i = 0; i < batch.size(); ++i) {
-      auto& r = results[i];
-      const auto& job = batch[i]->job;
-      const std::string rest = streams[i].finish();
-      if (job.on_delta && !gone[i] && !rest.empty()) job.on_delta(rest);
-      r.text = streams[i].text();
-      r.tokens = out.tokens[i];
-      r.finish_reason = streams[i].stopped() ? "stop" : out.finish_reasons[i];
-      if (job.top_logprobs >= 0)
-        r.logprobs = to_openai_json(token_logprobs(out.step_logits, static_cast<int64_t>(i), r.tokens,
-                                                   job.top_logprobs, model_.tokenizer()));
-      r.plan = hook.plan().to_string();
-      const auto n_text = static_cast<int64_t>(job.request.prompt_ids.size()) - 1;
-      r.prompt_tokens = n_text + st.n_visual;
-      r.n_visual = st.n_visual;
-      r.n_visual_kept = st.n_visual_kept;
+    return;
+  }
+  for (size_t i = 0; i < joining.size(); ++i) {
+    auto& r = joining[i]->r;
+    const auto n_text = static_cast<int64_t>(joining[i]->p->job.request.prompt_ids.size()) - 1;
+    r.plan = plan;
+    r.prompt_tokens = n_text + st.n_visual;
+    r.n_visual = st.n_visual;
+    r.n_visual_kept = st.n_visual_kept;
+    try {  // the rows are in the batch now: a failure here must not lose them
       r.prefill_flops_ratio = row_flops_ratio(cfg, st, n_text);
-      r.queue_ms = ms_between(batch[i]->enqueued, start);
-      r.prefill_ms = st.prefill_ms;
-      r.ttft_ms = r.queue_ms + st.ttft_ms;
-      r.batch_size = static_cast<int64_t>(batch.size());
+    } catch (const std::exception&) {
+      r.prefill_flops_ratio = std::nan("");
     }
-    if (metrics_ != nullptr) {
-      metrics_->observe("vispco_batch_size", static_cast<double>(batch.size()));
-      metrics_->set("vispco_kv_cache_bytes", static_cast<double>(st.kv_cache_bytes));
-      metrics_->set("vispco_resident_memory_bytes", static_cast<double>(current_rss_bytes()));
-      for (const auto& r : results) {
-        metrics_->observe("vispco_queue_wait_seconds", r.queue_ms / 1000.0);
-        metrics_->observe("vispco_ttft_seconds", r.ttft_ms / 1000.0);
-        metrics_->observe("vispco_prefill_seconds", r.prefill_ms / 1000.0);
-        metrics_->add("vispco_prompt_tokens_total", static_cast<double>(r.prompt_tokens));
-        metrics_->add("vispco_visual_tokens_total", static_cast<double>(r.n_visual));
-        metrics_->add("vispco_kept_visual_tokens_total", static_cast<double>(r.n_visual_kept));
-        metrics_->add("vispco_generated_tokens_total", static_cast<double>(r.tokens.size()));
+    r.queue_ms = ms_between(joining[i]->p->enqueued, start);
+    r.prefill_ms = st.prefill_ms;
+    r.batch_size = static_cast<int64_t>(joining.size());
+    active_[ids[i]] = std::move(joining[i]);
+  }
+  if (metrics_ != nullptr) metrics_->observe("vispco_batch_size", static_cast<double>(ids.size()));
+}
+
+void BatchScheduler::decode_step() {
+  const int64_t rows = batch_->rows();
+  for (auto& [id, a] : active_) a->r.decode_batch_size = std::max(a->r.decode_batch_size, rows);
+  const RowTokenCallback on_token = [&](int64_t id, int64_t token) {
+    auto& a = *active_.at(id);
+    const bool go_on = a.stream.push(token);
+    const auto& cb = a.p->job.on_delta;
+    if (cb && !a.gone) {
+      const auto d = a.stream.take_delta();
+      if (!d.empty() && !cb(d)) a.gone = true;
+    }
+    return go_on && !a.gone;
+  };
+  try {
+    auto finished = batch_->sample(on_token);
+    const auto now = Clock::now();
+    for (auto& [id, a] : active_)
+      if (!a->first) {
+        a->first = true;
+        a->r.ttft_ms = ms_between(a->p->enqueued, now);
       }
+    for (auto& f : finished) {
+      answer(*active_.at(f.id), std::move(f.tokens), f.finish_reason, f.step_logits);
+      active_.erase(f.id);
+    }
+    batch_->advance();
+    if (metrics_ != nullptr) {
+      metrics_->observe("vispco_decode_batch_rows", static_cast<double>(rows));
+      metrics_->set("vispco_kv_cache_bytes", static_cast<double>(batch_->kv_cache_bytes()));
     }
   } catch (const std::exception& e) {
-    for (auto& r : results) r.error = e.what();
+    for (auto& [id, a] : active_) {
+      a->r.error = e.what();
+      a->p->promise.set_value(std::move(a->r));
+      if (a->p->job.on_finish) a->p->job.on_finish();
+    }
+    active_.clear();
+    batch_ = std::make_unique<DecodeBatch>(model_);
   }
-  for (size_t i = 0; i < batch.size(); ++i) {
-    batch[i]->promise.set_value(std::move(results[i]));
-    if (batch[i]->job.on_finish) batch[i]->job.on_finish();
+}
+
+void BatchScheduler::answer(Active& a, std::vector<int64_t> tokens, const std::string& finish_reason,
+                            const std::vector<at::Tensor>& step_logits) {
+  auto& r = a.r;
+  const auto& job = a.p->job;
+  try {
+    const std::string rest = a.stream.finish();
+    if (job.on_delta && !a.gone && !rest.empty()) job.on_delta(rest);
+    r.text = a.stream.text();
+    r.tokens = std::move(tokens);
+    r.finish_reason = a.stream.stopped() ? "stop" : finish_reason;
+    if (job.top_logprobs >= 0)
+      r.logprobs =
+          to_openai_json(token_logprobs(step_logits, 0, r.tokens, job.top_logprobs, model_.tokenizer()));
+  } catch (const std::exception& e) {
+    r.error = e.what();
   }
+  if (metrics_ != nullptr && r.error.empty()) {
+    metrics_->set("vispco_resident_memory_bytes", static_cast<double>(current_rss_bytes()));
+    metrics_->observe("vispco_queue_wait_seconds", r.queue_ms / 1000.0);
+    metrics_->observe("vispco_ttft_seconds", r.ttft_ms / 1000.0);
+    metrics_->observe("vispco_prefill_seconds", r.prefill_ms / 1000.0);
+    metrics_->add("vispco_prompt_tokens_total", static_cast<double>(r.prompt_tokens));
+    metrics_->add("vispco_visual_tokens_total", static_cast<double>(r.n_visual));
+    metrics_->add("vispco_kept_visual_tokens_total", static_cast<double>(r.n_visual_kept));
+    metrics_->add("vispco_generated_tokens_total", static_cast<double>(r.tokens.size()));
+  }
+  a.p->promise.set_value(std::move(r));
+  if (job.on_finish) job.on_finish();
 }
 
 }  // namespace vispco::serve

@@ -1,8 +1,11 @@
-// The server's batch scheduler: requests wait in one bounded FIFO queue; a worker thread takes the oldest
-// request's plan and gathers every waiting request with the same plan (up to max_batch, waiting at most the
-// batch window for more) into one generate() call — requests with different plans (different K) are never
-// padded into one batch (group by K). Decode continues as a batch and a finished row leaves it
-// (model/generate.h). One worker owns the model; HTTP threads only enqueue and wait.
+// The server's batch scheduler: requests wait in one bounded FIFO queue; a worker thread owns the model and
+// one running decode batch (model/decode_batch.h). When the batch is empty it takes the oldest request's plan
+// and gathers every waiting request with the same plan (up to max_batch, waiting at most the batch window for
+// more) into one prefill. While the batch decodes, continuous batching (on by default) admits newcomers of
+// the batch's plan between decode steps — each admitted group is prefilled on its own and its KV cache joins
+// the running one — as long as the oldest waiting request has that plan and rows are free; requests with
+// different plans (different K) are never padded into one prefill (group by K) and wait for the batch to
+// drain. A row leaves when it finishes. HTTP threads only enqueue and wait.
 #pragma once
 #include <chrono>
 #include <condition_variable>
@@ -18,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "model/decode_batch.h"
 #include "model/generate.h"
 #include "model/llava.h"
 #include "serve/metrics.h"
@@ -26,10 +30,13 @@ namespace vispco::serve {
 
 /// Scheduler settings (plain value; validate() names the bad field).
 struct SchedulerOptions {
-  int64_t max_batch = 8;       ///< most requests per prefill batch, ≥ 1
+  int64_t max_batch = 8;       ///< most rows of the decode batch (and so of one prefill), ≥ 1
   double batch_window_ms = 5;  ///< longest wait for more same-plan requests after the oldest arrived, ≥ 0
   int64_t max_queue = 64;      ///< waiting requests beyond which submit() answers 503, ≥ 1
   std::string default_plan = "none";  ///< plan of requests that name none
+  /// Admit same-plan requests into a running decode batch (false: a batch runs to its end before the next
+  /// one is formed).
+  bool continuous = true;
   /// @throws InvalidArgument naming the field.
   void validate() const;
 };
@@ -63,6 +70,7 @@ struct JobResult {
   double prefill_ms = 0;           ///< the batch's decoder prefill
   double ttft_ms = 0;              ///< enqueue → first token
   int64_t batch_size = 0;          ///< rows of the prefill batch this job ran in
+  int64_t decode_batch_size = 0;   ///< most rows decoded together in one step while this job ran
   std::string error;               ///< non-empty when generation failed (the server answers 500)
 };
 
@@ -110,7 +118,15 @@ class BatchScheduler {
   struct AutoPredictor;
   // keep=auto plan text → its parsed plan and predictor (loaded once, by resolve_plan).
   const AutoPredictor& auto_predictor(const std::string& text) const;
-  void run_batch(std::vector<std::unique_ptr<Pending>>& batch);
+  // Requests of plan `key` taken out of the queue, oldest first, at most n. Called with mu_ held.
+  std::vector<std::unique_ptr<Pending>> take_plan(const std::string& key, int64_t n);
+  // Prefills a same-plan group and joins it to the decode batch; on failure answers the group with the error.
+  void admit(std::vector<std::unique_ptr<Pending>>& group);
+  // One decode step of the batch; answers the rows that finish. On failure answers every row with the error.
+  void decode_step();
+  struct Active;
+  void answer(Active& a, std::vector<int64_t> tokens, const std::string& finish_reason,
+              const std::vector<at::Tensor>& step_logits);
 
   VisionLanguageModel& model_;
   std::string model_dir_;
@@ -120,7 +136,12 @@ class BatchScheduler {
   std::condition_variable cv_;
   std::deque<std::unique_ptr<Pending>> queue_;
   bool draining_ = false, accepting_ = true;
-  int64_t running_ = 0;  // jobs in the batch being generated
+  int64_t running_ = 0;  // jobs being prefilled or decoded
+  // Worker thread only: the decode batch, its plan and its jobs by row id.
+  std::unique_ptr<DecodeBatch> batch_;
+  std::string batch_plan_;
+  std::map<int64_t, std::unique_ptr<Active>> active_;
+  int64_t next_row_id_ = 0;
   std::condition_variable idle_cv_;
   mutable std::set<std::string> valid_plans_;  // plan texts already validated (under mu_)
   mutable std::map<std::string, std::shared_ptr<AutoPredictor>> auto_predictors_;  // under mu_

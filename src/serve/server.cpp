@@ -89,10 +89,15 @@ struct ChatServer::Impl {
   }
 
   static json vispco_block(const JobResult& r) {
-    return {{"visual_tokens", r.n_visual},   {"kept_visual_tokens", r.n_visual_kept},
-            {"plan", r.plan},                {"prefill_flops_ratio", r.prefill_flops_ratio},
-            {"prefill_ms", r.prefill_ms},    {"ttft_ms", r.ttft_ms},
-            {"queue_ms", r.queue_ms},        {"batch_size", r.batch_size}};
+    return {{"visual_tokens", r.n_visual},
+            {"kept_visual_tokens", r.n_visual_kept},
+            {"plan", r.plan},
+            {"prefill_flops_ratio", r.prefill_flops_ratio},
+            {"prefill_ms", r.prefill_ms},
+            {"ttft_ms", r.ttft_ms},
+            {"queue_ms", r.queue_ms},
+            {"batch_size", r.batch_size},
+            {"decode_batch_size", r.decode_batch_size}};
   }
 
   // Parses the body and prepares the job (HTTP thread). @throws ApiError.

@@ -1,0 +1,196 @@
+// Continuous-batching decode: per-group prefill, KV-cache merge, one batched decoder step per step().
+#include "model/decode_batch.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+
+#include "core/errors.h"
+#include "cost/timer.h"
+#include "model/saliency.h"
+
+namespace vispco {
+namespace {
+
+// The group's visual tokens: the towers' outputs the requests carry, or one tower pass over their pixels.
+VisualTokens group_visual_tokens(VisionLanguageModel& m, const std::vector<VlmRequest>& reqs,
+                                 bool want_attention) {
+  const bool all_encoded = std::all_of(reqs.begin(), reqs.end(), [&](const VlmRequest& r) {
+    return r.visual.embeds.defined() &&
+           (!want_attention || (r.visual.cls_attention.defined() && r.visual.keys.defined()));
+  });
+  const auto dev = m.context().device;
+  VisualTokens vis;
+  if (!all_encoded) {
+    std::vector<at::Tensor> px;
+    for (const auto& r : reqs) px.push_back(r.pixels);
+    return m.encode_images(at::stack(px, 0), want_attention);
+  }
+  std::vector<at::Tensor> e, a, k;
+  for (const auto& r : reqs) {
+    e.push_back(r.visual.embeds);
+    if (want_attention) {
+      a.push_back(r.visual.cls_attention);
+      k.push_back(r.visual.keys);
+    }
+  }
+  vis.embeds = at::stack(e, 0).to(dev, m.context().dtype);
+  if (want_attention) {
+    vis.cls_attention = at::stack(a, 0).to(dev, at::kFloat);
+    vis.keys = at::stack(k, 0).to(dev, m.context().dtype);
+  }
+  return vis;
+}
+
+}  // namespace
+
+DecodeBatch::DecodeBatch(VisionLanguageModel& m) : m_(m), cache_(m.config().text.num_hidden_layers) {}
+
+std::vector<int64_t> DecodeBatch::ids() const {
+  std::vector<int64_t> out;
+  for (const auto& r : rows_) out.push_back(r.id);
+  return out;
+}
+
+GenerationStats DecodeBatch::add(const std::vector<VlmRequest>& reqs,
+                                 const std::vector<GenerationConfig>& configs,
+                                 const std::vector<int64_t>& ids, PrefillHook* hook,
+                                 const std::vector<bool>& record_logits) {
+  if (reqs.empty()) throw InvalidArgument("decode batch: empty group");
+  if (configs.size() != reqs.size() || ids.size() != reqs.size() || record_logits.size() != reqs.size())
+    throw InvalidArgument("decode batch: " + std::to_string(reqs.size()) + " requests with " +
+                          std::to_string(configs.size()) + " configs, " + std::to_string(ids.size()) +
+                          " ids and " + std::to_string(record_logits.size()) + " logit flags");
+  if (!to_feed_.empty()) throw Error("decode batch: add() between sample() and advance()");
+  for (const auto& gc : configs) gc.validate();
+  c10::InferenceMode guard;
+  const auto dev = m_.context().device;
+  GenerationStats st;
+  st.batch = static_cast<int64_t>(reqs.size());
+  Stopwatch total;
+  const bool want_attention = hook != nullptr && hook->wants_vision_attention();
+  const auto vis = group_visual_tokens(m_, reqs, want_attention);
+  if (hook != nullptr) hook->begin(vis.cls_attention, vis.keys);
+  sync_device(dev);
+  st.vision_ms = total.ms();
+  st.n_visual = vis.embeds.size(1);
+  for (const auto& r : reqs) st.n_text_max = std::max<int64_t>(st.n_text_max, r.prompt_ids.size() - 1);
+  if (hook != nullptr && hook->wants_visual_saliency()) {
+    Stopwatch prepass;
+    hook->set_visual_saliency(visual_token_saliency(m_, reqs, vis.embeds).saliency);
+    sync_device(dev);
+    st.prepass_ms = prepass.ms();
+  }
+
+  Stopwatch prefill;
+  auto& lm = m_.net()->language_model;
+  auto state = build_prefill_state(m_, reqs, vis.embeds);
+  KvCache group_cache(m_.config().text.num_hidden_layers);
+  DecoderStats dstats;
+  auto h = lm->forward(state, group_cache, hook, &dstats);
+  auto logits = lm->logits(h.narrow(1, h.size(1) - 1, 1)).squeeze(1);  // [B, V]
+  sync_device(dev);
+  st.prefill_ms = prefill.ms();
+  st.tokens_per_layer = dstats.tokens_per_layer;
+  st.n_visual_kept = state.visual[0].sum().item<int64_t>();
+  auto next_pos = state.positions.narrow(1, state.positions.size(1) - 1, 1) + 1;  // [B, 1]
+
+  // Join: nothing above touched the running batch, so a throw leaves it as it was.
+  cache_.concat_rows(group_cache);
+  pending_logits_ = pending_logits_.defined() ? at::cat({pending_logits_, logits}, 0) : logits;
+  next_pos_ = next_pos_.defined() ? at::cat({next_pos_, next_pos}, 0) : next_pos;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    Row r;
+    r.id = ids[i];
+    r.gc = configs[i];
+    r.gen = at::make_generator<at::CPUGeneratorImpl>(configs[i].seed);
+    r.record = record_logits[i];
+    rows_.push_back(std::move(r));
+  }
+  return st;
+}
+
+std::vector<FinishedRow> DecodeBatch::sample(const RowTokenCallback& on_token) {
+  if (!to_feed_.empty()) throw Error("decode batch: sample() twice without advance()");
+  std::vector<FinishedRow> finished;
+  if (rows_.empty()) return finished;
+  c10::InferenceMode guard;
+  const auto cpu_logits = pending_logits_.to(at::kCPU, at::kFloat);  // [B', V]
+  const bool all_greedy =
+      std::all_of(rows_.begin(), rows_.end(), [](const Row& r) { return r.gc.temperature == 0; });
+  std::vector<int64_t> next(rows_.size());
+  if (all_greedy) {
+    const auto am = cpu_logits.argmax(-1);
+    const auto acc = am.accessor<int64_t, 1>();
+    for (size_t i = 0; i < rows_.size(); ++i) next[i] = acc[static_cast<int64_t>(i)];
+  } else {
+    for (size_t i = 0; i < rows_.size(); ++i)
+      next[i] = sample_next(cpu_logits.narrow(0, static_cast<int64_t>(i), 1), rows_[i].gc, rows_[i].gen)
+                    .item<int64_t>();
+  }
+  const int64_t eos = m_.tokenizer().eos_id();
+  std::vector<int64_t> keep;  // batch indices of the rows that go on
+  std::vector<Row> kept_rows;
+  for (size_t i = 0; i < rows_.size(); ++i) {
+    auto& r = rows_[i];
+    if (r.record) r.logits.push_back(cpu_logits.narrow(0, static_cast<int64_t>(i), 1).clone());
+    std::string reason;
+    if (r.gc.stop_at_eos && next[i] == eos) {
+      reason = "stop";
+    } else {
+      r.tokens.push_back(next[i]);
+      ++n_generated_;
+      if (on_token && !on_token(r.id, next[i]))
+        reason = "stop";
+      else if (static_cast<int64_t>(r.tokens.size()) >= r.gc.max_new_tokens)
+        reason = "length";
+    }
+    if (reason.empty()) {
+      keep.push_back(static_cast<int64_t>(i));
+      to_feed_.push_back(next[i]);
+      kept_rows.push_back(std::move(r));
+    } else {
+      finished.push_back({r.id, std::move(r.tokens), reason, std::move(r.logits)});
+    }
+  }
+  if (keep.size() < rows_.size()) {  // finished rows leave the batch
+    const auto idx = at::tensor(keep, at::kLong);
+    cache_.select_rows(idx);
+    next_pos_ = next_pos_.index_select(0, idx.to(next_pos_.device()));
+  }
+  rows_ = std::move(kept_rows);
+  pending_logits_ = at::Tensor();
+  if (rows_.empty()) {  // a fresh cache for the next group
+    cache_ = KvCache(m_.config().text.num_hidden_layers);
+    next_pos_ = at::Tensor();
+  }
+  return finished;
+}
+
+void DecodeBatch::advance() {
+  if (rows_.empty()) return;
+  if (to_feed_.size() != rows_.size()) throw Error("decode batch: advance() without sample()");
+  c10::InferenceMode guard;
+  const auto dev = m_.context().device;
+  auto& lm = m_.net()->language_model;
+  const int64_t B = rows();
+  const auto on = at::TensorOptions().device(dev);
+  TokenState s;
+  s.hidden = lm->embed(at::tensor(to_feed_, at::kLong).to(dev).view({B, 1}));
+  s.positions = next_pos_;
+  s.valid = at::ones({B, 1}, on.dtype(at::kBool));
+  s.visual = at::zeros({B, 1}, on.dtype(at::kBool));
+  s.grid_index = at::full({B, 1}, -1, on.dtype(at::kLong));
+  to_feed_.clear();
+  next_pos_ = next_pos_ + 1;
+  pending_logits_ = lm->logits(lm->forward(s, cache_)).squeeze(1);
+}
+
+std::vector<FinishedRow> DecodeBatch::step(const RowTokenCallback& on_token) {
+  auto finished = sample(on_token);
+  advance();
+  return finished;
+}
+
+}  // namespace vispco

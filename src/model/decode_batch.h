@@ -1,0 +1,89 @@
+// A decode batch that rows can join while it runs (continuous batching, as in Orca, Yu et al., OSDI 2022,
+// §3 "iteration-level scheduling", and vLLM): each add() prefills a group of requests on its own (with its
+// pruning plan) and merges the group's KV cache into the running one; each step() samples one token for every
+// row and feeds the rows that go on through one batched decoder step. A row leaves when it finishes.
+// generate() is one add() followed by step() until the batch is empty.
+#pragma once
+#include <ATen/core/Generator.h>
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/generate.h"
+#include "model/kv_cache.h"
+
+namespace vispco {
+
+/// A row that has finished (EOS, max_new_tokens, or its token callback ended it).
+struct FinishedRow {
+  int64_t id = 0;                       ///< the caller's id given to add()
+  std::vector<int64_t> tokens;          ///< generated ids (EOS excluded)
+  std::string finish_reason;            ///< "stop" | "length" (OpenAI's words)
+  std::vector<at::Tensor> step_logits;  ///< when recorded: one [1, V] fp32 CPU tensor per sampled step
+};
+
+/// Called for each token a row generates (EOS excluded) as soon as it is sampled; returning false ends the
+/// row after this token (finish reason "stop").
+using RowTokenCallback = std::function<bool(int64_t id, int64_t token)>;
+
+/// The running decode batch of one model. Not thread-safe: one thread drives it.
+class DecodeBatch {
+ public:
+  explicit DecodeBatch(VisionLanguageModel& m);
+
+  /// Prefills `reqs` as one batch (left padding, `hook` pruning inside the prefill, as generate()) and adds
+  /// their rows to the batch with their pending first-token logits. The group's KV cache joins the running
+  /// one layer by layer; the shorter side is left-padded with masked positions (RoPE positions stay per row,
+  /// so a row's keys, values and next positions do not change). Nothing changes when it throws.
+  /// @param ids one caller id per request (reported back by step()) @param record_logits per request: keep
+  /// its logits of every step @return the group's prefill measurements (vision_ms, prepass_ms, prefill_ms,
+  /// n_visual, n_visual_kept, n_text_max, tokens_per_layer, batch)
+  /// @throws InvalidArgument for an empty group, sizes that differ, a bad config, a prompt without its image
+  /// placeholder.
+  GenerationStats add(const std::vector<VlmRequest>& reqs, const std::vector<GenerationConfig>& configs,
+                      const std::vector<int64_t>& ids, PrefillHook* hook,
+                      const std::vector<bool>& record_logits);
+
+  /// Samples one token for every row from its pending logits (greedy or its own seeded sampler), calls
+  /// `on_token`, then runs one decoder step [B', 1] over the rows that go on. @return the rows that finished,
+  /// in batch order. No-op on an empty batch.
+  std::vector<FinishedRow> step(const RowTokenCallback& on_token = {});
+
+  /// The first half of step(): sampling and bookkeeping only; finished rows leave. Must be followed by
+  /// advance() before the next sample() or add(). Lets a caller time the first token. @throws Error when a
+  /// sampled step has not been advanced yet.
+  std::vector<FinishedRow> sample(const RowTokenCallback& on_token = {});
+  /// The second half: feeds the tokens sample() chose through the decoder ([B', 1], KV cache grows by one).
+  void advance();
+
+  /// Rows in the batch.
+  int64_t rows() const { return static_cast<int64_t>(rows_.size()); }
+  bool empty() const { return rows_.empty(); }
+  /// Caller ids of the rows, in batch order.
+  std::vector<int64_t> ids() const;
+  /// Bytes held by the KV-cache buffers now.
+  int64_t kv_cache_bytes() const { return cache_.bytes(); }
+  /// Tokens generated so far over every row (incl. finished ones).
+  int64_t n_generated() const { return n_generated_; }
+
+ private:
+  struct Row {
+    int64_t id = 0;
+    GenerationConfig gc;
+    at::Generator gen;
+    bool record = false;
+    std::vector<int64_t> tokens;
+    std::vector<at::Tensor> logits;
+  };
+  VisionLanguageModel& m_;
+  std::vector<Row> rows_;
+  KvCache cache_;
+  at::Tensor pending_logits_;     // [B', V] fp32, the next-token logits of each row (before sample())
+  at::Tensor next_pos_;           // [B', 1] int64, RoPE position of each row's next token
+  std::vector<int64_t> to_feed_;  // after sample(): the token each row feeds in advance()
+  int64_t n_generated_ = 0;
+};
+
+}  // namespace vispco

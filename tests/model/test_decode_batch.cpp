@@ -1,0 +1,176 @@
+// Continuous batching: rows that join a running decode batch (their group prefilled on its own, its KV cache
+// merged with left padding) generate what they generate alone; the cache merge and trim keep every row's
+// keys.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "core/errors.h"
+#include "model/decode_batch.h"
+#include "model/tiny_model.h"
+#include "prune/plan_hook.h"
+
+namespace vispco {
+namespace {
+
+using testing::max_diff;
+using testing::test_pixels;
+
+at::Tensor filled(std::vector<int64_t> sizes, float base) {
+  int64_t n = 1;
+  for (auto s : sizes) n *= s;
+  return at::arange(n, at::kFloat).add(base).view(sizes);
+}
+
+// Two caches of 3 and 5 positions join: the first's rows are left-padded by 2 masked zero positions, the
+// second's are unchanged; keys/values/validity written out by hand.
+TEST(KvCacheJoin, ShorterSideIsLeftPaddedWithMaskedPositions) {
+  LayerKvCache a, b;
+  a.append(filled({1, 2, 3, 4}, 0), filled({1, 2, 3, 4}, 100), at::ones({1, 3}, at::kBool));
+  auto vb = at::ones({2, 5}, at::kBool);
+  vb[1][0] = false;  // b's second row has its own left padding
+  b.append(filled({2, 2, 5, 4}, 1000), filled({2, 2, 5, 4}, 2000), vb);
+  a.concat_rows(b);
+  ASSERT_EQ(a.length(), 5);
+  ASSERT_EQ(a.keys().sizes(), (std::vector<int64_t>{3, 2, 5, 4}));
+  EXPECT_TRUE(at::equal(a.keys()[0].narrow(1, 0, 2), at::zeros({2, 2, 4})));
+  EXPECT_TRUE(at::equal(a.keys()[0].narrow(1, 2, 3), filled({1, 2, 3, 4}, 0)[0]));
+  EXPECT_TRUE(at::equal(a.values()[0].narrow(1, 2, 3), filled({1, 2, 3, 4}, 100)[0]));
+  EXPECT_TRUE(at::equal(a.keys().narrow(0, 1, 2), filled({2, 2, 5, 4}, 1000)));
+  EXPECT_TRUE(at::equal(a.values().narrow(0, 1, 2), filled({2, 2, 5, 4}, 2000)));
+  const auto want_valid =
+      at::tensor({0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1}, at::kLong).to(at::kBool).view({3, 5});
+  EXPECT_TRUE(at::equal(a.valid(), want_valid));
+  // Appending after a join grows every row by one position.
+  a.append(filled({3, 2, 1, 4}, -50), filled({3, 2, 1, 4}, -60), at::ones({3, 1}, at::kBool));
+  EXPECT_EQ(a.length(), 6);
+  EXPECT_TRUE(at::equal(a.keys().narrow(2, 5, 1), filled({3, 2, 1, 4}, -50)));
+  EXPECT_TRUE(at::equal(a.keys()[0].narrow(1, 2, 3), filled({1, 2, 3, 4}, 0)[0]));
+}
+
+// When the longer rows leave, the columns that are padding in every remaining row are dropped.
+TEST(KvCacheJoin, RowsLeavingTrimCommonPadding) {
+  KvCache a(2), b(2);
+  for (int l = 0; l < 2; ++l) {
+    a.layers[l].append(filled({1, 1, 2, 3}, 10.f * l), filled({1, 1, 2, 3}, -10.f * l),
+                       at::ones({1, 2}, at::kBool));
+    b.layers[l].append(filled({1, 1, 6, 3}, 500), filled({1, 1, 6, 3}, 600), at::ones({1, 6}, at::kBool));
+  }
+  a.concat_rows(b);
+  EXPECT_EQ(a.layers[0].length(), 6);
+  a.select_rows(at::tensor({0}, at::kLong));  // b's row leaves
+  for (int l = 0; l < 2; ++l) {
+    EXPECT_EQ(a.layers[l].length(), 2) << l;
+    EXPECT_TRUE(at::equal(a.layers[l].keys(), filled({1, 1, 2, 3}, 10.f * l)));
+    EXPECT_TRUE(at::equal(a.layers[l].values(), filled({1, 1, 2, 3}, -10.f * l)));
+    EXPECT_TRUE(a.layers[l].valid().all().item<bool>());
+  }
+  KvCache three(3);
+  EXPECT_THROW(three.concat_rows(b), InvalidArgument);
+}
+
+struct Alone {
+  std::vector<int64_t> tokens;
+  std::vector<at::Tensor> logits;  // per step [V]
+};
+
+Alone alone(VisionLanguageModel& m, const VlmRequest& r, const GenerationConfig& gc,
+            const std::string& plan) {
+  PlanHook hook(parse_plan(plan, m.config()), m.config());
+  auto out = generate(m, {r}, gc, plan == "none" ? nullptr : &hook, true);
+  Alone a{out.tokens[0], {}};
+  for (const auto& l : out.step_logits) a.logits.push_back(l[0]);
+  return a;
+}
+
+// Request 0 (unpruned) starts alone; after 2 steps group {1 (FastV ℓ=1 K=6), 2 (FastV)} joins, after 2 more
+// request 3 (unpruned, the longest prompt). Every row's tokens and per-step logits equal those it gets alone
+// with its own plan, although the joined cache mixes per-layer lengths and left padding.
+TEST(DecodeBatch, RowsJoiningARunningBatchEqualAlone) {
+  auto m = testing::load_tiny();
+  GenerationConfig gc;
+  gc.max_new_tokens = 7;
+  gc.stop_at_eos = false;
+  std::vector<VlmRequest> reqs = {
+      {test_pixels(56, 11), m.prompt_ids("How many cubes?")},
+      {test_pixels(56, 12), m.prompt_ids("Is there a red sphere in the image?")},
+      {test_pixels(56, 13), m.prompt_ids("What colour?")},
+      {test_pixels(56, 14), m.prompt_ids("What does the text say above the green cone on the left?")}};
+  const std::vector<std::string> plans = {"none", "fastv:layer=1,keep=6", "fastv:layer=1,keep=6", "none"};
+  std::vector<GenerationConfig> cfg(4, gc);
+  cfg[2].max_new_tokens = 3;  // leaves while others decode
+
+  DecodeBatch batch(m);
+  std::map<int64_t, FinishedRow> done;
+  const auto run_steps = [&](int n) {
+    for (int i = 0; i < n && !batch.empty(); ++i)
+      for (auto& f : batch.step()) done[f.id] = std::move(f);
+  };
+  batch.add({reqs[0]}, {cfg[0]}, {0}, nullptr, {true});
+  run_steps(2);
+  PlanHook fastv(parse_plan(plans[1], m.config()), m.config());
+  const auto st = batch.add({reqs[1], reqs[2]}, {cfg[1], cfg[2]}, {1, 2}, &fastv, {true, true});
+  EXPECT_EQ(st.n_visual_kept, 6);
+  EXPECT_EQ(batch.rows(), 3);
+  run_steps(2);
+  batch.add({reqs[3]}, {cfg[3]}, {3}, nullptr, {true});
+  run_steps(100);
+  ASSERT_TRUE(batch.empty());
+  ASSERT_EQ(done.size(), 4u);
+  for (int64_t i = 0; i < 4; ++i) {
+    const auto want = alone(m, reqs[i], cfg[i], plans[i]);
+    const auto& got = done[i];
+    EXPECT_EQ(got.tokens, want.tokens) << i;
+    EXPECT_EQ(got.finish_reason, "length") << i;
+    ASSERT_EQ(got.step_logits.size(), want.logits.size()) << i;
+    double worst = 0;
+    for (size_t s = 0; s < want.logits.size(); ++s)
+      worst = std::max(worst, max_diff(got.step_logits[s][0], want.logits[s]));
+    std::printf("request %lld joined vs alone max |logit diff| = %.3g\n", static_cast<long long>(i), worst);
+    EXPECT_LT(worst, 1e-4) << i;
+  }
+}
+
+// Sampled rows keep their own seeded sampler when they join: equal to alone up to the logits' rounding.
+TEST(DecodeBatch, SampledRowJoiningKeepsItsSeed) {
+  auto m = testing::load_tiny();
+  GenerationConfig g0, g1;
+  g0.max_new_tokens = g1.max_new_tokens = 6;
+  g0.stop_at_eos = g1.stop_at_eos = false;
+  g1.temperature = 0.8;
+  g1.seed = 1234;
+  VlmRequest r0{test_pixels(56, 21), m.prompt_ids("How many cubes?")};
+  VlmRequest r1{test_pixels(56, 22), m.prompt_ids("What shape is the red object?")};
+  DecodeBatch batch(m);
+  batch.add({r0}, {g0}, {7}, nullptr, {false});
+  batch.step();
+  batch.add({r1}, {g1}, {9}, nullptr, {false});
+  std::map<int64_t, std::vector<int64_t>> got;
+  while (!batch.empty())
+    for (auto& f : batch.step()) got[f.id] = f.tokens;
+  EXPECT_EQ(got[7], generate(m, {r0}, g0).tokens[0]);
+  EXPECT_EQ(got[9], generate(m, {r1}, g1).tokens[0]);
+}
+
+TEST(DecodeBatch, MisuseIsRefused) {
+  auto m = testing::load_tiny();
+  GenerationConfig gc;
+  gc.max_new_tokens = 4;
+  gc.stop_at_eos = false;
+  VlmRequest r{test_pixels(56, 31), m.prompt_ids("How many cubes?")};
+  DecodeBatch batch(m);
+  EXPECT_TRUE(batch.step().empty());  // empty batch: nothing to do
+  EXPECT_THROW(batch.add({r}, {gc, gc}, {0}, nullptr, {false}), InvalidArgument);
+  EXPECT_THROW(batch.add({}, {}, {}, nullptr, {}), InvalidArgument);
+  batch.add({r}, {gc}, {0}, nullptr, {false});
+  batch.sample();
+  EXPECT_THROW(batch.sample(), Error);
+  EXPECT_THROW(batch.add({r}, {gc}, {1}, nullptr, {false}), Error);
+  batch.advance();
+  EXPECT_EQ(batch.rows(), 1);
+  EXPECT_EQ(batch.n_generated(), 1);
+}
+
+}  // namespace
+}  // namespace vispco

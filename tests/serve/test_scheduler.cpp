@@ -1,0 +1,121 @@
+// The batch scheduler's continuous batching on the tiny model: a same-plan request that arrives while a batch
+// decodes joins it between steps and answers what it answers alone; a request of another plan never joins,
+// and neither does a same-plan request queued behind it (it would overtake); --no-continuous-batching turns
+// admission off. Each newcomer is submitted from the running job's first streamed delta, so it arrives while
+// that job still has tokens to generate.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <optional>
+
+#include "model/generate.h"
+#include "model/tiny_model.h"
+#include "prune/plan_hook.h"
+#include "serve/scheduler.h"
+
+namespace vispco {
+namespace {
+
+using testing::test_pixels;
+
+serve::GenerationJob job(VisionLanguageModel& m, uint64_t seed, const std::string& question,
+                         int64_t max_tokens, const std::string& plan = "") {
+  serve::GenerationJob j;
+  j.request = {test_pixels(56, seed), m.prompt_ids(question)};
+  j.gen.max_new_tokens = max_tokens;
+  j.gen.stop_at_eos = false;
+  j.plan = plan;
+  j.question = question;
+  return j;
+}
+
+std::vector<int64_t> alone(VisionLanguageModel& m, const serve::GenerationJob& j, const std::string& plan) {
+  PlanHook hook(parse_plan(plan, m.config()), m.config(), 0, ScorerEnv{testing::tiny_model_dir()});
+  return generate(m, {j.request}, j.gen, hook.plan().empty() ? nullptr : &hook).tokens[0];
+}
+
+struct Run {
+  serve::JobResult first;
+  std::vector<serve::JobResult> later;
+};
+
+// Submits `first`; at its first streamed delta submits `later` in order, then waits for every answer.
+Run run(serve::BatchScheduler& s, serve::GenerationJob first, std::vector<serve::GenerationJob> later) {
+  std::vector<std::future<serve::JobResult>> futures;
+  bool sent = false;
+  first.on_delta = [&](const std::string&) {
+    if (!sent) {
+      sent = true;
+      for (auto& j : later) futures.push_back(s.submit(std::move(j)));
+    }
+    return true;
+  };
+  Run r;
+  r.first = s.submit(std::move(first)).get();
+  for (auto& f : futures) r.later.push_back(f.get());
+  return r;
+}
+
+TEST(Scheduler, SamePlanNewcomerJoinsTheRunningDecodeAndAnswersAsAlone) {
+  auto m = testing::load_tiny();
+  serve::SchedulerOptions so;
+  so.max_batch = 4;
+  so.batch_window_ms = 0;
+  serve::BatchScheduler s(m, testing::tiny_model_dir(), so, nullptr);
+  auto a = job(m, 41, "How many cubes?", 40);
+  auto b = job(m, 42, "What does the text say above the green cone on the left?", 6);
+  const auto want_a = alone(m, a, "none"), want_b = alone(m, b, "none");
+  const auto r = run(s, a, {b});
+  ASSERT_TRUE(r.first.error.empty()) << r.first.error;
+  ASSERT_EQ(r.later.size(), 1u);
+  ASSERT_TRUE(r.later[0].error.empty()) << r.later[0].error;
+  EXPECT_EQ(r.first.tokens, want_a);
+  EXPECT_EQ(r.later[0].tokens, want_b);
+  EXPECT_EQ(r.later[0].batch_size, 1);         // prefilled on its own
+  EXPECT_EQ(r.later[0].decode_batch_size, 2);  // then decoded beside the running request
+  EXPECT_EQ(r.first.decode_batch_size, 2);
+  EXPECT_EQ(r.first.finish_reason, "length");
+}
+
+TEST(Scheduler, NoNewcomerOvertakesARequestOfAnotherPlan) {
+  auto m = testing::load_tiny();
+  serve::SchedulerOptions so;
+  so.max_batch = 4;
+  so.batch_window_ms = 0;
+  serve::BatchScheduler s(m, testing::tiny_model_dir(), so, nullptr);
+  auto a = job(m, 51, "How many cubes?", 30);
+  auto c = job(m, 52, "What colour?", 5, "divprune:keep=4");  // another plan: waits for the batch to drain
+  auto d = job(m, 53, "What shape is the red object?", 5);    // A's plan, but queued behind C
+  const auto want_c = alone(m, c, "divprune:keep=4"), want_d = alone(m, d, "none");
+  const auto r = run(s, a, {c, d});
+  ASSERT_EQ(r.later.size(), 2u);
+  EXPECT_EQ(r.first.decode_batch_size, 1);
+  EXPECT_EQ(r.later[0].tokens, want_c);
+  EXPECT_EQ(r.later[0].n_visual_kept, 4);
+  EXPECT_EQ(r.later[1].tokens, want_d);
+  EXPECT_EQ(r.later[1].n_visual_kept, 16);
+  // C and D have different plans: each decodes without the other (D's prefill starts after C's batch).
+  EXPECT_EQ(r.later[0].decode_batch_size, 1);
+  EXPECT_EQ(r.later[1].decode_batch_size, 1);
+}
+
+TEST(Scheduler, AdmissionOffRunsEachBatchToItsEnd) {
+  auto m = testing::load_tiny();
+  serve::SchedulerOptions so;
+  so.max_batch = 4;
+  so.batch_window_ms = 0;
+  so.continuous = false;
+  serve::BatchScheduler s(m, testing::tiny_model_dir(), so, nullptr);
+  auto a = job(m, 61, "How many cubes?", 30);
+  auto b = job(m, 62, "What colour?", 5);
+  const auto want_b = alone(m, b, "none");
+  const auto r = run(s, a, {b});
+  ASSERT_EQ(r.later.size(), 1u);
+  EXPECT_EQ(r.first.decode_batch_size, 1);
+  EXPECT_EQ(r.later[0].decode_batch_size, 1);
+  EXPECT_EQ(r.later[0].tokens, want_b);
+  EXPECT_GE(r.later[0].queue_ms, 0.0);
+}
+
+}  // namespace
+}  // namespace vispco
