@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <string>
 #include <thread>
 
 #include "cli/commands.h"
@@ -26,6 +27,19 @@ void on_stop_signal(int sig) {
   [[maybe_unused]] const auto n = write(g_stop_pipe[1], &b, 1);  // async-signal-safe
 }
 
+// --max-prefill-tokens: "auto" is resolved by the caller; otherwise a count ≥ 0.
+int64_t prefill_tokens(const std::string& text) {
+  size_t used = 0;
+  int64_t n = -1;
+  try {
+    n = std::stoll(text, &used);
+  } catch (const std::exception&) {
+  }
+  if (used != text.size() || n < 0)
+    throw InvalidArgument("--max-prefill-tokens must be auto or a count ≥ 0, got '" + text + "'");
+  return n;
+}
+
 }  // namespace
 
 void register_serve(CLI::App& app) {
@@ -36,6 +50,7 @@ void register_serve(CLI::App& app) {
     serve::ServerOptions server;
     int threads = 0;
     double max_body_mb = 20;
+    std::string max_prefill_tokens = "auto";
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("serve", "Serve OpenAI-style chat completions (POST /v1/chat/completions)");
@@ -48,6 +63,11 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--port-file", o->port_file, "Write the bound port to this file once listening");
   cmd->add_option("--model-name", o->server.model_name, "Model id in /v1/models (default: the folder's name)");
   cmd->add_option("--max-batch", o->sched.max_batch, "Most rows of the decode batch (and of one prefill)")
+      ->capture_default_str();
+  cmd->add_option("--max-prefill-tokens", o->max_prefill_tokens,
+                  "Most prompt tokens (text + visual) prefilled together; 0 = no limit; auto = 1024 on a CPU "
+                  "(about one image: a batched prefill is slower per image there, docs/serving.md), no limit "
+                  "on CUDA")
       ->capture_default_str();
   cmd->add_flag("--continuous-batching,!--no-continuous-batching", o->sched.continuous,
                 "Admit same-plan requests into a running decode batch between steps")
@@ -79,6 +99,9 @@ void register_serve(CLI::App& app) {
     setenv("OPENCV_IO_MAX_IMAGE_PIXELS", std::to_string(4 * o->server.max_image_pixels).c_str(), 1);
     DtypeChoice dtype_choice;
     const RunContext ctx = inference_context(o->device, o->dtype, o->threads, &dtype_choice);
+    o->sched.max_prefill_tokens = o->max_prefill_tokens == "auto" ? (ctx.device.is_cuda() ? 0 : 1024)
+                                                                  : prefill_tokens(o->max_prefill_tokens);
+    o->sched.validate();
     auto model = VisionLanguageModel::load(o->model, ctx);
     apply_quant(model, o->quant);
     serve::Metrics metrics;

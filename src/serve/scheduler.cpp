@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/errors.h"
@@ -43,6 +44,8 @@ void SchedulerOptions::validate() const {
   if (!(batch_window_ms >= 0))
     throw InvalidArgument("batch_window_ms must be ≥ 0, got " + std::to_string(batch_window_ms));
   if (max_queue < 1) throw InvalidArgument("max_queue must be ≥ 1, got " + std::to_string(max_queue));
+  if (max_prefill_tokens < 0)
+    throw InvalidArgument("max_prefill_tokens must be ≥ 0, got " + std::to_string(max_prefill_tokens));
 }
 
 void declare_server_metrics(Metrics& m) {
@@ -166,8 +169,11 @@ size_t BatchScheduler::queue_depth() const {
 std::vector<std::unique_ptr<BatchScheduler::Pending>> BatchScheduler::take_plan(const std::string& key,
                                                                                 int64_t n) {
   std::vector<std::unique_ptr<Pending>> group;
+  int64_t tokens = 0;
   for (auto it = queue_.begin(); it != queue_.end() && static_cast<int64_t>(group.size()) < n;) {
     if ((*it)->plan_key == key) {
+      tokens += prompt_tokens(**it);
+      if (!group.empty() && opts_.max_prefill_tokens > 0 && tokens > opts_.max_prefill_tokens) break;
       group.push_back(std::move(*it));
       it = queue_.erase(it);
     } else {
@@ -176,6 +182,10 @@ std::vector<std::unique_ptr<BatchScheduler::Pending>> BatchScheduler::take_plan(
   }
   if (metrics_ != nullptr) metrics_->set("vispco_queue_depth", static_cast<double>(queue_.size()));
   return group;
+}
+
+int64_t BatchScheduler::prompt_tokens(const Pending& p) const {
+  return static_cast<int64_t>(p.job.request.prompt_ids.size()) - 1 + model_.config().n_visual_tokens();
 }
 
 void BatchScheduler::worker() {
@@ -199,8 +209,12 @@ void BatchScheduler::worker() {
         for (const auto& p : queue_) n += p->plan_key == batch_plan_;
         return n;
       };
-      while (!draining_ && same_plan() < opts_.max_batch && Clock::now() < deadline)
-        cv_.wait_until(lock, deadline);
+      // Wait for as many as one prefill takes (fewer when the token budget holds fewer of this size).
+      int64_t want = opts_.max_batch;
+      if (opts_.max_prefill_tokens > 0)
+        want =
+            std::min(want, std::max<int64_t>(1, opts_.max_prefill_tokens / prompt_tokens(*queue_.front())));
+      while (!draining_ && same_plan() < want && Clock::now() < deadline) cv_.wait_until(lock, deadline);
       group = take_plan(batch_plan_, opts_.max_batch);
     } else if (opts_.continuous && !queue_.empty() && batch_->rows() < opts_.max_batch) {
       // Admit newcomers between decode steps while the oldest waiting request has the batch's plan (so a

@@ -33,6 +33,11 @@ struct SchedulerOptions {
   int64_t max_batch = 8;       ///< most rows of the decode batch (and so of one prefill), ≥ 1
   double batch_window_ms = 5;  ///< longest wait for more same-plan requests after the oldest arrived, ≥ 0
   int64_t max_queue = 64;      ///< waiting requests beyond which submit() answers 503, ≥ 1
+  /// Most prompt tokens (text + N_v visual tokens before pruning) prefilled together; a request larger than
+  /// this is prefilled alone. 0 = no limit (max_batch alone bounds a prefill). With continuous batching a low
+  /// budget prefills requests one by one and still decodes them as one batch (TGI's
+  /// max-batch-prefill-tokens).
+  int64_t max_prefill_tokens = 0;
   std::string default_plan = "none";  ///< plan of requests that name none
   /// Admit same-plan requests into a running decode batch (false: a batch runs to its end before the next
   /// one is formed).
@@ -118,13 +123,15 @@ class BatchScheduler {
   struct AutoPredictor;
   // keep=auto plan text → its parsed plan and predictor (loaded once, by resolve_plan).
   const AutoPredictor& auto_predictor(const std::string& text) const;
-  // Requests of plan `key` taken out of the queue, oldest first, at most n. Called with mu_ held.
+  // Requests of plan `key` taken out of the queue, oldest first, at most n and within the prefill token
+  // budget (the first always). Called with mu_ held.
   std::vector<std::unique_ptr<Pending>> take_plan(const std::string& key, int64_t n);
   // Prefills a same-plan group and joins it to the decode batch; on failure answers the group with the error.
   void admit(std::vector<std::unique_ptr<Pending>>& group);
   // One decode step of the batch; answers the rows that finish. On failure answers every row with the error.
   void decode_step();
   struct Active;
+  int64_t prompt_tokens(const Pending& p) const;
   void answer(Active& a, std::vector<int64_t> tokens, const std::string& finish_reason,
               const std::vector<at::Tensor>& step_logits);
 

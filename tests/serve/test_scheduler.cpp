@@ -8,6 +8,7 @@
 #include <future>
 #include <optional>
 
+#include "core/errors.h"
 #include "model/generate.h"
 #include "model/tiny_model.h"
 #include "prune/plan_hook.h"
@@ -115,6 +116,34 @@ TEST(Scheduler, AdmissionOffRunsEachBatchToItsEnd) {
   EXPECT_EQ(r.later[0].decode_batch_size, 1);
   EXPECT_EQ(r.later[0].tokens, want_b);
   EXPECT_GE(r.later[0].queue_ms, 0.0);
+}
+
+// Two same-plan newcomers queued together join in one prefill; under a prefill token budget that holds one
+// request they are prefilled one by one and still decode together.
+TEST(Scheduler, PrefillTokenBudgetPrefillsNewcomersOneByOne) {
+  auto m = testing::load_tiny();
+  for (const int64_t budget : {0, 40}) {
+    serve::SchedulerOptions so;
+    so.max_batch = 4;
+    so.batch_window_ms = 0;
+    so.max_prefill_tokens = budget;
+    serve::BatchScheduler s(m, testing::tiny_model_dir(), so, nullptr);
+    auto a = job(m, 71, "How many cubes?", 30);
+    auto b = job(m, 72, "What colour?", 5), c = job(m, 73, "What shape?", 5);
+    // 16 visual + ≥ 7 text tokens each: two do not fit in 40.
+    ASSERT_GT(2 * (m.config().n_visual_tokens() + static_cast<int64_t>(b.request.prompt_ids.size()) - 1), 40);
+    const auto want_b = alone(m, b, "none"), want_c = alone(m, c, "none");
+    const auto r = run(s, a, {b, c});
+    ASSERT_EQ(r.later.size(), 2u);
+    EXPECT_EQ(r.later[0].batch_size, budget == 0 ? 2 : 1) << budget;
+    EXPECT_EQ(r.later[1].batch_size, budget == 0 ? 2 : 1) << budget;
+    EXPECT_EQ(r.first.decode_batch_size, 3) << budget;
+    EXPECT_EQ(r.later[0].tokens, want_b) << budget;
+    EXPECT_EQ(r.later[1].tokens, want_c) << budget;
+  }
+  serve::SchedulerOptions bad;
+  bad.max_prefill_tokens = -1;
+  EXPECT_THROW(bad.validate(), InvalidArgument);
 }
 
 }  // namespace

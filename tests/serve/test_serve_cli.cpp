@@ -73,6 +73,13 @@ TEST(ServeCli, BadOptionsEndWithOneErrorLine) {
   r = testing::run_cli("serve --model " + testing::tiny_model_dir() + " --port 0 --plan nosuch:keep=3");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("nosuch"), std::string::npos) << r.err;
+  for (const std::string bad : {"-1", "12x", "many"}) {
+    r = testing::run_cli("serve --model " + testing::tiny_model_dir() + " --port 0 --max-prefill-tokens " +
+                         bad);
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_NE(r.err.find("--max-prefill-tokens must be auto or a count"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
   r = testing::run_cli("serve --model /no/such/model --port 0");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
