@@ -66,8 +66,8 @@ void register_serve(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-prefill-tokens", o->max_prefill_tokens,
                   "Most prompt tokens (text + visual) prefilled together; 0 = no limit; auto = 1024 on a CPU "
-                  "(about one image: a batched prefill is slower per image there, docs/serving.md), no limit "
-                  "on CUDA")
+                  "with continuous batching (about one image: a batched prefill is slower per image there, "
+                  "docs/serving.md), else no limit")
       ->capture_default_str();
   cmd->add_flag("--continuous-batching,!--no-continuous-batching", o->sched.continuous,
                 "Admit same-plan requests into a running decode batch between steps")
@@ -99,8 +99,9 @@ void register_serve(CLI::App& app) {
     setenv("OPENCV_IO_MAX_IMAGE_PIXELS", std::to_string(4 * o->server.max_image_pixels).c_str(), 1);
     DtypeChoice dtype_choice;
     const RunContext ctx = inference_context(o->device, o->dtype, o->threads, &dtype_choice);
-    o->sched.max_prefill_tokens = o->max_prefill_tokens == "auto" ? (ctx.device.is_cuda() ? 0 : 1024)
-                                                                  : prefill_tokens(o->max_prefill_tokens);
+    o->sched.max_prefill_tokens = o->max_prefill_tokens != "auto" ? prefill_tokens(o->max_prefill_tokens)
+                                  : ctx.device.is_cuda() || !o->sched.continuous ? 0
+                                                                                 : 1024;
     o->sched.validate();
     auto model = VisionLanguageModel::load(o->model, ctx);
     apply_quant(model, o->quant);

@@ -96,18 +96,26 @@ GenerationStats DecodeBatch::add(const std::vector<VlmRequest>& reqs,
   st.n_visual_kept = state.visual[0].sum().item<int64_t>();
   auto next_pos = state.positions.narrow(1, state.positions.size(1) - 1, 1) + 1;  // [B, 1]
 
-  // Join: nothing above touched the running batch, so a throw leaves it as it was.
-  cache_.concat_rows(group_cache);
-  pending_logits_ = pending_logits_.defined() ? at::cat({pending_logits_, logits}, 0) : logits;
-  next_pos_ = next_pos_.defined() ? at::cat({next_pos_, next_pos}, 0) : next_pos;
+  // Join into copies first (a KvCache copy shares its tensors, and concat_rows replaces them rather than
+  // writing into them), then commit with moves that cannot throw: a throw leaves the running batch as it was.
+  KvCache joined = cache_;
+  joined.concat_rows(group_cache);
+  auto joined_logits = pending_logits_.defined() ? at::cat({pending_logits_, logits}, 0) : logits;
+  auto joined_pos = next_pos_.defined() ? at::cat({next_pos_, next_pos}, 0) : next_pos;
+  std::vector<Row> joining;
   for (size_t i = 0; i < reqs.size(); ++i) {
     Row r;
     r.id = ids[i];
     r.gc = configs[i];
     r.gen = at::make_generator<at::CPUGeneratorImpl>(configs[i].seed);
     r.record = record_logits[i];
-    rows_.push_back(std::move(r));
+    joining.push_back(std::move(r));
   }
+  rows_.reserve(rows_.size() + joining.size());
+  cache_ = std::move(joined);
+  pending_logits_ = std::move(joined_logits);
+  next_pos_ = std::move(joined_pos);
+  for (auto& r : joining) rows_.push_back(std::move(r));
   return st;
 }
 

@@ -154,8 +154,8 @@ GenerationOutput generate(VisionLanguageModel& m, const std::vector<VlmRequest>&
       st.ttft_ms = total.ms();
       decode.reset();
     }
-    st.kv_cache_bytes = std::max(st.kv_cache_bytes, batch.kv_cache_bytes());
     batch.advance();
+    st.kv_cache_bytes = std::max(st.kv_cache_bytes, batch.kv_cache_bytes());
   }
   sync_device(dev);
   st.decode_ms = decode.ms();

@@ -109,6 +109,7 @@ void KvCache::concat_rows(const KvCache& other) {
     throw InvalidArgument("KV cache: cannot join a cache of " + std::to_string(other.layers.size()) +
                           " layers to one of " + std::to_string(layers.size()));
   for (size_t l = 0; l < layers.size(); ++l) layers[l].concat_rows(other.layers[l]);
+  joined_ = true;
 }
 
 int64_t KvCache::bytes() const {

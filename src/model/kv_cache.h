@@ -47,8 +47,16 @@ struct KvCache {
   int64_t bytes() const;
   /// LayerKvCache::select_rows then trim_padding() on every layer.
   void select_rows(const at::Tensor& rows);
-  /// LayerKvCache::concat_rows layer by layer. @throws InvalidArgument when the layer counts differ.
+  /// LayerKvCache::concat_rows layer by layer; marks the cache as joined. @throws InvalidArgument when the
+  /// layer counts differ (the cache may then be partly joined: join into a copy for a strong guarantee).
   void concat_rows(const KvCache& other);
+  /// True once groups were joined into this cache: layers of equal length may then differ in padding, so
+  /// the decoder compares their validity before sharing an attention mask (only then: on CUDA the comparison
+  /// waits for the device).
+  bool joined() const { return joined_; }
+
+ private:
+  bool joined_ = false;
 };
 
 }  // namespace vispco

@@ -139,7 +139,8 @@ at::Tensor LlamaForCausalLMImpl::run_layers(TokenState& state, KvCache& cache, P
     // Keys visible to this layer: its cached ones plus the T new ones. Layers of equal cache length share a
     // mask unless their padding differs (a cache joined from groups pruned differently,
     // model/decode_batch.h).
-    if (mask_past != lc.length() || (lc.length() > 0 && !at::equal(mask_cache_valid, lc.valid()))) {
+    if (mask_past != lc.length() ||
+        (cache.joined() && lc.length() > 0 && !at::equal(mask_cache_valid, lc.valid()))) {
       auto key_valid = lc.length() > 0 ? at::cat({lc.valid(), state.valid}, 1) : state.valid;
       mask = causal_mask(key_valid, T, lc.length());
       mask_past = lc.length();

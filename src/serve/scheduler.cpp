@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 
 #include "core/errors.h"
 #include "cost/flops.h"
@@ -37,6 +38,20 @@ double row_flops_ratio(const LlavaConfig& cfg, const GenerationStats& st, int64_
   return pruned / full;
 }
 
+// Hands a job its result and wakes its handler; nothing of it may throw out of the worker thread.
+void deliver(std::promise<JobResult>& promise, JobResult r, const std::function<void()>& on_finish) {
+  try {
+    promise.set_value(std::move(r));
+  } catch (const std::future_error&) {  // already answered: keep the first answer
+  }
+  if (on_finish) {
+    try {
+      on_finish();
+    } catch (...) {  // the handler's wake-up only; the answer is already set
+    }
+  }
+}
+
 }  // namespace
 
 void SchedulerOptions::validate() const {
@@ -59,7 +74,7 @@ void declare_server_metrics(Metrics& m) {
             "End-to-end time of a chat completion (received to answered)", secs);
   m.declare("vispco_batch_size", "histogram", "Requests per prefill batch",
             {1, 2, 3, 4, 6, 8, 12, 16, 32, 64});
-  m.declare("vispco_decode_batch_rows", "histogram", "Rows of the decode batch per decode step",
+  m.declare("vispco_decode_batch_rows", "histogram", "Rows sampled together at each decode step",
             {1, 2, 3, 4, 6, 8, 12, 16, 32, 64});
   m.declare("vispco_prompt_tokens_total", "counter", "Prompt tokens (text + visual before pruning)");
   m.declare("vispco_visual_tokens_total", "counter", "Visual tokens before pruning");
@@ -199,7 +214,11 @@ void BatchScheduler::worker() {
         return;
       }
       resolve_auto_keep(lock);
-      if (queue_.empty()) continue;
+      if (queue_.empty()) {  // every waiting job failed its K prediction
+        idle_cv_.notify_all();
+        continue;
+      }
+      if (!queue_.front()->auto_text.empty()) continue;  // arrived during the resolve: resolve it first
       batch_plan_ = queue_.front()->plan_key;
       const auto deadline =
           queue_.front()->enqueued + std::chrono::duration_cast<Clock::duration>(
@@ -225,8 +244,18 @@ void BatchScheduler::worker() {
     }
     running_ = batch_->rows() + static_cast<int64_t>(group.size());
     lock.unlock();
-    if (!group.empty()) admit(group);
-    if (!batch_->empty()) decode_step();
+    try {
+      if (!group.empty()) admit(group);
+      if (!batch_->empty()) decode_step();
+    } catch (...) {  // both answer their own failures; anything else must not end the worker
+      for (auto& p : group)
+        if (p) {
+          JobResult r;
+          r.error = "internal error while batching";
+          deliver(p->promise, std::move(r), p->job.on_finish);
+        }
+      fail_all("internal error while batching");
+    }
     lock.lock();
     running_ = batch_->rows();
     if (running_ == 0) idle_cv_.notify_all();
@@ -275,8 +304,7 @@ void BatchScheduler::resolve_auto_keep(std::unique_lock<std::mutex>& lock) {
     }
     JobResult r;
     r.error = f->second;
-    (*it)->promise.set_value(std::move(r));
-    if ((*it)->job.on_finish) (*it)->job.on_finish();
+    deliver((*it)->promise, std::move(r), (*it)->job.on_finish);
     it = queue_.erase(it);
   }
 }
@@ -317,8 +345,7 @@ void BatchScheduler::admit(std::vector<std::unique_ptr<Pending>>& group) {
   } catch (const std::exception& e) {  // the running batch is unchanged (DecodeBatch::add)
     for (auto& a : joining) {
       a->r.error = e.what();
-      a->p->promise.set_value(std::move(a->r));
-      if (a->p->job.on_finish) a->p->job.on_finish();
+      deliver(a->p->promise, std::move(a->r), a->p->job.on_finish);
     }
     return;
   }
@@ -346,14 +373,21 @@ void BatchScheduler::decode_step() {
   const int64_t rows = batch_->rows();
   for (auto& [id, a] : active_) a->r.decode_batch_size = std::max(a->r.decode_batch_size, rows);
   const RowTokenCallback on_token = [&](int64_t id, int64_t token) {
-    auto& a = *active_.at(id);
-    const bool go_on = a.stream.push(token);
-    const auto& cb = a.p->job.on_delta;
-    if (cb && !a.gone) {
-      const auto d = a.stream.take_delta();
-      if (!d.empty() && !cb(d)) a.gone = true;
+    const auto it = active_.find(id);
+    if (it == active_.end()) return false;
+    auto& a = *it->second;
+    try {  // a failure here ends this row only, with its error
+      const bool go_on = a.stream.push(token);
+      const auto& cb = a.p->job.on_delta;
+      if (cb && !a.gone) {
+        const auto d = a.stream.take_delta();
+        if (!d.empty() && !cb(d)) a.gone = true;
+      }
+      return go_on && !a.gone;
+    } catch (const std::exception& e) {
+      a.r.error = std::string("streaming the answer failed: ") + e.what();
+      return false;
     }
-    return go_on && !a.gone;
   };
   try {
     auto finished = batch_->sample(on_token);
@@ -364,8 +398,8 @@ void BatchScheduler::decode_step() {
         a->r.ttft_ms = ms_between(a->p->enqueued, now);
       }
     for (auto& f : finished) {
-      answer(*active_.at(f.id), std::move(f.tokens), f.finish_reason, f.step_logits);
-      active_.erase(f.id);
+      auto node = active_.extract(f.id);  // out of active_ before it is answered: answered once
+      if (!node.empty()) answer(*node.mapped(), std::move(f.tokens), f.finish_reason, f.step_logits);
     }
     batch_->advance();
     if (metrics_ != nullptr) {
@@ -373,20 +407,27 @@ void BatchScheduler::decode_step() {
       metrics_->set("vispco_kv_cache_bytes", static_cast<double>(batch_->kv_cache_bytes()));
     }
   } catch (const std::exception& e) {
-    for (auto& [id, a] : active_) {
-      a->r.error = e.what();
-      a->p->promise.set_value(std::move(a->r));
-      if (a->p->job.on_finish) a->p->job.on_finish();
-    }
-    active_.clear();
-    batch_ = std::make_unique<DecodeBatch>(model_);
+    fail_all(e.what());
   }
+}
+
+void BatchScheduler::fail_all(const std::string& error) {
+  for (auto& [id, a] : active_) {
+    a->r.error = error;
+    deliver(a->p->promise, std::move(a->r), a->p->job.on_finish);
+  }
+  active_.clear();
+  batch_ = std::make_unique<DecodeBatch>(model_);
 }
 
 void BatchScheduler::answer(Active& a, std::vector<int64_t> tokens, const std::string& finish_reason,
                             const std::vector<at::Tensor>& step_logits) {
   auto& r = a.r;
   const auto& job = a.p->job;
+  if (!r.error.empty()) {  // its token callback failed
+    deliver(a.p->promise, std::move(r), job.on_finish);
+    return;
+  }
   try {
     const std::string rest = a.stream.finish();
     if (job.on_delta && !a.gone && !rest.empty()) job.on_delta(rest);
@@ -409,8 +450,7 @@ void BatchScheduler::answer(Active& a, std::vector<int64_t> tokens, const std::s
     metrics_->add("vispco_kept_visual_tokens_total", static_cast<double>(r.n_visual_kept));
     metrics_->add("vispco_generated_tokens_total", static_cast<double>(r.tokens.size()));
   }
-  a.p->promise.set_value(std::move(r));
-  if (job.on_finish) job.on_finish();
+  deliver(a.p->promise, std::move(r), job.on_finish);
 }
 
 }  // namespace vispco::serve

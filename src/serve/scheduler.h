@@ -131,7 +131,10 @@ class BatchScheduler {
   // One decode step of the batch; answers the rows that finish. On failure answers every row with the error.
   void decode_step();
   struct Active;
+  // Prompt tokens of a waiting request: text + N_v visual tokens before pruning.
   int64_t prompt_tokens(const Pending& p) const;
+  // Answers every row of the decode batch with `error` and starts an empty batch.
+  void fail_all(const std::string& error);
   void answer(Active& a, std::vector<int64_t> tokens, const std::string& finish_reason,
               const std::vector<at::Tensor>& step_logits);
 

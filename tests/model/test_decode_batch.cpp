@@ -153,6 +153,33 @@ TEST(DecodeBatch, SampledRowJoiningKeepsItsSeed) {
   EXPECT_EQ(got[9], generate(m, {r1}, g1).tokens[0]);
 }
 
+// A group that fails in its prefill (a prompt without the image placeholder) is refused and the running
+// rows go on untouched: their tokens and logits still equal those they get alone.
+TEST(DecodeBatch, AFailedJoinLeavesTheRunningBatchUnchanged) {
+  auto m = testing::load_tiny();
+  GenerationConfig gc;
+  gc.max_new_tokens = 5;
+  gc.stop_at_eos = false;
+  VlmRequest r{test_pixels(56, 41), m.prompt_ids("How many cubes?")};
+  VlmRequest bad{test_pixels(56, 42), m.tokenizer().encode("no image here", true)};
+  DecodeBatch batch(m);
+  batch.add({r}, {gc}, {0}, nullptr, {true});
+  batch.step();
+  const auto bytes = batch.kv_cache_bytes();
+  EXPECT_THROW(batch.add({bad}, {gc}, {1}, nullptr, {false}), InvalidArgument);
+  EXPECT_EQ(batch.rows(), 1);
+  EXPECT_EQ(batch.ids(), std::vector<int64_t>{0});
+  EXPECT_EQ(batch.kv_cache_bytes(), bytes);
+  std::vector<FinishedRow> done;
+  while (!batch.empty())
+    for (auto& f : batch.step()) done.push_back(std::move(f));
+  ASSERT_EQ(done.size(), 1u);
+  const auto want = alone(m, r, gc, "none");
+  EXPECT_EQ(done[0].tokens, want.tokens);
+  for (size_t s = 0; s < want.logits.size(); ++s)
+    EXPECT_LT(max_diff(done[0].step_logits[s][0], want.logits[s]), 1e-5);
+}
+
 TEST(DecodeBatch, MisuseIsRefused) {
   auto m = testing::load_tiny();
   GenerationConfig gc;
