@@ -115,10 +115,12 @@ void register_serve(CLI::App& app) {
     }
     std::fprintf(
         stderr,
-        "vispco serve: %s on http://%s:%d (plan %s, max batch %ld%s, window %.1f ms, queue %ld, %s)\n",
+        "vispco serve: %s on http://%s:%d (plan %s, max batch %ld%s, prefill ≤ %s tokens, window %.1f ms, "
+        "queue %ld, %s)\n",
         o->server.model_name.c_str(), o->server.host.c_str(), port, scheduler.resolve_plan("").c_str(),
-        (long)o->sched.max_batch, o->sched.continuous ? " continuous" : "", o->sched.batch_window_ms,
-        (long)o->sched.max_queue, dtype_choice.describe().c_str());
+        (long)o->sched.max_batch, o->sched.continuous ? " continuous" : "",
+        o->sched.max_prefill_tokens > 0 ? std::to_string(o->sched.max_prefill_tokens).c_str() : "∞",
+        o->sched.batch_window_ms, (long)o->sched.max_queue, dtype_choice.describe().c_str());
     // SIGINT / SIGTERM: the handler (any thread may run it: BLAS and OpenMP threads exist before main) only
     // writes the signal number to a pipe; a waiter thread reads it and shuts the server down gracefully.
     if (pipe(g_stop_pipe) != 0) throw IoError("serve: cannot create the signal pipe");
