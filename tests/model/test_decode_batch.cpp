@@ -70,6 +70,14 @@ TEST(KvCacheJoin, RowsLeavingTrimCommonPadding) {
   EXPECT_THROW(three.concat_rows(b), InvalidArgument);
 }
 
+// Greedy decoding of exactly n tokens (EOS does not end a row).
+GenerationConfig greedy(int64_t n) {
+  GenerationConfig gc;
+  gc.max_new_tokens = n;
+  gc.stop_at_eos = false;
+  return gc;
+}
+
 struct Alone {
   std::vector<int64_t> tokens;
   std::vector<at::Tensor> logits;  // per step [V]
@@ -89,9 +97,7 @@ Alone alone(VisionLanguageModel& m, const VlmRequest& r, const GenerationConfig&
 // with its own plan, although the joined cache mixes per-layer lengths and left padding.
 TEST(DecodeBatch, RowsJoiningARunningBatchEqualAlone) {
   auto m = testing::load_tiny();
-  GenerationConfig gc;
-  gc.max_new_tokens = 7;
-  gc.stop_at_eos = false;
+  const auto gc = greedy(7);
   std::vector<VlmRequest> reqs = {
       {test_pixels(56, 11), m.prompt_ids("How many cubes?")},
       {test_pixels(56, 12), m.prompt_ids("Is there a red sphere in the image?")},
@@ -157,9 +163,7 @@ TEST(DecodeBatch, SampledRowJoiningKeepsItsSeed) {
 // rows go on untouched: their tokens and logits still equal those they get alone.
 TEST(DecodeBatch, AFailedJoinLeavesTheRunningBatchUnchanged) {
   auto m = testing::load_tiny();
-  GenerationConfig gc;
-  gc.max_new_tokens = 5;
-  gc.stop_at_eos = false;
+  const auto gc = greedy(5);
   VlmRequest r{test_pixels(56, 41), m.prompt_ids("How many cubes?")};
   VlmRequest bad{test_pixels(56, 42), m.tokenizer().encode("no image here", true)};
   DecodeBatch batch(m);
@@ -182,9 +186,7 @@ TEST(DecodeBatch, AFailedJoinLeavesTheRunningBatchUnchanged) {
 
 TEST(DecodeBatch, MisuseIsRefused) {
   auto m = testing::load_tiny();
-  GenerationConfig gc;
-  gc.max_new_tokens = 4;
-  gc.stop_at_eos = false;
+  const auto gc = greedy(4);
   VlmRequest r{test_pixels(56, 31), m.prompt_ids("How many cubes?")};
   DecodeBatch batch(m);
   EXPECT_TRUE(batch.step().empty());  // empty batch: nothing to do

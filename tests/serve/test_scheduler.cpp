@@ -37,6 +37,14 @@ std::vector<int64_t> alone(VisionLanguageModel& m, const serve::GenerationJob& j
   return generate(m, {j.request}, j.gen, hook.plan().empty() ? nullptr : &hook).tokens[0];
 }
 
+// Four decode rows and no batch window: a newcomer's admission depends only on when it is queued.
+serve::SchedulerOptions options() {
+  serve::SchedulerOptions so;
+  so.max_batch = 4;
+  so.batch_window_ms = 0;
+  return so;
+}
+
 struct Run {
   serve::JobResult first;
   std::vector<serve::JobResult> later;
@@ -61,9 +69,7 @@ Run run(serve::BatchScheduler& s, serve::GenerationJob first, std::vector<serve:
 
 TEST(Scheduler, SamePlanNewcomerJoinsTheRunningDecodeAndAnswersAsAlone) {
   auto m = testing::load_tiny();
-  serve::SchedulerOptions so;
-  so.max_batch = 4;
-  so.batch_window_ms = 0;
+  auto so = options();
   serve::BatchScheduler s(m, testing::tiny_model_dir(), so, nullptr);
   auto a = job(m, 41, "How many cubes?", 40);
   auto b = job(m, 42, "What does the text say above the green cone on the left?", 6);
@@ -82,9 +88,7 @@ TEST(Scheduler, SamePlanNewcomerJoinsTheRunningDecodeAndAnswersAsAlone) {
 
 TEST(Scheduler, NoNewcomerOvertakesARequestOfAnotherPlan) {
   auto m = testing::load_tiny();
-  serve::SchedulerOptions so;
-  so.max_batch = 4;
-  so.batch_window_ms = 0;
+  auto so = options();
   serve::BatchScheduler s(m, testing::tiny_model_dir(), so, nullptr);
   auto a = job(m, 51, "How many cubes?", 30);
   auto c = job(m, 52, "What colour?", 5, "divprune:keep=4");  // another plan: waits for the batch to drain
@@ -104,9 +108,7 @@ TEST(Scheduler, NoNewcomerOvertakesARequestOfAnotherPlan) {
 
 TEST(Scheduler, AdmissionOffRunsEachBatchToItsEnd) {
   auto m = testing::load_tiny();
-  serve::SchedulerOptions so;
-  so.max_batch = 4;
-  so.batch_window_ms = 0;
+  auto so = options();
   so.continuous = false;
   serve::BatchScheduler s(m, testing::tiny_model_dir(), so, nullptr);
   auto a = job(m, 61, "How many cubes?", 30);
@@ -124,9 +126,7 @@ TEST(Scheduler, AdmissionOffRunsEachBatchToItsEnd) {
 TEST(Scheduler, PrefillTokenBudgetPrefillsNewcomersOneByOne) {
   auto m = testing::load_tiny();
   for (const int64_t budget : {0, 40}) {
-    serve::SchedulerOptions so;
-    so.max_batch = 4;
-    so.batch_window_ms = 0;
+    auto so = options();
     so.max_prefill_tokens = budget;
     serve::BatchScheduler s(m, testing::tiny_model_dir(), so, nullptr);
     auto a = job(m, 71, "How many cubes?", 30);
@@ -155,9 +155,7 @@ TEST(Scheduler, PrefillTokenBudgetPrefillsNewcomersOneByOne) {
 // answered in full before drain_and_stop() returns; later submissions get 503.
 TEST(Scheduler, DrainAndStopAnswersRunningAndQueuedJobs) {
   auto m = testing::load_tiny();
-  serve::SchedulerOptions so;
-  so.max_batch = 4;
-  so.batch_window_ms = 0;
+  auto so = options();
   serve::BatchScheduler s(m, testing::tiny_model_dir(), so, nullptr);
   auto a = job(m, 81, "How many cubes?", 20), b = job(m, 82, "What colour?", 8);
   auto c = job(m, 83, "What shape?", 8, "divprune:keep=4");
