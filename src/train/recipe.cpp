@@ -26,6 +26,7 @@ const JsonFields<StageSettings>& stage_fields() {
       omitted_at_default("answer_grounding", &S::answer_grounding),
       omitted_at_default("count_centres", &S::count_centres),
       omitted_at_default("text_glyphs", &S::text_glyphs), omitted_at_default("readout", &S::readout),
+      omitted_at_default("glyph_readout", &S::glyph_readout), omitted_at_default("glyph_head", &S::glyph_head),
       omitted_at_default("position_loss", &S::position_loss),
       omitted_at_default("count_heads", &S::count_heads),
       omitted_at_default("glyph_index_head", &S::glyph_index_head),
@@ -119,6 +120,13 @@ void check_stage(const StageSettings& s, const std::string& w) {
   if (!(s.answer_grounding >= 0)) throw InvalidArgument("recipe: " + w + ".answer_grounding must be ≥ 0");
   if (!(s.position_loss >= 0)) throw InvalidArgument("recipe: " + w + ".position_loss must be ≥ 0");
   if (!(s.readout >= 0)) throw InvalidArgument("recipe: " + w + ".readout must be ≥ 0");
+  if (!(s.glyph_readout >= 0)) throw InvalidArgument("recipe: " + w + ".glyph_readout must be ≥ 0");
+  if (s.glyph_head != 0 && !s.text_glyphs)
+    throw InvalidArgument("recipe: " + w +
+                          ".glyph_head is the head that reads text glyphs: it needs text_glyphs");
+  if (s.glyph_readout > 0 && !s.text_glyphs)
+    throw InvalidArgument("recipe: " + w +
+                          ".glyph_readout reads the per-glyph answer rows: it needs text_glyphs");
   for (const auto& [family, k] : s.turn_weights) {
     const auto& fams = eval::synthvqa::family_table();
     if (std::none_of(fams.begin(), fams.end(), [&](const auto& f) { return family == f.name; }))
@@ -165,7 +173,8 @@ void TrainRecipe::validate() const {
     throw InvalidArgument("recipe: text_loss and grounding are for decoder stages only");
   if (vision.foreground_keep != 0 || decoder.foreground_keep != 0)
     throw InvalidArgument("recipe: foreground_keep is for lowres stages only");
-  if (vision.readout != 0) throw InvalidArgument("recipe: readout is for decoder stages only");
+  if (vision.readout != 0 || vision.glyph_readout != 0)
+    throw InvalidArgument("recipe: readout and glyph_readout are for decoder stages only");
   if (!vision.turn_weights.empty()) throw InvalidArgument("recipe: turn_weights is for decoder stages only");
   for (const auto* st : decoder_stages())
     if (st->count_heads || st->glyph_index_head || st->min_texts != 0)
@@ -185,9 +194,19 @@ void TrainRecipe::validate() const {
     if (refine[i].pool != 1 || refine[i].foreground_keep != 0)
       throw InvalidArgument("recipe: " + w + " trains at full resolution: pool must be 1 and foreground_keep 0");
   }
-  if (trains_readout() && model.text.num_hidden_layers < 6)
-    throw InvalidArgument("recipe: readout reads the hidden state after decoder layer 4, so it needs ≥ 6 decoder layers, got " +
-                          std::to_string(model.text.num_hidden_layers));
+  for (const auto* st : decoder_stages())
+    if (st->glyph_head < 0 || st->glyph_head >= model.text.num_attention_heads)
+      throw InvalidArgument("recipe: glyph_head must be in [0, " +
+                            std::to_string(model.text.num_attention_heads) + "), got " +
+                            std::to_string(st->glyph_head));
+  if (vision.glyph_head != 0) throw InvalidArgument("recipe: glyph_head is for decoder stages only");
+  bool glyph_readout = false;
+  for (const auto* st : decoder_stages()) glyph_readout = glyph_readout || st->glyph_readout > 0;
+  if ((trains_readout() || glyph_readout) && model.text.num_hidden_layers < 6)
+    throw InvalidArgument(
+        "recipe: readout and glyph_readout read the hidden state after decoder layer 4, so they need ≥ 6 "
+        "decoder layers, got " +
+        std::to_string(model.text.num_hidden_layers));
   bool decoder_position = false;
   for (const auto* st : decoder_stages()) decoder_position = decoder_position || st->position_loss != 0;
   if (decoder_position) throw InvalidArgument("recipe: position_loss is for the vision stage only");

@@ -49,6 +49,15 @@ struct StageSettings {
   /// (ConversationOptions::readout: a training-only linear head regresses the spatial offset and the count from
   /// the hidden state after decoder layer 4 at each answer row; needs ≥ 6 decoder layers). 0 = off.
   double readout = 0;
+  /// Decoder stages with text_glyphs only, ≥ 0: weight of the glyph readout
+  /// (ConversationOptions::glyph_readout: at each text answer token's row the hidden state after decoder
+  /// layer 4, through the final norm and the LM head, predicts the token that row emits; needs ≥ 6 decoder
+  /// layers). 0 = off.
+  double glyph_readout = 0;
+  /// Decoder stages with text_glyphs only: the head of the grounded layer (3) that reads a text answer's
+  /// glyphs (ConversationOptions::glyph_head), in [0, H). 0 = the head that also reads colours, shapes and
+  /// counts.
+  int64_t glyph_head = 0;
   /// Vision stage only, ≥ 0: weight of the patch-position regression (two more patch-head outputs regress each
   /// patch's column and row in [−1, 1], mean squared error) that keeps where a patch is linearly readable in the
   /// tower's features. The decoder needs it for spatial relations: RoPE rotates queries and keys, so attention

@@ -426,8 +426,15 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
   const bool readout = opts.readout > 0;
   if (readout && (!ground_answer || !opts.readout_head || opts.answer_grounding_layers.empty()))
     throw InvalidArgument("conversation_loss: the readout needs answer_grounding > 0 (with its layers) and a readout_head");
-  if (readout && (opts.readout_layer < 0 || opts.readout_layer >= cfg.text.num_hidden_layers - 1))
+  const bool glyph_readout = opts.glyph_readout > 0;
+  if (glyph_readout && (!ground_answer || opts.answer_grounding_layers.empty()))
+    throw InvalidArgument(
+        "conversation_loss: the glyph readout needs answer_grounding > 0 (with its layers)");
+  if ((readout || glyph_readout) &&
+      (opts.readout_layer < 0 || opts.readout_layer >= cfg.text.num_hidden_layers - 1))
     throw InvalidArgument("conversation_loss: readout_layer must be in [0, L − 1)");
+  if (opts.glyph_head < 0 || opts.glyph_head >= cfg.text.num_attention_heads)
+    throw InvalidArgument("conversation_loss: glyph_head must be in [0, H)");
   std::vector<VlmRequest> reqs(B);
   std::vector<std::vector<int64_t>> answer_pos(B);  // indices into ids of the tokens to predict
   std::vector<std::vector<std::pair<int64_t, size_t>>> words(B);  // (index into ids of an object word, turn)
@@ -435,6 +442,7 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
   struct GlyphRow {
     int64_t row;  // index into ids of the token that predicts answer token j
     size_t turn, begin, end;  // the answer characters [begin, end) token j spells
+    int64_t token;            // answer token j (the glyph readout's target)
   };
   std::vector<std::vector<GlyphRow>> glyph_rows(B);  // text answers with per-glyph grounding
   for (int64_t b = 0; b < B; ++b) {
@@ -465,7 +473,7 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
         for (size_t j = 0; j < ans.size(); ++j) {  // token j spells the characters decode() adds
           const size_t end = std::min(n_chars, tok.decode(std::vector<int64_t>(ans.begin(), ans.begin() + j + 1)).size());
           if (end > begin)
-            glyph_rows[b].push_back({static_cast<int64_t>(ids.size() + j) - 1, t, begin, end});
+            glyph_rows[b].push_back({static_cast<int64_t>(ids.size() + j) - 1, t, begin, end, ans[j]});
           begin = std::max(begin, end);
         }
       }
@@ -487,6 +495,7 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
   // Recorded query rows: the object words (word grounding), then each turn's answer row (answer grounding).
   std::unique_ptr<AttentionRowRecorder> rec;
   at::Tensor ground_target, answer_target, readout_target;  // readout_target [B, R, 3], NaN = none
+  at::Tensor glyph_target;  // [B, R] int64, the token a text answer row emits, −100 = none
   std::set<int64_t> layers;
   if (ground) layers.insert(opts.grounding_layers.begin(), opts.grounding_layers.end());
   if (ground_answer) layers.insert(opts.answer_grounding_layers.begin(), opts.answer_grounding_layers.end());
@@ -499,7 +508,9 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
     ground_target = at::zeros({B, R, T}, at::kBool);
     answer_target = at::zeros({B, H, R, T}, at::kFloat);
     readout_target = at::full({B, R, 3}, NAN, at::kFloat);
+    glyph_target = at::full({B, R}, -100, at::kLong);
     auto ro = readout_target.accessor<float, 3>();
+    auto go = glyph_target.accessor<int64_t, 2>();
     auto ra = rows.accessor<int64_t, 2>();
     auto ta = ground_target.accessor<bool, 3>();
     auto aa = answer_target.accessor<float, 4>();
@@ -545,9 +556,10 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
             if (g.sink) aa[b][h][r][pad] += 1.0f / float(shares);  // BOS
           }
         }
-      if (ground_answer)  // head 0 at each text answer token's row on the glyphs it spells
+      if (ground_answer)  // the glyph head at each text answer token's row on the glyphs it spells
         for (const auto& gr : glyph_rows[b]) {
           ra[b][r] = seq(gr.row);
+          go[b][r] = gr.token;
           std::vector<std::vector<int64_t>> glyphs;
           for (size_t c = gr.begin; c < gr.end; ++c) {
             std::vector<int64_t> keys;
@@ -558,12 +570,12 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
             if (!keys.empty()) glyphs.push_back(std::move(keys));
           }
           for (const auto& keys : glyphs)
-            for (auto k : keys) aa[b][0][r][k] += 1.0f / float(glyphs.size() * keys.size());
+            for (auto k : keys) aa[b][opts.glyph_head][r][k] += 1.0f / float(glyphs.size() * keys.size());
           ++r;
         }
     }
     rec = std::make_unique<AttentionRowRecorder>(layers, rows.to(state.hidden.device()));
-    if (readout) rec->record_hidden_after(opts.readout_layer);
+    if (readout || glyph_readout) rec->record_hidden_after(opts.readout_layer);
   }
   KvCache cache(cfg.text.num_hidden_layers);
   auto& lm = net->language_model;
@@ -584,7 +596,7 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
         logits.reshape({-1, logits.size(-1)}), target.view({-1}).to(logits.device()),
         torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100));
     out.total = out.token;
-    out.grounding = out.answer = out.readout = at::zeros({}, out.token.options());
+    out.grounding = out.answer = out.readout = out.glyph = at::zeros({}, out.token.options());
     return out;
   }
   auto logits = lm->logits(lm->forward(state, cache, rec.get()));  // [B, T, V] fp32
@@ -616,8 +628,20 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
       out.readout = (pred - y.nan_to_num()).pow(2).masked_select(has).mean();
     }
   }
+  out.glyph = at::zeros({}, out.token.options());
+  if (glyph_readout) {  // cross-entropy of the LM head on the hidden state after readout_layer at text answer
+                        // rows
+    const auto y = glyph_target.to(logits.device());
+    if (y.ge(0).any().item<bool>()) {
+      const auto lens = lm->logits(lm->model->norm(rec->hidden()));  // [B, R, V] fp32
+      out.glyph = torch::nn::functional::cross_entropy(
+          lens.reshape({-1, lens.size(-1)}), y.view({-1}),
+          torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100));
+    }
+  }
   out.total = out.token;
   if (readout) out.total = out.total + opts.readout * out.readout;
+  if (glyph_readout) out.total = out.total + opts.glyph_readout * out.glyph;
   if (ground) out.total = out.total + opts.grounding * out.grounding;
   if (ground_answer) out.total = out.total + opts.answer_grounding * out.answer;
   return out;
@@ -703,6 +727,8 @@ StepReport Trainer::step() {
                                                    .text_glyphs = st.text_glyphs};
     opts.readout = st.readout;
     opts.readout_head = s.readout;
+    opts.glyph_readout = st.glyph_readout;
+    opts.glyph_head = st.glyph_head;
     opts.answer_row_at_first_glyph = st.answer_row_at_first_glyph;
     for (int64_t b = 0; b < st.batch; ++b) {
       Rng rng(sample_seed(s.recipe.seed, static_cast<uint64_t>(s.step * st.batch + b)));
@@ -755,6 +781,7 @@ StepReport Trainer::step() {
     r.grounding_loss = parts.grounding.item<double>();
     r.answer_loss = parts.answer.item<double>();
     r.readout_loss = parts.readout.defined() ? parts.readout.item<double>() : 0.0;
+    r.glyph_loss = parts.glyph.defined() ? parts.glyph.item<double>() : 0.0;
   }
   r.lr = lr;
   r.step = ++s.step;

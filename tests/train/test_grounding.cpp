@@ -470,6 +470,25 @@ TEST(TrainRecipe, SplitGlyphsKeepsEveryCharacterOfAStringAnswerItsOwnPiece) {
   auto j = to_json(r);
   j["decoder"]["answer_grounding"] = 0;
   EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  // The glyph readout reads the per-glyph rows after decoder layer 4: it needs text_glyphs and 6 layers.
+  r.decoder.glyph_readout = 0.5;
+  EXPECT_THROW(r.validate(), InvalidArgument);  // 5 layers
+  r.model.text.num_hidden_layers = 6;
+  EXPECT_EQ(recipe_from_json(to_json(r)), r);
+  j = to_json(r);
+  j["decoder"]["text_glyphs"] = false;
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  j = to_json(r);
+  j["vision"]["glyph_readout"] = 1.0;
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  // The glyph head is a head of the decoder.
+  r.decoder.glyph_head = r.model.text.num_attention_heads - 1;
+  EXPECT_EQ(recipe_from_json(to_json(r)), r);
+  j = to_json(r);
+  j["decoder"]["glyph_head"] = r.model.text.num_attention_heads;
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  j["decoder"]["glyph_head"] = -1;
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
 }
 
 TEST(PatchPositions, AreColumnThenRowScaledToMinusOneOne) {
@@ -618,6 +637,51 @@ TEST(ConversationLoss, ReadoutRegressesTheAnswerRowsHiddenStateOntoTheFamilysTar
   EXPECT_THROW(conversation_loss(m, images, turns, opts), InvalidArgument);
 }
 
+TEST(ConversationLoss, GlyphReadoutPredictsEachTextAnswerTokenThroughTheLmHeadAfterTheReadoutLayer) {
+  OneTurn t(6);  // the glyph readout reads after layer 4
+  auto& [tmp, tok, cfg, m, s, images, turns, ans, req] = t;
+  at::NoGradGuard ng;
+  // Pretend the answer is read from glyphs: character c of the answer at patch 30 + c.
+  AnswerGrounding g;
+  for (size_t c = 0; c < s.answer.size(); ++c) g.glyphs.push_back({static_cast<int64_t>(30 + c)});
+  ConversationOptions opts;
+  opts.answer_grounding = 1.0;
+  opts.turn_answers = {{g}};
+  opts.glyph_readout = 0.5;
+  const auto loss = conversation_loss(m, images, turns, opts);
+  // By hand: answer token j (EOS excluded) is predicted at row T − |ans| − 1 + j; a token that spells no
+  // character (a bare "▁") has no glyph row. At each glyph row: the hidden state entering layer 5, the final
+  // RMSNorm (its formula written out here), the LM head, −log softmax of the token.
+  auto state = t.state();
+  const int64_t T = state.hidden.size(1), first = T - static_cast<int64_t>(ans.size()) - 1;
+  HiddenTap tap(5);
+  KvCache cache(cfg.text.num_hidden_layers);
+  auto& lm = m.net()->language_model;
+  lm->forward(state, cache, &tap);
+  const auto& norm = lm->model->norm;
+  double sum = 0;
+  int rows = 0;
+  for (size_t j = 0; j + 1 < ans.size(); ++j) {
+    if (tok.decode(std::vector<int64_t>(ans.begin(), ans.begin() + static_cast<long>(j) + 1)).size() ==
+        tok.decode(std::vector<int64_t>(ans.begin(), ans.begin() + static_cast<long>(j))).size())
+      continue;                                                     // spells no character
+    const auto h = tap.hidden[0][first + static_cast<int64_t>(j)];  // [D]
+    const auto normed = h * (h.pow(2).mean() + norm->eps).rsqrt() * norm->weight;
+    const auto lens = lm->logits(normed.view({1, 1, -1})).view({-1});  // [V]
+    sum -= lens.log_softmax(0)[ans[j]].item<double>();
+    ++rows;
+  }
+  ASSERT_GT(rows, 0);
+  EXPECT_NEAR(loss.glyph.item<double>(), sum / rows, 1e-4);
+  EXPECT_NEAR(loss.total.item<double>(),
+              loss.token.item<double>() + loss.answer.item<double>() + 0.5 * sum / rows, 1e-4);
+  // A turn without glyph targets adds nothing; a glyph readout without answer grounding is refused.
+  opts.turn_answers = {{AnswerGrounding{.heads = {{{50}}}}}};
+  EXPECT_EQ(conversation_loss(m, images, turns, opts).glyph.item<double>(), 0.0);
+  opts.answer_grounding = 0;
+  EXPECT_THROW(conversation_loss(m, images, turns, opts), InvalidArgument);
+}
+
 TEST(AnswerGrounding, ReadoutTargetsAreTheSpatialOffsetAndTheCount) {
   const Scene s = two_objects();  // a at (42, 42), b at (56, 35); image 336 px
   auto sp = answer_grounding_of({"spatial", "q", "left", {0, 1}}, s, 24);
@@ -650,24 +714,37 @@ TEST(ConversationLoss, GlyphGroundingTargetsTheRowPredictingEachAnswerToken) {
   KvCache cache(cfg.text.num_hidden_layers);
   m.net()->language_model->forward(state, cache, &rec);
   const auto p = rec.recorded().at(0)[0];  // [H, n_tok, T]
-  const int64_t p_img = std::find(req.prompt_ids.begin(), req.prompt_ids.end(), cfg.image_token_index) -
-                        req.prompt_ids.begin();
-  double sum = 0;
+  const int64_t p_img =
+      std::find(req.prompt_ids.begin(), req.prompt_ids.end(), cfg.image_token_index) - req.prompt_ids.begin();
   int rows = 0;
-  size_t c = 0;
-  for (int64_t j = 0; j < n_tok; ++j) {
-    std::string text = tok.piece_bytes(ans[static_cast<size_t>(j)]);
-    if (j == 0 && !text.empty() && text[0] == ' ') text.erase(0, 1);
-    if (text.empty()) continue;
-    double row = 0;
-    for (size_t k = 0; k < text.size(); ++k) row -= std::log(p[0][j][p_img + 30 + int64_t(c + k)].item<double>());
-    sum += row / double(text.size());
-    c += text.size();
-    ++rows;
-  }
+  const auto by_hand = [&](int64_t head) {  // the mean over grounded rows of −mean log p on the row's glyphs
+    double sum = 0;
+    size_t c = 0;
+    rows = 0;
+    for (int64_t j = 0; j < n_tok; ++j) {
+      std::string text = tok.piece_bytes(ans[static_cast<size_t>(j)]);
+      if (j == 0 && !text.empty() && text[0] == ' ') text.erase(0, 1);
+      if (text.empty()) continue;
+      double row = 0;
+      for (size_t k = 0; k < text.size(); ++k)
+        row -= std::log(p[head][j][p_img + 30 + int64_t(c + k)].item<double>());
+      sum += row / double(text.size());
+      c += text.size();
+      ++rows;
+    }
+    return sum / std::max(rows, 1);
+  };
+  const double head0 = by_hand(0);
   ASSERT_GT(rows, 0);
   std::printf("answer '%s': %d grounded rows\n", s.answer.c_str(), rows);
-  EXPECT_NEAR(loss.answer.item<double>(), sum / rows, 1e-5);
+  EXPECT_NEAR(loss.answer.item<double>(), head0, 1e-5);
+  // Another glyph head: the same rows and targets on that head's attention (the micro model has 2 heads).
+  opts.glyph_head = 1;
+  const double head1 = by_hand(1);
+  EXPECT_GT(std::abs(head1 - head0), 1e-4);  // the heads differ, so the test tells them apart
+  EXPECT_NEAR(conversation_loss(m, images, turns, opts).answer.item<double>(), head1, 1e-5);
+  opts.glyph_head = cfg.text.num_attention_heads;
+  EXPECT_THROW(conversation_loss(m, images, turns, opts), InvalidArgument);
 }
 
 }  // namespace
