@@ -68,9 +68,9 @@ at::Tensor grounding_loss(const std::vector<at::Tensor>& probs, const at::Tensor
 struct AnswerGrounding {
   std::vector<std::vector<std::vector<int64_t>>> heads;  ///< [head][object] → grid patches of that object
   bool sink = false;                                     ///< one share on BOS
-  /// Text questions: [character of the answer] → grid patches of that glyph. Head 0 at the row that predicts
-  /// each answer token attends evenly to the glyphs the token spells (reading in order), not only at the
-  /// first answer token.
+  /// Text questions: [character of the answer] → grid patches of that glyph. One head
+  /// (ConversationOptions::glyph_head, head 0 unless set) at the row that predicts each answer token attends
+  /// evenly to the glyphs the token spells (reading in order), not only at the first answer token.
   std::vector<std::vector<int64_t>> glyphs;
   /// Readout targets of the answer row (ConversationOptions::readout), NaN where the family has none:
   /// [0, 1] = (x_A − x_B, y_A − y_B) / image size for spatial questions (the relation is the sign of the

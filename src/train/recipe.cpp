@@ -173,8 +173,7 @@ void TrainRecipe::validate() const {
     throw InvalidArgument("recipe: text_loss and grounding are for decoder stages only");
   if (vision.foreground_keep != 0 || decoder.foreground_keep != 0)
     throw InvalidArgument("recipe: foreground_keep is for lowres stages only");
-  if (vision.readout != 0 || vision.glyph_readout != 0)
-    throw InvalidArgument("recipe: readout and glyph_readout are for decoder stages only");
+  if (vision.readout != 0) throw InvalidArgument("recipe: readout is for decoder stages only");
   if (!vision.turn_weights.empty()) throw InvalidArgument("recipe: turn_weights is for decoder stages only");
   for (const auto* st : decoder_stages())
     if (st->count_heads || st->glyph_index_head || st->min_texts != 0)
@@ -199,7 +198,6 @@ void TrainRecipe::validate() const {
       throw InvalidArgument("recipe: glyph_head must be in [0, " +
                             std::to_string(model.text.num_attention_heads) + "), got " +
                             std::to_string(st->glyph_head));
-  if (vision.glyph_head != 0) throw InvalidArgument("recipe: glyph_head is for decoder stages only");
   bool glyph_readout = false;
   for (const auto* st : decoder_stages()) glyph_readout = glyph_readout || st->glyph_readout > 0;
   if ((trains_readout() || glyph_readout) && model.text.num_hidden_layers < 6)

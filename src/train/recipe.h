@@ -41,9 +41,9 @@ struct StageSettings {
   /// Decoder stages with answer_grounding only: count and exist answers attend to each object's centre patch
   /// alone, not its footprint (grounding.h answer_grounding_of's count_centres).
   bool count_centres = false;
-  /// Decoder stages with answer_grounding only: text answers get per-glyph targets — head 0 of the grounded
-  /// layer, at the row predicting each answer token, attends to the glyphs that token spells
-  /// (AnswerGroundingOptions::text_glyphs).
+  /// Decoder stages with answer_grounding only: text answers get per-glyph targets — `glyph_head` (head 0
+  /// unless set) of the grounded layer, at the row predicting each answer token, attends to the glyphs that
+  /// token spells (AnswerGroundingOptions::text_glyphs).
   bool text_glyphs = false;
   /// Decoder stages with answer_grounding only, ≥ 0: weight of the answer-row readout loss
   /// (ConversationOptions::readout: a training-only linear head regresses the spatial offset and the count from

@@ -115,12 +115,13 @@ struct ConversationOptions {
   /// The readout head, D → 3 (fp32, trained with the decoder); needed when readout > 0.
   torch::nn::Linear readout_head{nullptr};
   /// Weight of the glyph readout, ≥ 0 (0 = off; needs answer_grounding > 0 and per-glyph targets in
-  /// turn_answers): at the row that predicts each token of a text answer — where head 0 of the grounded layer
-  /// attends to the glyphs the token spells — the hidden state after decoder layer `readout_layer`, through
-  /// the decoder's final norm and LM head, predicts that token (cross-entropy, mean over such rows). The
-  /// counterpart of `readout` for text: the glyph's identity supervised where the grounded head has just read
-  /// it, not only through the layers above (a logit-lens / deep-supervision loss;
-  /// docs/bundled-model-training.md, session 20).
+  /// turn_answers): at the row that predicts each token of a text answer — where `glyph_head` of the grounded
+  /// layer attends to the glyphs the token spells — the hidden state after decoder layer `readout_layer`,
+  /// through the decoder's final norm and LM head, predicts that token (cross-entropy, mean over such rows).
+  /// The counterpart of `readout` for text: the glyph's identity supervised where the grounded head has just
+  /// read it, not only through the layers above (a logit-lens / deep-supervision loss;
+  /// docs/bundled-model-training.md, session 20). Its gradient also reaches the final norm and the LM head,
+  /// which the model's own output uses: it pulls them towards decoding layer-`readout_layer` states too.
   double glyph_readout = 0;
   /// The head of the grounded layers that attends to a text answer's glyphs, in [0, H). Head 0 also reads
   /// colours, shapes and counts; under grouped-query attention the heads sharing its key/value head share its

@@ -479,7 +479,7 @@ TEST(TrainRecipe, SplitGlyphsKeepsEveryCharacterOfAStringAnswerItsOwnPiece) {
   j["decoder"]["text_glyphs"] = false;
   EXPECT_THROW(recipe_from_json(j), InvalidArgument);
   j = to_json(r);
-  j["vision"]["glyph_readout"] = 1.0;
+  j["vision"]["glyph_readout"] = 1.0;  // the vision stage has no answer rows (no text_glyphs there)
   EXPECT_THROW(recipe_from_json(j), InvalidArgument);
   // The glyph head is a head of the decoder.
   r.decoder.glyph_head = r.model.text.num_attention_heads - 1;
