@@ -637,16 +637,22 @@ TEST(ConversationLoss, ReadoutRegressesTheAnswerRowsHiddenStateOntoTheFamilysTar
   EXPECT_THROW(conversation_loss(m, images, turns, opts), InvalidArgument);
 }
 
+// Answer grounding that pretends `answer` is read from glyphs: character c of the answer at grid patch 30 +
+// c.
+ConversationOptions glyph_grounded(const std::string& answer) {
+  AnswerGrounding g;
+  for (size_t c = 0; c < answer.size(); ++c) g.glyphs.push_back({static_cast<int64_t>(30 + c)});
+  ConversationOptions opts;
+  opts.answer_grounding = 1.0;
+  opts.turn_answers = {{g}};
+  return opts;
+}
+
 TEST(ConversationLoss, GlyphReadoutPredictsEachTextAnswerTokenThroughTheLmHeadAfterTheReadoutLayer) {
   OneTurn t(6);  // the glyph readout reads after layer 4
   auto& [tmp, tok, cfg, m, s, images, turns, ans, req] = t;
   at::NoGradGuard ng;
-  // Pretend the answer is read from glyphs: character c of the answer at patch 30 + c.
-  AnswerGrounding g;
-  for (size_t c = 0; c < s.answer.size(); ++c) g.glyphs.push_back({static_cast<int64_t>(30 + c)});
-  ConversationOptions opts;
-  opts.answer_grounding = 1.0;
-  opts.turn_answers = {{g}};
+  ConversationOptions opts = glyph_grounded(s.answer);
   opts.glyph_readout = 0.5;
   const auto loss = conversation_loss(m, images, turns, opts);
   // By hand: answer token j (EOS excluded) is predicted at row T − |ans| − 1 + j; a token that spells no
@@ -698,12 +704,7 @@ TEST(ConversationLoss, GlyphGroundingTargetsTheRowPredictingEachAnswerToken) {
   OneTurn t(5);
   auto& [tmp, tok, cfg, m, s, images, turns, ans, req] = t;
   at::NoGradGuard ng;
-  // Pretend the answer is read from glyphs: character c of the answer at patch 30 + c.
-  AnswerGrounding g;
-  for (size_t c = 0; c < s.answer.size(); ++c) g.glyphs.push_back({static_cast<int64_t>(30 + c)});
-  ConversationOptions opts;
-  opts.answer_grounding = 1.0;
-  opts.turn_answers = {{g}};
+  ConversationOptions opts = glyph_grounded(s.answer);
   const auto loss = conversation_loss(m, images, turns, opts);
   // By hand: answer token j (of ans, EOS last) is predicted at row T − |ans| − 1 + j and spells the characters of
   // its piece (the first piece's leading "▁" is SentencePiece's dummy prefix, not a character).
