@@ -41,9 +41,10 @@ void register_train(CLI::App& app) {
       const double eta_min = (r.steps - r.step) * (wall.ms() / 1000.0 / std::max<int64_t>(1, r.step)) / 60.0;
       std::string parts;
       if (r.stage != "vision") {
-        char buf[128];
-        std::snprintf(buf, sizeof buf, " [token %.3f ground %.3f answer %.3f readout %.4f glyph %.3f]",
-                      r.token_loss, r.grounding_loss, r.answer_loss, r.readout_loss, r.glyph_loss);
+        char buf[160];
+        std::snprintf(
+            buf, sizeof buf, " [token %.3f ground %.3f answer %.3f readout %.4f glyph %.3f glyph-value %.3f]",
+            r.token_loss, r.grounding_loss, r.answer_loss, r.readout_loss, r.glyph_loss, r.glyph_value_loss);
         parts = buf;
       }
       std::fprintf(stderr, "[%s %ld/%ld] loss %.4f (ema %.4f)%s lr %.2e %.1f img/s elapsed %.1f min\n",

@@ -74,7 +74,8 @@ AttentionRowRecorder::AttentionRowRecorder(std::set<int64_t> layers, at::Tensor 
     : layers_(std::move(layers)), rows_(std::move(rows)) {}
 
 bool AttentionRowRecorder::acts_before(int64_t layer) const {
-  return layers_.count(layer - 1) > 0 || (hidden_after_ >= 0 && layer == hidden_after_ + 1);
+  return layers_.count(layer - 1) > 0 || (hidden_after_ >= 0 && layer == hidden_after_ + 1) ||
+         (input_of_ >= 0 && layer == input_of_);
 }
 
 at::Tensor AttentionRowRecorder::attention_rows(int64_t layer, const TokenState&) {
@@ -87,6 +88,7 @@ bool AttentionRowRecorder::apply(int64_t layer, TokenState& state, const LayerSi
     const auto idx = rows_.to(state.hidden.device()).unsqueeze(-1).expand({-1, -1, state.hidden.size(2)});
     hidden_ = state.hidden.gather(1, idx);  // [B, R, D]
   }
+  if (input_of_ >= 0 && layer == input_of_) input_ = state.hidden;
   return false;
 }
 

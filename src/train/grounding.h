@@ -43,6 +43,11 @@ class AttentionRowRecorder : public PrefillHook {
   void record_hidden_after(int64_t layer) { hidden_after_ = layer; }
   /// [B, R, D] the rows' hidden states after that layer, or undefined.
   const at::Tensor& hidden() const { return hidden_; }
+  /// Also keep the whole hidden state entering decoder layer `layer` (≥ 0; 0 = the embeddings), with its
+  /// graph.
+  void record_input_of(int64_t layer) { input_of_ = layer; }
+  /// [B, T, D] the hidden state entering that layer, or undefined.
+  const at::Tensor& layer_input() const { return input_; }
 
  private:
   std::set<int64_t> layers_;
@@ -50,6 +55,8 @@ class AttentionRowRecorder : public PrefillHook {
   std::vector<at::Tensor> recorded_;
   int64_t hidden_after_ = -1;
   at::Tensor hidden_;
+  int64_t input_of_ = -1;
+  at::Tensor input_;
 };
 
 /// Grounding loss: for each recorded layer, head 0, and each query row with a target, −log of the attention

@@ -1,9 +1,9 @@
 // Held-out per-family probe (see heldout_probe.h).
 #include "train/heldout_probe.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "core/errors.h"
 #include "cost/timer.h"
@@ -46,6 +46,27 @@ ProbeResult heldout_probe(VisionLanguageModel& model, uint64_t seed, int64_t per
   r.n = static_cast<int64_t>(sum.overall.n);
   r.seconds = sw.ms() / 1000.0;
   return r;
+}
+
+GateVerdict check_probe_gates(const std::vector<ProbeGate>& gates, int64_t last_probe, int64_t now,
+                              double overall, const std::optional<PendingGate>& pending) {
+  GateVerdict v;
+  if (pending && overall < pending->gate.min_accuracy) {
+    char buf[320];
+    std::snprintf(
+        buf, sizeof buf,
+        "stopped by the held-out probe: overall accuracy %.3f at decoder step %ld is below the gate %.3f "
+        "at step %ld, as was %.3f at decoder step %ld (recipe probe_gates)",
+        overall, (long)now, pending->gate.min_accuracy, (long)pending->gate.decoder_step, pending->overall,
+        (long)pending->failed_at);
+    v.stop = buf;
+    return v;
+  }
+  for (const auto& g : gates)
+    if (g.decoder_step > last_probe && g.decoder_step <= now && overall < g.min_accuracy &&
+        (!v.pending || g.min_accuracy > v.pending->gate.min_accuracy))
+      v.pending = PendingGate{.gate = g, .failed_at = now, .overall = overall};
+  return v;
 }
 
 }  // namespace vispco::train

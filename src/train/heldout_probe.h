@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "model/llava.h"
+#include "train/recipe.h"
 
 namespace vispco::train {
 
@@ -27,5 +29,29 @@ struct ProbeResult {
 /// each family gets per_family samples with balanced answers), in batches of `batch`, greedy, ≤ 8 new tokens.
 /// @throws InvalidArgument when per_family or batch < 1.
 ProbeResult heldout_probe(VisionLanguageModel& model, uint64_t seed, int64_t per_family, int64_t batch = 16);
+
+/// A probe gate whose probe fell below its bar, waiting for the next probe to confirm it.
+struct PendingGate {
+  ProbeGate gate;
+  int64_t failed_at = 0;  ///< decoder step of the probe below the bar
+  double overall = 0;     ///< that probe's overall accuracy
+  bool operator==(const PendingGate&) const = default;
+};
+
+/// What the recipe's probe gates make of one held-out probe.
+struct GateVerdict {
+  std::optional<PendingGate> pending;  ///< a gate failed by this probe, to be confirmed by the next one
+  std::string stop;                    ///< non-empty: the run stops here (the message says why)
+};
+
+/// Checks one probe (overall accuracy `overall` at decoder step `now`; the previous probe was at
+/// `last_probe`) against the gates: a gate applies to the first probe at or after its decoder step. A probe
+/// below a gate's bar makes it pending; the run stops only when the next probe is below that bar too. One
+/// probe of 16 scenes per family can catch a transient: recipe 11 probed 0.21 at decoder step 1500 between
+/// 0.45 (1250) and 0.50 (1750) and a single-probe gate stopped it (docs/bundled-model-training.md, session
+/// 21). Of several gates failed at once the one with the highest bar is kept. `pending` is the previous
+/// probe's pending gate.
+GateVerdict check_probe_gates(const std::vector<ProbeGate>& gates, int64_t last_probe, int64_t now,
+                              double overall, const std::optional<PendingGate>& pending);
 
 }  // namespace vispco::train

@@ -27,6 +27,7 @@ const JsonFields<StageSettings>& stage_fields() {
       omitted_at_default("count_centres", &S::count_centres),
       omitted_at_default("text_glyphs", &S::text_glyphs), omitted_at_default("readout", &S::readout),
       omitted_at_default("glyph_readout", &S::glyph_readout), omitted_at_default("glyph_head", &S::glyph_head),
+      omitted_at_default("glyph_value", &S::glyph_value),
       omitted_at_default("position_loss", &S::position_loss),
       omitted_at_default("count_heads", &S::count_heads),
       omitted_at_default("glyph_index_head", &S::glyph_index_head),
@@ -124,6 +125,9 @@ void check_stage(const StageSettings& s, const std::string& w) {
   if (s.glyph_head != 0 && !s.text_glyphs)
     throw InvalidArgument("recipe: " + w +
                           ".glyph_head is the head that reads text glyphs: it needs text_glyphs");
+  if (!(s.glyph_value >= 0)) throw InvalidArgument("recipe: " + w + ".glyph_value must be ≥ 0");
+  if (s.glyph_value > 0 && !s.text_glyphs)
+    throw InvalidArgument("recipe: " + w + ".glyph_value reads text glyphs' value: it needs text_glyphs");
   if (s.glyph_readout > 0 && !s.text_glyphs)
     throw InvalidArgument("recipe: " + w +
                           ".glyph_readout reads the per-glyph answer rows: it needs text_glyphs");
@@ -155,6 +159,12 @@ std::vector<const StageSettings*> TrainRecipe::decoder_stages() const {
 bool TrainRecipe::trains_readout() const {
   for (const auto* st : decoder_stages())
     if (st->readout > 0) return true;
+  return false;
+}
+
+bool TrainRecipe::trains_glyph_value() const {
+  for (const auto* st : decoder_stages())
+    if (st->glyph_value > 0) return true;
   return false;
 }
 

@@ -58,6 +58,10 @@ struct StageSettings {
   /// glyphs (ConversationOptions::glyph_head), in [0, H). 0 = the head that also reads colours, shapes and
   /// counts.
   int64_t glyph_head = 0;
+  /// Decoder stages with text_glyphs only, ≥ 0: weight of the glyph value loss
+  /// (ConversationOptions::glyph_value: at every visual token showing a glyph, the value glyph_head of the
+  /// grounded layer reads there classifies the glyph through a training-only linear head). 0 = off.
+  double glyph_value = 0;
   /// Vision stage only, ≥ 0: weight of the patch-position regression (two more patch-head outputs regress each
   /// patch's column and row in [−1, 1], mean squared error) that keeps where a patch is linearly readable in the
   /// tower's features. The decoder needs it for spatial relations: RoPE rotates queries and keys, so attention
@@ -101,9 +105,10 @@ struct StageSettings {
   bool operator==(const StageSettings&) const = default;
 };
 
-/// An early stop on the held-out probe: the first probe at or after decoder step `decoder_step` (counted over all
-/// decoder stages) must reach overall accuracy ≥ `min_accuracy`, else training stops there — a run that will
-/// not reach its target is not finished.
+/// An early stop on the held-out probe: the first probe at or after decoder step `decoder_step` (counted over
+/// all decoder stages) must reach overall accuracy ≥ `min_accuracy`; when it does not and the next probe does
+/// not either, training stops there (heldout_probe.h check_probe_gates) — a run that will not reach its
+/// target is not finished.
 struct ProbeGate {
   int64_t decoder_step = 0;  ///< ≥ 1
   double min_accuracy = 0;   ///< in [0, 1]
@@ -146,6 +151,8 @@ struct TrainRecipe {
   std::vector<const StageSettings*> decoder_stages() const;
   /// True when some decoder stage trains the answer-row readout head (readout > 0).
   bool trains_readout() const;
+  /// True when some decoder stage trains the glyph value head (glyph_value > 0).
+  bool trains_glyph_value() const;
   /// Optimiser steps of all decoder stages together.
   int64_t decoder_steps() const;
   /// @throws InvalidArgument naming the bad field.

@@ -100,6 +100,26 @@ at::Tensor balanced_patch_loss(const at::Tensor& logits, const at::Tensor& label
   return both * 0.5 * (fg_term + bg_term) + (1 - both) * (fg_term + bg_term);
 }
 
+namespace {
+
+// A pending probe gate in position.json and probe.jsonl: {"decoder_step", "min_accuracy", "failed_at",
+// "overall"}.
+nlohmann::json gate_json(const PendingGate& p) {
+  return {{"decoder_step", p.gate.decoder_step},
+          {"min_accuracy", p.gate.min_accuracy},
+          {"failed_at", p.failed_at},
+          {"overall", p.overall}};
+}
+
+PendingGate gate_from_json(const nlohmann::json& j) {
+  return {.gate = {.decoder_step = j.at("decoder_step").get<int64_t>(),
+                   .min_accuracy = j.at("min_accuracy").get<double>()},
+          .failed_at = j.at("failed_at").get<int64_t>(),
+          .overall = j.at("overall").get<double>()};
+}
+
+}  // namespace
+
 struct Trainer::State {
   TrainRecipe recipe;
   std::string out;
@@ -107,10 +127,13 @@ struct Trainer::State {
   std::unique_ptr<VisionLanguageModel> vlm;
   torch::nn::Linear heads{nullptr};
   torch::nn::Linear readout{nullptr};  // the answer-row readout head (recipe stage "readout"), or null
+  torch::nn::Linear glyph_value{nullptr};  // the glyph value head (recipe stage "glyph_value"), or null
   int stage = 0;  // 0 vision, 1…n recipe.lowres, n + 1 decoder, n + 2…n + m + 1 recipe.refine, n + m + 2 done
   int64_t step = 0;
   int64_t last_probe = 0;  // decoder step of the last held-out probe (gates after it are still to check)
   std::string stopped;     // set when a probe gate stopped the run
+  std::optional<PendingGate>
+      pending_gate;  // a gate the last probe failed, which the next probe confirms or clears
   std::unique_ptr<torch::optim::AdamW> opt;
 
   LlavaNet net() { return vlm->net(); }
@@ -145,6 +168,7 @@ struct Trainer::State {
       add(*net()->multi_modal_projector);
       add(*net()->language_model);
       if (readout) add(*readout);
+      if (glyph_value) add(*glyph_value);
     }
     return ps;
   }
@@ -228,16 +252,12 @@ struct Trainer::State {
     for (int i = 1; i < stage; ++i) before += settings_of(i).steps;
     const int64_t now = before + step;
     j["decoder_step"] = now;
-    for (const auto& g : recipe.probe_gates)
-      if (g.decoder_step > last_probe && g.decoder_step <= now && stopped.empty() && r.overall < g.min_accuracy) {
-        char buf[256];
-        std::snprintf(buf, sizeof buf,
-                      "stopped by the held-out probe: overall accuracy %.3f at decoder step %ld is below the gate "
-                      "%.3f at step %ld (recipe probe_gates)",
-                      r.overall, (long)now, g.min_accuracy, (long)g.decoder_step);
-        stopped = buf;
-        j["stopped"] = stopped;
-      }
+    if (stopped.empty()) {
+      auto verdict = check_probe_gates(recipe.probe_gates, last_probe, now, r.overall, pending_gate);
+      pending_gate = verdict.pending;
+      if (!verdict.stop.empty()) j["stopped"] = stopped = verdict.stop;
+      if (pending_gate) j["gate_pending"] = gate_json(*pending_gate);
+    }
     last_probe = now;
     std::ofstream(fs::path(out) / "probe.jsonl", std::ios::app) << j.dump() << "\n";
     std::fprintf(stderr, "probe [%s %ld] overall %.3f:", stage_name.c_str(), (long)step, r.overall);
@@ -286,6 +306,7 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
   const bool resume = fs::exists(s_->ckpt() / "position.json");
   bool continue_after_tower = false;
   bool stored_readout = false;  // whether the checkpoint's own recipe trains a readout head
+  bool stored_glyph_value = false;  // … and a glyph value head
   if (resume) {
     std::ifstream in(s_->ckpt() / "position.json");
     auto pos = nlohmann::json::parse(in);
@@ -293,6 +314,7 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
     // probe gates placed in them.
     auto stored = recipe_from_json(pos["recipe"]);
     stored_readout = stored.trains_readout();
+    stored_glyph_value = stored.trains_glyph_value();
     auto prefix = recipe;
     if (prefix.refine.size() >= stored.refine.size()) prefix.refine.resize(stored.refine.size());
     const int64_t stored_steps = stored.decoder_steps();
@@ -323,6 +345,8 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
   s_->vlm = std::make_unique<VisionLanguageModel>(recipe.model, net, tok, ctx);
   s_->heads = torch::nn::Linear(recipe.model.vision.hidden_size, HeadLayout(recipe.vision).total);
   if (recipe.trains_readout()) s_->readout = torch::nn::Linear(recipe.model.text.hidden_size, 3);
+  if (recipe.trains_glyph_value())
+    s_->glyph_value = torch::nn::Linear(recipe.model.text.d_head(), PatchLabelSizes::kChar - 1);
   if (resume) {
     std::ifstream in(s_->ckpt() / "position.json");
     auto pos = nlohmann::json::parse(in);
@@ -335,10 +359,17 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
         throw IoError("the checkpoint in " + s_->ckpt().string() + " lacks readout.pt (incomplete checkpoint)");
       torch::load(s_->readout, (s_->ckpt() / "readout.pt").string());
     }
+    if (s_->glyph_value && stored_glyph_value) {
+      if (!fs::exists(s_->ckpt() / "glyph_value.pt"))
+        throw IoError("the checkpoint in " + s_->ckpt().string() +
+                      " lacks glyph_value.pt (incomplete checkpoint)");
+      torch::load(s_->glyph_value, (s_->ckpt() / "glyph_value.pt").string());
+    }
     s_->stage = pos["stage"].get<int>();
     s_->step = pos["step"].get<int64_t>();
     s_->last_probe = pos.value("last_probe", int64_t{0});
     s_->stopped = pos.value("stopped", std::string());
+    if (pos.contains("gate_pending")) s_->pending_gate = gate_from_json(pos["gate_pending"]);
     if (continue_after_tower && s_->stage >= 1) {
       s_->stage = 1;  // the first stage after the vision stage
       s_->step = 0;
@@ -435,6 +466,15 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
     throw InvalidArgument("conversation_loss: readout_layer must be in [0, L − 1)");
   if (opts.glyph_head < 0 || opts.glyph_head >= cfg.text.num_attention_heads)
     throw InvalidArgument("conversation_loss: glyph_head must be in [0, H)");
+  const bool glyph_value = opts.glyph_value > 0;
+  if (glyph_value && (!ground_answer || opts.answer_grounding_layers.empty() || !opts.glyph_value_head))
+    throw InvalidArgument(
+        "conversation_loss: the glyph value loss needs answer_grounding > 0 (with its layers) and a "
+        "glyph_value_head");
+  if (glyph_value && (!opts.patch_glyphs.defined() || opts.patch_glyphs.dim() != 2 ||
+                      opts.patch_glyphs.size(0) != images.size(0) ||
+                      opts.patch_glyphs.size(1) != cfg.vision.grid() * cfg.vision.grid()))
+    throw InvalidArgument("conversation_loss: the glyph value loss needs patch_glyphs [B, N_grid]");
   std::vector<VlmRequest> reqs(B);
   std::vector<std::vector<int64_t>> answer_pos(B);  // indices into ids of the tokens to predict
   std::vector<std::vector<std::pair<int64_t, size_t>>> words(B);  // (index into ids of an object word, turn)
@@ -496,6 +536,8 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
   std::unique_ptr<AttentionRowRecorder> rec;
   at::Tensor ground_target, answer_target, readout_target;  // readout_target [B, R, 3], NaN = none
   at::Tensor glyph_target;  // [B, R] int64, the token a text answer row emits, −100 = none
+  std::vector<int64_t> glyph_tokens;  // glyph value loss: (b, position) of each visual token showing a glyph,
+  std::vector<int64_t> glyph_classes;  // and its glyph class − 1 (0…24)
   std::set<int64_t> layers;
   if (ground) layers.insert(opts.grounding_layers.begin(), opts.grounding_layers.end());
   if (ground_answer) layers.insert(opts.answer_grounding_layers.begin(), opts.answer_grounding_layers.end());
@@ -526,6 +568,16 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
                    ? pad + p + to_visual[patch]
                    : int64_t{-1};
       };
+      if (glyph_value) {  // each visual token once: pooled patches share a token (the first patch's glyph)
+        const auto cls = opts.patch_glyphs[b].cpu();
+        const auto ca = cls.accessor<int64_t, 1>();
+        std::set<int64_t> seen;
+        for (int64_t patch = 0; patch < cls.size(0); ++patch)
+          if (ca[patch] > 0 && key(patch) >= 0 && seen.insert(key(patch)).second) {
+            glyph_tokens.insert(glyph_tokens.end(), {b, key(patch)});
+            glyph_classes.push_back(ca[patch] - 1);
+          }
+      }
       int64_t r = 0;
       if (ground)
         for (const auto& [i, t] : words[b]) {
@@ -576,6 +628,7 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
     }
     rec = std::make_unique<AttentionRowRecorder>(layers, rows.to(state.hidden.device()));
     if (readout || glyph_readout) rec->record_hidden_after(opts.readout_layer);
+    if (glyph_value) rec->record_input_of(*opts.answer_grounding_layers.begin());
   }
   KvCache cache(cfg.text.num_hidden_layers);
   auto& lm = net->language_model;
@@ -596,7 +649,8 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
         logits.reshape({-1, logits.size(-1)}), target.view({-1}).to(logits.device()),
         torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100));
     out.total = out.token;
-    out.grounding = out.answer = out.readout = out.glyph = at::zeros({}, out.token.options());
+    out.grounding = out.answer = out.readout = out.glyph = out.glyph_value =
+        at::zeros({}, out.token.options());
     return out;
   }
   auto logits = lm->logits(lm->forward(state, cache, rec.get()));  // [B, T, V] fp32
@@ -639,8 +693,24 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
           torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100));
     }
   }
+  out.glyph_value = at::zeros({}, out.token.options());
+  if (glyph_value && !glyph_classes.empty()) {  // the grounded layer's value of glyph_head's key/value group
+    auto& layer = *lm->model->layers[*opts.answer_grounding_layers.begin()]->as<LlamaDecoderLayerImpl>();
+    const int64_t d_head = cfg.text.d_head();
+    const int64_t group = opts.glyph_head / (cfg.text.num_attention_heads / cfg.text.num_key_value_heads);
+    std::vector<int64_t> flat;  // index into the [B·T] rows of the layer's input
+    for (size_t i = 0; i < glyph_tokens.size(); i += 2)
+      flat.push_back(glyph_tokens[i] * T + glyph_tokens[i + 1]);
+    const auto& h = rec->layer_input();
+    const auto x = h.reshape({-1, h.size(-1)}).index_select(0, at::tensor(flat, at::kLong).to(h.device()));
+    const auto v = layer.self_attn->v_proj(layer.input_layernorm(x)).narrow(-1, group * d_head, d_head);
+    auto head = opts.glyph_value_head;
+    out.glyph_value = torch::nn::functional::cross_entropy(
+        head->forward(v.to(at::kFloat)), at::tensor(glyph_classes, at::kLong).to(logits.device()));
+  }
   out.total = out.token;
   if (readout) out.total = out.total + opts.readout * out.readout;
+  if (glyph_value) out.total = out.total + opts.glyph_value * out.glyph_value;
   if (glyph_readout) out.total = out.total + opts.glyph_readout * out.glyph;
   if (ground) out.total = out.total + opts.grounding * out.grounding;
   if (ground_answer) out.total = out.total + opts.answer_grounding * out.answer;
@@ -729,6 +799,13 @@ StepReport Trainer::step() {
     opts.readout_head = s.readout;
     opts.glyph_readout = st.glyph_readout;
     opts.glyph_head = st.glyph_head;
+    opts.glyph_value = st.glyph_value;
+    opts.glyph_value_head = s.glyph_value;
+    if (st.glyph_value > 0) {
+      std::vector<at::Tensor> glyphs;
+      for (const auto& smp : samples) glyphs.push_back(patch_labels(smp.scene, grid).select(1, 4));
+      opts.patch_glyphs = at::stack(glyphs);  // [B, N_grid]
+    }
     opts.answer_row_at_first_glyph = st.answer_row_at_first_glyph;
     for (int64_t b = 0; b < st.batch; ++b) {
       Rng rng(sample_seed(s.recipe.seed, static_cast<uint64_t>(s.step * st.batch + b)));
@@ -782,6 +859,7 @@ StepReport Trainer::step() {
     r.answer_loss = parts.answer.item<double>();
     r.readout_loss = parts.readout.defined() ? parts.readout.item<double>() : 0.0;
     r.glyph_loss = parts.glyph.defined() ? parts.glyph.item<double>() : 0.0;
+    r.glyph_value_loss = parts.glyph_value.defined() ? parts.glyph_value.item<double>() : 0.0;
   }
   r.lr = lr;
   r.step = ++s.step;
@@ -808,12 +886,16 @@ void Trainer::save_checkpoint() {
   torch::save(s.net(), (tmp / "net.pt").string());
   torch::save(s.heads, (tmp / "heads.pt").string());
   if (s.readout) torch::save(s.readout, (tmp / "readout.pt").string());
+  if (s.glyph_value) torch::save(s.glyph_value, (tmp / "glyph_value.pt").string());
   if (s.opt && !done()) torch::save(*s.opt, (tmp / "optimizer.pt").string());
+  nlohmann::json position{{"stage", s.stage},
+                          {"step", s.step},
+                          {"last_probe", s.last_probe},
+                          {"stopped", s.stopped},
+                          {"recipe", to_json(s.recipe)}};
+  if (s.pending_gate) position["gate_pending"] = gate_json(*s.pending_gate);
   std::ofstream pos(tmp / "position.json");
-  pos << nlohmann::json{{"stage", s.stage},           {"step", s.step},
-                        {"last_probe", s.last_probe}, {"stopped", s.stopped},
-                        {"recipe", to_json(s.recipe)}}
-             .dump(2);
+  pos << position.dump(2);
   pos.close();
   fs::remove_all(s.ckpt());
   fs::rename(tmp, s.ckpt());

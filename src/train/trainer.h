@@ -28,7 +28,8 @@ struct StepReport {
   double loss = 0;           ///< mean loss of the step (total)
   /// Decoder stages: the parts of the loss (ConversationLoss token / grounding / answer / readout / glyph); 0
   /// where unused.
-  double token_loss = 0, grounding_loss = 0, answer_loss = 0, readout_loss = 0, glyph_loss = 0;
+  double token_loss = 0, grounding_loss = 0, answer_loss = 0, readout_loss = 0, glyph_loss = 0,
+         glyph_value_loss = 0;
   double lr = 0;             ///< learning rate used
   double samples_per_s = 0;  ///< images per second over the step
 };
@@ -129,6 +130,20 @@ struct ConversationOptions {
   /// linear probe reads 38 % of glyphs from that value projection where the hidden state entering the layer
   /// gives 73 %). A head of another key/value group gives glyphs a value projection of their own.
   int64_t glyph_head = 0;
+  /// Weight of the glyph value loss, ≥ 0 (0 = off; needs answer_grounding > 0 with its layers, a
+  /// glyph_value_head and patch_glyphs): at every visual token that shows a glyph, the value that
+  /// `glyph_head` of the first grounded layer reads there — its key/value group's D_h columns of v_proj
+  /// applied to the layer's normed input — classifies the glyph through glyph_value_head (cross-entropy, mean
+  /// over those tokens). Grounding makes the head look at the right glyph; this makes what it reads there the
+  /// glyph's identity (session 20: a linear probe reads 39–46 % of glyphs from that projection, 76 % from the
+  /// layer's input). Supervising an intermediate representation with a linear classifier is deep supervision
+  /// (Lee et al. 2015, "Deeply-Supervised Nets", §2).
+  double glyph_value = 0;
+  /// The glyph value head, D_h → 25 glyph classes (fp32, training only); needed when glyph_value > 0.
+  torch::nn::Linear glyph_value_head{nullptr};
+  /// [B, N_grid] int64: each grid patch's glyph class (patch_labels()'s char column, 0 = none, 1…25); needed
+  /// when glyph_value > 0.
+  at::Tensor patch_glyphs;
   /// Answer grounding and readout act at the row that predicts the answer's first token spelling a character,
   /// not at the last prompt token. Llama-style tokenizers split digits, so "3" is "▁" "3": the last prompt
   /// token predicts the bare "▁", and the count is emitted one row later. Without this the count is
@@ -138,9 +153,10 @@ struct ConversationOptions {
 };
 
 /// The parts of a stage-2 loss, fp32 scalars: total = token + grounding weight · grounding + answer weight ·
-/// answer + readout weight · readout + glyph readout weight · glyph (a part that is off is 0).
+/// answer + readout weight · readout + glyph readout weight · glyph + glyph value weight · glyph_value (a
+/// part that is off is 0).
 struct ConversationLoss {
-  at::Tensor total, token, grounding, answer, readout, glyph;
+  at::Tensor total, token, grounding, answer, readout, glyph, glyph_value;
 };
 
 /// Stage-2 loss with the options above: cross-entropy of the answer tokens (or, with text_loss, of every text
@@ -149,7 +165,8 @@ struct ConversationLoss {
 /// @throws InvalidArgument as conversation_loss(), or when grounding > 0 (answer_grounding > 0) and
 /// turn_patches (turn_answers) does not have one entry per turn, or when readout > 0 without answer
 /// grounding, its layers or a readout_head, when glyph_readout > 0 without answer grounding and its layers,
-/// with readout_layer outside [0, L − 1) or with glyph_head outside [0, H).
+/// with readout_layer outside [0, L − 1), with glyph_head outside [0, H), or when glyph_value > 0 without
+/// answer grounding and its layers, a glyph_value_head or patch_glyphs of shape [B, N_grid].
 ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& images,
                                    const std::vector<std::vector<std::pair<std::string, std::string>>>& turns,
                                    const ConversationOptions& opts);

@@ -112,8 +112,10 @@ struct OneTurn {
   std::vector<int64_t> ans;  ///< answer ids + EOS
   VlmRequest req;            ///< prompt + answer + EOS
 
-  explicit OneTurn(int64_t layers)
-      : tok(question_tokenizer(tmp)), cfg(with_layers(layers)), m(cfg, random_llava_net(cfg, 3, at::kFloat), tok, RunContext{}) {
+  explicit OneTurn(int64_t layers, int64_t kv_heads = 1)
+      : tok(question_tokenizer(tmp)),
+        cfg(with_layers(layers, kv_heads)),
+        m(cfg, random_llava_net(cfg, 3, at::kFloat), tok, RunContext{}) {
     images = m.preprocess(s.rgb).unsqueeze(0);
     turns = {{{s.question, s.answer}}};
     req.prompt_ids = io::encode_llava_prompt(tok, s.question, cfg.image_token_index);
@@ -121,9 +123,10 @@ struct OneTurn {
     ans.push_back(tok.eos_id());
     req.prompt_ids.insert(req.prompt_ids.end(), ans.begin(), ans.end());
   }
-  static LlavaConfig with_layers(int64_t layers) {
+  static LlavaConfig with_layers(int64_t layers, int64_t kv_heads) {
     auto c = micro_model();
     c.text.num_hidden_layers = layers;
+    c.text.num_key_value_heads = kv_heads;
     return c;
   }
   /// The prefill state of `req` built directly from the tower and projector.
@@ -489,6 +492,17 @@ TEST(TrainRecipe, SplitGlyphsKeepsEveryCharacterOfAStringAnswerItsOwnPiece) {
   EXPECT_THROW(recipe_from_json(j), InvalidArgument);
   j["decoder"]["glyph_head"] = -1;
   EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  // The glyph value loss reads text glyphs' tokens: it needs text_glyphs and a weight ≥ 0.
+  r.decoder.glyph_value = 2.0;
+  EXPECT_EQ(recipe_from_json(to_json(r)), r);
+  EXPECT_TRUE(recipe_from_json(to_json(r)).trains_glyph_value());
+  j = to_json(r);
+  j["decoder"]["glyph_value"] = -1;
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  j = to_json(r);
+  j["decoder"]["text_glyphs"] = false;
+  j["decoder"]["glyph_readout"] = 0;
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
 }
 
 TEST(PatchPositions, AreColumnThenRowScaledToMinusOneOne) {
@@ -685,6 +699,64 @@ TEST(ConversationLoss, GlyphReadoutPredictsEachTextAnswerTokenThroughTheLmHeadAf
   opts.turn_answers = {{AnswerGrounding{.heads = {{{50}}}}}};
   EXPECT_EQ(conversation_loss(m, images, turns, opts).glyph.item<double>(), 0.0);
   opts.answer_grounding = 0;
+  EXPECT_THROW(conversation_loss(m, images, turns, opts), InvalidArgument);
+}
+
+TEST(ConversationLoss, GlyphValueClassifiesTheGlyphHeadsValueAtEachGlyphsVisualToken) {
+  OneTurn t(5, 2);  // grounded layer 3; two key/value groups, so which one the glyph head reads matters
+  auto& [tmp, tok, cfg, m, s, images, turns, ans, req] = t;
+  at::NoGradGuard ng;
+  at::manual_seed(7);
+  const int64_t d_head = cfg.text.d_head(), n_grid = cfg.vision.grid() * cfg.vision.grid();
+  torch::nn::Linear head(d_head, 25);
+  ConversationOptions opts = glyph_grounded(s.answer);
+  opts.glyph_value = 0.5;
+  opts.glyph_value_head = head;
+  opts.glyph_head = 1;
+  const std::vector<std::pair<int64_t, int64_t>> glyphs = {{30, 3}, {31, 7}, {200, 25}};  // (patch, class)
+  opts.patch_glyphs = at::zeros({1, n_grid}, at::kLong);
+  for (const auto& [patch, cls] : glyphs) opts.patch_glyphs[0][patch] = cls;
+  const auto loss = conversation_loss(m, images, turns, opts);
+  // By hand: the hidden state entering layer 3 at each glyph patch's visual token (image placeholder index +
+  // patch), layer 3's input RMSNorm written out, the rows of v_proj's weight that make key/value group 1 (the
+  // group of head 1 when 2 heads share 2 groups), the head, −log softmax of class − 1; mean over the glyphs.
+  auto state = t.state();
+  HiddenTap tap(3);
+  KvCache cache(cfg.text.num_hidden_layers);
+  auto& lm = m.net()->language_model;
+  lm->forward(state, cache, &tap);
+  auto& layer = *lm->model->layers[3]->as<LlamaDecoderLayerImpl>();
+  ASSERT_FALSE(layer.self_attn->v_proj->bias.defined());
+  const auto& norm = layer.input_layernorm;
+  const int64_t p_img =
+      std::find(req.prompt_ids.begin(), req.prompt_ids.end(), cfg.image_token_index) - req.prompt_ids.begin();
+  const auto by_hand = [&](int64_t group) {
+    const auto w_v = layer.self_attn->v_proj->weight.narrow(0, group * d_head, d_head);  // [D_h, D]
+    double sum = 0;
+    for (const auto& [patch, cls] : glyphs) {
+      const auto h = tap.hidden[0][p_img + patch];  // [D]
+      const auto normed = h * (h.pow(2).mean() + norm->eps).rsqrt() * norm->weight;
+      sum -= head(at::matmul(w_v, normed).unsqueeze(0))[0].log_softmax(0)[cls - 1].item<double>();
+    }
+    return sum / static_cast<double>(glyphs.size());
+  };
+  const double group1 = by_hand(1);
+  EXPECT_NEAR(loss.glyph_value.item<double>(), group1, 1e-5);
+  EXPECT_NEAR(loss.total.item<double>(),
+              loss.token.item<double>() + loss.answer.item<double>() + 0.5 * group1, 1e-4);
+  // Head 0 reads group 0: another value, another loss (so the test tells the groups apart).
+  opts.glyph_head = 0;
+  const double group0 = by_hand(0);
+  EXPECT_GT(std::abs(group0 - group1), 1e-4);
+  EXPECT_NEAR(conversation_loss(m, images, turns, opts).glyph_value.item<double>(), group0, 1e-5);
+  // An image without glyphs adds nothing; no head, or glyph labels of the wrong shape, are refused.
+  auto with = opts.patch_glyphs;
+  opts.patch_glyphs = at::zeros({1, n_grid}, at::kLong);
+  EXPECT_EQ(conversation_loss(m, images, turns, opts).glyph_value.item<double>(), 0.0);
+  opts.patch_glyphs = at::zeros({1, n_grid - 1}, at::kLong);
+  EXPECT_THROW(conversation_loss(m, images, turns, opts), InvalidArgument);
+  opts.patch_glyphs = with;
+  opts.glyph_value_head = torch::nn::Linear(nullptr);
   EXPECT_THROW(conversation_loss(m, images, turns, opts), InvalidArgument);
 }
 

@@ -68,10 +68,48 @@ TEST(HeldoutProbe, TrainerLogsEveryProbeStepAndTheEndOfEachDecoderStage) {
   EXPECT_EQ(lines[2]["step"], 3);
 }
 
-TEST(HeldoutProbe, AGateBelowItsAccuracyStopsTheRunForGood) {
+TEST(HeldoutProbe, AGateStopsOnlyWhenTheNextProbeConfirmsIt) {
+  const std::vector<ProbeGate> gates = {{.decoder_step = 1500, .min_accuracy = 0.4},
+                                        {.decoder_step = 3850, .min_accuracy = 0.7}};
+  // Recipe 11's probes: 0.453 at 1250 (no gate yet), 0.211 at 1500 (below 0.4: pending, no stop), 0.500 at
+  // 1750 (above: cleared).
+  auto v = check_probe_gates(gates, 1000, 1250, 0.453, std::nullopt);
+  EXPECT_FALSE(v.pending);
+  EXPECT_TRUE(v.stop.empty());
+  v = check_probe_gates(gates, 1250, 1500, 0.211, std::nullopt);
+  ASSERT_TRUE(v.pending);
+  EXPECT_EQ(v.pending->gate, gates[0]);
+  EXPECT_EQ(v.pending->failed_at, 1500);
+  EXPECT_TRUE(v.stop.empty());
+  const auto after_dip = v.pending;
+  v = check_probe_gates(gates, 1500, 1750, 0.500, after_dip);
+  EXPECT_FALSE(v.pending);
+  EXPECT_TRUE(v.stop.empty());
+  // Below the bar again at the next probe: stop, naming both probes.
+  v = check_probe_gates(gates, 1500, 1750, 0.350, after_dip);
+  EXPECT_FALSE(v.pending);
+  EXPECT_NE(
+      v.stop.find("0.350 at decoder step 1750 is below the gate 0.400 at step 1500, as was 0.211 at decoder "
+                  "step 1500"),
+      std::string::npos)
+      << v.stop;
+  // A gate between two probes applies to the first probe after it; a probe that misses two gates keeps the
+  // higher bar pending; a probe that clears one pending gate can fail the next gate.
+  v = check_probe_gates(gates, 1000, 4000, 0.3, std::nullopt);
+  ASSERT_TRUE(v.pending);
+  EXPECT_EQ(v.pending->gate, gates[1]);
+  v = check_probe_gates(gates, 3750, 4000, 0.5, after_dip);
+  ASSERT_TRUE(v.pending);
+  EXPECT_EQ(v.pending->gate, gates[1]);
+  EXPECT_TRUE(v.stop.empty());
+  // A gate already checked by an earlier probe does not apply again.
+  EXPECT_FALSE(check_probe_gates(gates, 1500, 1750, 0.1, std::nullopt).pending);
+}
+
+TEST(HeldoutProbe, AConfirmedGateStopsTheRunForGoodAndAPendingOneSurvivesAResume) {
   auto r = testing_micro::micro_recipe();
   r.vision.steps = 1;
-  r.decoder.steps = 4;
+  r.decoder.steps = 8;
   r.decoder.batch = 1;
   r.probe_every = 2;
   r.probe_per_family = 1;
@@ -80,17 +118,28 @@ TEST(HeldoutProbe, AGateBelowItsAccuracyStopsTheRunForGood) {
   {
     Trainer t(r, tmp.str("run"), RunContext{});
     // A random micro model answers 8 SynthVQA questions nowhere near all correctly: the second gate fails at
-    // the probe of decoder step 2 (the first, at 0 %, passes).
+    // the probe of decoder step 2 (the first, at 0 %, passes) and is pending; interrupted there.
+    for (int i = 0; i < 3; ++i) t.step();  // the vision step and two decoder steps
+    EXPECT_TRUE(t.stopped_by_probe().empty());
+    t.save_checkpoint();
+  }
+  {
+    Trainer t(r, tmp.str("run"), RunContext{});  // resumed: the probe at step 4 confirms the pending gate
     EXPECT_FALSE(t.run(0));
     EXPECT_FALSE(t.done());
-    EXPECT_NE(t.stopped_by_probe().find("below the gate 1.000 at step 2"), std::string::npos) << t.stopped_by_probe();
+    EXPECT_NE(t.stopped_by_probe().find("at decoder step 4 is below the gate 1.000 at step 2"),
+              std::string::npos)
+        << t.stopped_by_probe();
   }
   std::ifstream in(tmp.path() / "run" / "probe.jsonl");
   std::vector<nlohmann::json> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
-  ASSERT_EQ(lines.size(), 1u) << "stopped at the first probe";
+  ASSERT_EQ(lines.size(), 2u) << "stopped at the second probe";
   EXPECT_EQ(lines[0]["decoder_step"], 2);
-  EXPECT_TRUE(lines[0].contains("stopped"));
+  EXPECT_EQ(lines[0]["gate_pending"]["min_accuracy"], 1.0);
+  EXPECT_FALSE(lines[0].contains("stopped"));
+  EXPECT_EQ(lines[1]["decoder_step"], 4);
+  EXPECT_TRUE(lines[1].contains("stopped"));
   // The same command resumes into the stop: no further step, no further probe.
   Trainer again(r, tmp.str("run"), RunContext{});
   EXPECT_FALSE(again.stopped_by_probe().empty());
@@ -98,7 +147,7 @@ TEST(HeldoutProbe, AGateBelowItsAccuracyStopsTheRunForGood) {
   std::ifstream in2(tmp.path() / "run" / "probe.jsonl");
   size_t n = 0;
   for (std::string line; std::getline(in2, line);) ++n;
-  EXPECT_EQ(n, 1u);
+  EXPECT_EQ(n, 2u);
   // Gates that pass let the run finish.
   r.probe_gates = {{.decoder_step = 2, .min_accuracy = 0.0}};
   Trainer passing(r, tmp.str("run2"), RunContext{});

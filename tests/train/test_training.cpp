@@ -169,6 +169,27 @@ TEST(Training, ResumeGivesTheSameNextStepLoss) {
   EXPECT_THROW(Trainer(other, tmp.str("a"), RunContext{}), InvalidArgument);
 }
 
+// A recipe whose decoder stage trains a training-only head: its loss part is > 0 in the first decoder steps,
+// the head is saved in the checkpoint (`file`), and a resumed run's next step loss equals the uninterrupted
+// run's.
+void expect_head_trains_and_resumes(const TrainRecipe& r, const std::string& file, double StepReport::*part) {
+  testing::TempDir tmp;
+  double uninterrupted = 0, seen = 0;
+  {
+    Trainer t(r, tmp.str("a"), RunContext{});
+    for (int i = 0; i < 3; ++i) seen = std::max(seen, t.step().*part);
+    t.save_checkpoint();
+    uninterrupted = t.step().loss;
+  }
+  EXPECT_GT(seen, 0.0);  // the head's target occurred in the first decoder steps
+  EXPECT_TRUE(std::filesystem::exists(tmp.path() / "a" / "checkpoint" / file));
+  Trainer resumed(r, tmp.str("a"), RunContext{});
+  const double again = resumed.step().loss;
+  std::printf("next-step loss with %s: uninterrupted %.8f, resumed %.8f\n", file.c_str(), uninterrupted,
+              again);
+  EXPECT_NEAR(again, uninterrupted, 1e-6 * std::abs(uninterrupted));
+}
+
 TEST(Training, ReadoutHeadTrainsAndResumesWithTheRun) {
   auto r = micro_recipe();
   r.model.text.num_hidden_layers = 6;  // the readout reads after layer 4
@@ -177,20 +198,18 @@ TEST(Training, ReadoutHeadTrainsAndResumesWithTheRun) {
   r.decoder.answer_grounding = 1.0;
   r.decoder.readout = 1.0;
   r.decoder.steps = 6;
-  testing::TempDir tmp;
-  double uninterrupted = 0, readout_seen = 0;
-  {
-    Trainer t(r, tmp.str("a"), RunContext{});
-    for (int i = 0; i < 3; ++i) readout_seen = std::max(readout_seen, t.step().readout_loss);
-    t.save_checkpoint();
-    uninterrupted = t.step().loss;
-  }
-  EXPECT_GT(readout_seen, 0.0);  // a readout target was regressed in the first decoder steps
-  EXPECT_TRUE(std::filesystem::exists(tmp.path() / "a" / "checkpoint" / "readout.pt"));
-  Trainer resumed(r, tmp.str("a"), RunContext{});
-  const double again = resumed.step().loss;
-  std::printf("next-step loss with a readout head: uninterrupted %.8f, resumed %.8f\n", uninterrupted, again);
-  EXPECT_NEAR(again, uninterrupted, 1e-6 * std::abs(uninterrupted));
+  expect_head_trains_and_resumes(r, "readout.pt", &StepReport::readout_loss);
+}
+
+TEST(Training, GlyphValueHeadTrainsAndResumesWithTheRun) {
+  auto r = micro_recipe();
+  r.model.text.num_hidden_layers = 5;  // answer grounding at layer 3
+  r.vision.steps = 1;
+  r.decoder.answer_grounding = 1.0;
+  r.decoder.text_glyphs = true;
+  r.decoder.glyph_value = 1.0;
+  r.decoder.steps = 6;
+  expect_head_trains_and_resumes(r, "glyph_value.pt", &StepReport::glyph_value_loss);
 }
 
 TEST(SceneQuestions, IncludeTheGeneratorsOwnQuestionAndAnswer) {
