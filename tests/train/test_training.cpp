@@ -212,6 +212,35 @@ TEST(Training, GlyphValueHeadTrainsAndResumesWithTheRun) {
   expect_head_trains_and_resumes(r, "glyph_value.pt", &StepReport::glyph_value_loss);
 }
 
+TEST(Training, ARefineStageWithAGlyphValueHeadAppendsToARunInterruptedMidStage) {
+  auto r = micro_recipe();
+  r.model.text.num_hidden_layers = 5;  // answer grounding at layer 3
+  r.vision.steps = 1;
+  r.decoder.steps = 4;
+  testing::TempDir tmp;
+  {
+    Trainer t(r, tmp.str("a"), RunContext{});
+    for (int i = 0; i < 3; ++i) t.step();  // the vision step and half the decoder stage
+    t.save_checkpoint();
+  }
+  // The same run with a text stage appended (recipe 12's shape): the decoder stage's optimiser state, saved
+  // without the glyph value head, still fits, and the appended stage trains the head.
+  auto more = r;
+  StageSettings text = r.decoder;
+  text.steps = 2;
+  text.answer_grounding = 1.0;
+  text.text_glyphs = true;
+  text.glyph_value = 1.0;
+  more.refine = {text};
+  Trainer resumed(more, tmp.str("a"), RunContext{});
+  std::vector<StepReport> reports;
+  while (!resumed.done()) reports.push_back(resumed.step());
+  ASSERT_EQ(reports.size(), 4u);
+  EXPECT_EQ(reports[0].glyph_value_loss, 0.0);  // the decoder stage has no glyph value loss
+  EXPECT_EQ(reports[1].glyph_value_loss, 0.0);
+  EXPECT_GT(reports[2].glyph_value_loss + reports[3].glyph_value_loss, 0.0);  // a scene of the stage shows text
+}
+
 TEST(SceneQuestions, IncludeTheGeneratorsOwnQuestionAndAnswer) {
   int checked = 0;
   for (uint64_t i = 0; i < 64; ++i) {
