@@ -168,7 +168,8 @@ struct Trainer::State {
       add(*net()->multi_modal_projector);
       add(*net()->language_model);
       if (readout) add(*readout);
-      // Only in the stages that use it, so that appending such a stage to a run leaves its optimiser state valid.
+      // Only in the stages that use it, so that appending such a stage to a run leaves its optimiser state
+      // valid.
       if (glyph_value && settings().glyph_value > 0) add(*glyph_value);
     }
     return ps;
