@@ -167,9 +167,9 @@ struct Trainer::State {
     } else {
       add(*net()->multi_modal_projector);
       add(*net()->language_model);
-      if (readout) add(*readout);
-      // Only in the stages that use it, so that appending such a stage to a run leaves its optimiser state
-      // valid.
+      // Training-only heads join only in the stages that use them, so that appending such a stage to a run
+      // leaves its optimiser state valid.
+      if (readout && settings().readout > 0) add(*readout);
       if (glyph_value && settings().glyph_value > 0) add(*glyph_value);
     }
     return ps;

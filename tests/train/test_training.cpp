@@ -190,10 +190,16 @@ void expect_head_trains_and_resumes(const TrainRecipe& r, const std::string& fil
   EXPECT_NEAR(again, uninterrupted, 1e-6 * std::abs(uninterrupted));
 }
 
-TEST(Training, ReadoutHeadTrainsAndResumesWithTheRun) {
+// The micro recipe with `layers` decoder layers and a one-step vision stage.
+TrainRecipe micro_with_layers(int64_t layers) {
   auto r = micro_recipe();
-  r.model.text.num_hidden_layers = 6;  // the readout reads after layer 4
+  r.model.text.num_hidden_layers = layers;
   r.vision.steps = 1;
+  return r;
+}
+
+TEST(Training, ReadoutHeadTrainsAndResumesWithTheRun) {
+  auto r = micro_with_layers(6);  // the readout reads after layer 4
   r.turns = 6;  // enough turns that spatial and counting questions (the readout's targets) occur
   r.decoder.answer_grounding = 1.0;
   r.decoder.readout = 1.0;
@@ -202,9 +208,7 @@ TEST(Training, ReadoutHeadTrainsAndResumesWithTheRun) {
 }
 
 TEST(Training, GlyphValueHeadTrainsAndResumesWithTheRun) {
-  auto r = micro_recipe();
-  r.model.text.num_hidden_layers = 5;  // answer grounding at layer 3
-  r.vision.steps = 1;
+  auto r = micro_with_layers(5);  // answer grounding at layer 3
   r.decoder.answer_grounding = 1.0;
   r.decoder.text_glyphs = true;
   r.decoder.glyph_value = 1.0;
@@ -212,10 +216,9 @@ TEST(Training, GlyphValueHeadTrainsAndResumesWithTheRun) {
   expect_head_trains_and_resumes(r, "glyph_value.pt", &StepReport::glyph_value_loss);
 }
 
-TEST(Training, ARefineStageWithAGlyphValueHeadAppendsToARunInterruptedMidStage) {
-  auto r = micro_recipe();
-  r.model.text.num_hidden_layers = 5;  // answer grounding at layer 3
-  r.vision.steps = 1;
+TEST(Training, ARefineStageWithTrainingOnlyHeadsAppendsToARunInterruptedMidStage) {
+  auto r = micro_with_layers(6);  // answer grounding at layer 3, the readout after layer 4
+  r.turns = 6;
   r.decoder.steps = 4;
   testing::TempDir tmp;
   {
@@ -223,14 +226,16 @@ TEST(Training, ARefineStageWithAGlyphValueHeadAppendsToARunInterruptedMidStage) 
     for (int i = 0; i < 3; ++i) t.step();  // the vision step and half the decoder stage
     t.save_checkpoint();
   }
-  // The same run with a text stage appended (recipe 12's shape): the decoder stage's optimiser state, saved
-  // without the glyph value head, still fits, and the appended stage trains the head.
+  // The same run with a stage appended that trains the readout and glyph value heads (recipe 12's shape): the
+  // decoder stage's optimiser state, saved without those heads, still fits, and the appended stage trains
+  // them.
   auto more = r;
   StageSettings text = r.decoder;
   text.steps = 2;
   text.answer_grounding = 1.0;
   text.text_glyphs = true;
   text.glyph_value = 1.0;
+  text.readout = 1.0;
   more.refine = {text};
   Trainer resumed(more, tmp.str("a"), RunContext{});
   std::vector<StepReport> reports;
@@ -239,6 +244,8 @@ TEST(Training, ARefineStageWithAGlyphValueHeadAppendsToARunInterruptedMidStage) 
   EXPECT_EQ(reports[0].glyph_value_loss, 0.0);  // the decoder stage has no glyph value loss
   EXPECT_EQ(reports[1].glyph_value_loss, 0.0);
   EXPECT_GT(reports[2].glyph_value_loss + reports[3].glyph_value_loss, 0.0);  // a scene of the stage shows text
+  EXPECT_EQ(reports[0].readout_loss + reports[1].readout_loss, 0.0);
+  EXPECT_GT(reports[2].readout_loss + reports[3].readout_loss, 0.0);  // spatial or counting turns occur
 }
 
 TEST(SceneQuestions, IncludeTheGeneratorsOwnQuestionAndAnswer) {
