@@ -5,7 +5,8 @@
 //   linear          LibTorch's at::linear on --rows rows (1: decode at batch 1), over random weights of the
 //                   preset's decoder shapes (q, k, v, o, gate, up, down per layer, lm_head)
 //   dense_linear    the same products through vispco's dense_linear (model/dense_linear.h: at::mv for one
-//                   row, (W xᵀ)ᵀ for a few bf16 rows), the path the decoder's decode step takes
+//                   row — in bf16 on AVX-512 CPUs only —, (W xᵀ)ᵀ for a few bf16 rows), the path the
+//                   decoder's decode step takes
 // With --rows N one pass decodes N sequences by one token each (tok_s_ceiling counts passes). The independent
 // reference bench/reference/decode_weight_bandwidth.py measures the linear row in plain PyTorch.
 // Own flags after Google Benchmark's: --preset=NAME (llava-tinyllama-1.1b)  --dtype=fp32|bf16 (bf16)

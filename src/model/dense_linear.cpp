@@ -4,13 +4,26 @@
 #include <ATen/ATen.h>
 
 namespace vispco {
+namespace {
+
+// Whether LibTorch 1.13 can send a bf16 matrix–vector product to oneDNN, which sums in fp32: only on CPUs
+// with AVX-512 BW, VL and DQ (its mkldnn_bf16_device_check). Elsewhere its fallback kernel sums in bf16
+// (tests/model/test_dense_linear.cpp sees it).
+bool bf16_mv_sums_in_fp32() {
+  static const bool yes = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                          __builtin_cpu_supports("avx512dq");
+  return yes;
+}
+
+}  // namespace
 
 at::Tensor dense_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   if (!x.device().is_cpu() || x.dim() < 1 || weight.dim() != 2 || x.size(-1) == 0)
     return at::linear(x, weight, bias);
   const int64_t in = x.size(-1), rows = x.numel() / in;
-  const bool one_row = rows == 1;
-  const bool few_bf16_rows = rows >= 2 && rows <= kDenseLinearFewRows && x.scalar_type() == at::kBFloat16;
+  const bool bf16 = x.scalar_type() == at::kBFloat16;
+  const bool one_row = rows == 1 && (!bf16 || bf16_mv_sums_in_fp32());
+  const bool few_bf16_rows = !one_row && rows <= kDenseLinearFewRows && bf16;
   if (!one_row && !few_bf16_rows) return at::linear(x, weight, bias);
   auto sizes = x.sizes().vec();
   sizes.back() = weight.size(0);

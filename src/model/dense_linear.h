@@ -15,9 +15,12 @@ inline constexpr int64_t kDenseLinearFewRows = 64;
 /// the 1.1B decoder's shapes):
 /// - one row (decode at batch 1, x [1, 1, in]): at::addmv / at::mv, LibTorch's matrix–vector kernel, which
 ///   streams the weight at 20 GB/s in bf16 and 25 GB/s in fp32 where at::linear's one-row GEMM reaches 13
-///   and 11 GB/s;
-/// - 2 … kDenseLinearFewRows rows in bf16 (batched decode): (W xᵀ)ᵀ through at::mm, 21–23 GB/s where
-///   at::linear's x Wᵀ reaches 8–15 GB/s (in fp32 both forms are alike, so fp32 keeps at::linear).
+///   and 11 GB/s — in bf16 only on CPUs with AVX-512 (BW, VL, DQ): elsewhere LibTorch 1.13's bf16
+///   matrix–vector kernel sums in bf16 (max error 1.25 against 0.12 for (W xᵀ)ᵀ at in = 300, AVX2 Xeon),
+///   so a bf16 row there takes the next path;
+/// - up to kDenseLinearFewRows rows in bf16 (batched decode): (W xᵀ)ᵀ through at::mm, 21–23 GB/s where
+///   at::linear's x Wᵀ reaches 8–15 GB/s at 2–64 rows (in fp32 both forms are alike, so fp32 keeps
+///   at::linear).
 /// Everything else (prefill, other devices) calls at::linear. Results agree with at::linear to rounding
 /// (another summation order), not bit for bit.
 /// @param x [..., in] @param weight [out, in], x's dtype @param bias [out] or undefined
