@@ -13,7 +13,7 @@ namespace vispco::cli {
 
 void register_train(CLI::App& app) {
   struct Opts {
-    std::string recipe, out, export_dir;
+    std::string recipe, out, export_dir, device = "cpu";
     double max_minutes = 0;
     int threads = 0;
     bool export_only = false;
@@ -26,10 +26,14 @@ void register_train(CLI::App& app) {
   cmd->add_option("--max-minutes", o->max_minutes, "Stop (with a checkpoint) after this many minutes; 0 = no limit")
       ->capture_default_str();
   cmd->add_option("--threads", o->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("--device", o->device,
+                  "cpu | cuda[:N] (fp32 either way; a checkpoint written on one device resumes on another)")
+      ->capture_default_str();
   cmd->add_flag("--export-now", o->export_only, "Export the current checkpoint's weights even if training is unfinished");
   cmd->callback([o] {
     RunContext ctx;
     ctx.n_threads = o->threads;
+    ctx.device = parse_device(o->device);
     apply_threads(ctx);
     auto recipe = train::load_recipe(o->recipe);
     train::Trainer trainer(recipe, o->out, ctx);

@@ -279,6 +279,24 @@ struct Trainer::State {
     standardise_projector_input(net()->multi_modal_projector, feats);
   }
 
+  // Network and heads onto ctx.device (the optimiser, made by begin_stage, follows its parameters).
+  void to_device() {
+    net()->to(ctx.device);
+    heads->to(ctx.device);
+    if (readout) readout->to(ctx.device);
+    if (glyph_value) glyph_value->to(ctx.device);
+  }
+
+  // AdamW's moment estimates onto ctx.device (torch::load keeps the device they were saved from).
+  void optimizer_state_to_device() {
+    for (auto& kv : opt->state()) {
+      auto& st = static_cast<torch::optim::AdamWParamState&>(*kv.second);
+      st.exp_avg(st.exp_avg().to(ctx.device));
+      st.exp_avg_sq(st.exp_avg_sq().to(ctx.device));
+      if (st.max_exp_avg_sq().defined()) st.max_exp_avg_sq(st.max_exp_avg_sq().to(ctx.device));
+    }
+  }
+
   void begin_stage() {
     for (auto& p : net()->parameters()) p.set_requires_grad(false);
     for (auto& p : heads->parameters()) p.set_requires_grad(false);
@@ -349,6 +367,7 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
   if (recipe.trains_readout()) s_->readout = torch::nn::Linear(recipe.model.text.hidden_size, 3);
   if (recipe.trains_glyph_value())
     s_->glyph_value = torch::nn::Linear(recipe.model.text.d_head(), PatchLabelSizes::kChar - 1);
+  s_->to_device();
   if (resume) {
     std::ifstream in(s_->ckpt() / "position.json");
     auto pos = nlohmann::json::parse(in);
@@ -367,6 +386,7 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
                       " lacks glyph_value.pt (incomplete checkpoint)");
       torch::load(s_->glyph_value, (s_->ckpt() / "glyph_value.pt").string());
     }
+    s_->to_device();  // loading may have put tensors on the device they were saved from
     s_->stage = pos["stage"].get<int>();
     s_->step = pos["step"].get<int64_t>();
     s_->last_probe = pos.value("last_probe", int64_t{0});
@@ -379,7 +399,10 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
       s_->stopped.clear();
     }
     s_->begin_stage();
-    if (s_->opt && fs::exists(s_->ckpt() / "optimizer.pt")) torch::load(*s_->opt, (s_->ckpt() / "optimizer.pt").string());
+    if (s_->opt && fs::exists(s_->ckpt() / "optimizer.pt")) {
+      torch::load(*s_->opt, (s_->ckpt() / "optimizer.pt").string());
+      s_->optimizer_state_to_device();  // a checkpoint written on another device resumes here
+    }
   } else {
     // After every seeded draw of a run without these options, so that they change nothing else.
     auto& tower = net->vision_tower->vision_model;

@@ -114,5 +114,14 @@ TEST(CliErrors, BadOptionValues) {
   expect_one_line_error(run_cli("init-random --preset huge --out /tmp/x"), "unknown preset 'huge'");
 }
 
+TEST(CliErrors, TrainRejectsAnUnknownDeviceBeforeTouchingTheRunFolder) {
+  TempDir tmp;
+  const auto run = tmp.path() / "run";
+  expect_one_line_error(run_cli("train --recipe " + std::string(VISPCO_SOURCE_DIR) +
+                                "/configs/synthvqa-small.json --out " + run.string() + " --device tpu"),
+                        "unknown device 'tpu'");
+  EXPECT_FALSE(fs::exists(run));
+}
+
 }  // namespace
 }  // namespace vispco
