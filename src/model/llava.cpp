@@ -2,6 +2,7 @@
 #include "model/llava.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <spdlog/spdlog.h>
 #include <torch/nn/utils.h>
 

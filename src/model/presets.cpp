@@ -2,6 +2,7 @@
 #include "model/presets.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/nn/init.h>
 
 #include <filesystem>

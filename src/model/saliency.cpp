@@ -2,6 +2,7 @@
 #include "model/saliency.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/autograd.h>
 
 #include "core/errors.h"

@@ -2,6 +2,7 @@
 #include "train/mimetic_init.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <cmath>
 

@@ -2,6 +2,7 @@
 #include "train/projector_init.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include "core/errors.h"
 

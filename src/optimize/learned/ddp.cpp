@@ -3,6 +3,7 @@
 #include "optimize/learned/ddp.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <chrono>
 #include <nlohmann/json.hpp>

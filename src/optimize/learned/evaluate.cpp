@@ -2,6 +2,7 @@
 #include "optimize/learned/evaluate.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <cmath>
 #include <map>
