@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libtorch-dev            # tensors, autograd, c10d (LibTorch 1.13)
   libgloo-dev             # headers of c10d's Gloo process group (VisPCO data-parallel training)
-  libopenblas0-pthread    # without it LibTorch's fp32 matmul is ~30x slower here
+  libopenblas0-openmp     # fp32 GEMM/GEMV for LibTorch (~30x faster than reference BLAS); selected below
   libopencv-dev           # image decode (JPEG/PNG/WebP/BMP), resize, drawing
   libsentencepiece-dev    # tokenizer.model
   nlohmann-json3-dev      # config.json, safetensors headers, reports
@@ -40,6 +40,15 @@ else
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+# LibTorch's own thread pool is OpenMP; OpenBLAS's pthread build keeps a second pool, and on 2 cores the two
+# fight (OpenMP workers spin while OpenBLAS's wait): on an AVX2 EPYC, fp32 decode at the 1.1B dimensions ran at
+# 2.9 tok/s with the pthread build and 6.8 with the OpenMP build, vision 5.1 → 2.5 s (docs/benchmarks.md).
+# Debian ranks the pthread build first, so select the OpenMP one where both are installed.
+for alt in libblas.so.3 liblapack.so.3 libopenblas.so.0; do
+  $SUDO update-alternatives --set "$alt-x86_64-linux-gnu" "/usr/lib/x86_64-linux-gnu/openblas-openmp/$alt" > /dev/null
+done
+echo "install-deps: BLAS is OpenBLAS's OpenMP build ($(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3))"
 
 # The `openai` npm package for tests/serve/test_openai_node.cpp (pinned by package-lock.json); the test
 # skips with a message where npm's registry cannot be reached.

@@ -66,9 +66,11 @@ void apply_threads(const RunContext& ctx) {
   int n = ctx.n_threads;
   if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   at::set_num_threads(n);
-  // Debian's LibTorch hands fp32 GEMMs to OpenBLAS, whose own thread pool ignores at::set_num_threads: with
+  // Debian's LibTorch hands fp32 GEMMs to OpenBLAS, whose thread count ignores at::set_num_threads: with
   // --threads 1 a second OpenBLAS worker still ran (and spun in sched_yield between calls). Give it the same
   // count when the process has OpenBLAS (looked up at run time: other LibTorch builds use MKL or none).
+  // scripts/install-deps.sh selects OpenBLAS's OpenMP build, which shares LibTorch's OpenMP pool; the pthread
+  // build keeps a second pool that fights it for the cores (docs/benchmarks.md, AVX2 decode).
   using SetThreads = void (*)(int);
   if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(n);
 }
