@@ -368,7 +368,6 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
   if (recipe.trains_readout()) s_->readout = torch::nn::Linear(recipe.model.text.hidden_size, 3);
   if (recipe.trains_glyph_value())
     s_->glyph_value = torch::nn::Linear(recipe.model.text.d_head(), PatchLabelSizes::kChar - 1);
-  s_->to_device();
   if (resume) {
     std::ifstream in(s_->ckpt() / "position.json");
     auto pos = nlohmann::json::parse(in);
@@ -387,7 +386,7 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
                       " lacks glyph_value.pt (incomplete checkpoint)");
       torch::load(s_->glyph_value, (s_->ckpt() / "glyph_value.pt").string());
     }
-    s_->to_device();  // loading may have put tensors on the device they were saved from
+    s_->to_device();  // loaded onto the device they were saved from
     s_->stage = pos["stage"].get<int>();
     s_->step = pos["step"].get<int64_t>();
     s_->last_probe = pos.value("last_probe", int64_t{0});
@@ -412,6 +411,7 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
       at::manual_seed(recipe.seed + 2);
       mimetic_tower_init(tower);
     }
+    s_->to_device();  // initialised on the CPU, so every device starts from the same weights
     s_->begin_stage();
   }
 }
