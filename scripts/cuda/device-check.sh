@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The CUDA check of issue 20, as one command on a machine with an NVIDIA GPU and a pip PyTorch (CUDA LibTorch)
-# but none of Debian's packages: installs .devkit/kit.tar.xz (scripts/cuda/make-kit.sh, made beforehand on a
+# but none of Debian's packages: installs .devkit/kit.tar.gz (scripts/cuda/make-kit.sh, made beforehand on a
 # machine with scripts/install-deps.sh done), builds the CLI against that LibTorch into build-cuda/, then runs,
 # each capped so that the whole ends within DEADLINE seconds (default 540): the bundled model's accuracy on
 # CUDA (bf16, fp32; first 600 test samples), `vispco bench` and `vispco generate` at the 1.1B preset, a short
@@ -25,13 +25,16 @@ el "machine"
 nproc; head -2 /etc/os-release; nvidia-smi -L; g++ --version | head -1; cmake --version | head -1
 python3 -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, torch.cuda.is_available())'
 TP=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
-mkdir -p /tmp/kit && tar xJf .devkit/kit.tar.xz -C /tmp/kit && bash /tmp/kit/install-kit.sh
+ls "$(dirname "$TP")/../include" | tr '\n' ' '; echo  # which headers LibTorch ships (fmt? gloo?)
+mkdir -p /tmp/kit && tar xzf .devkit/kit.tar.gz -C /tmp/kit && bash /tmp/kit/install-kit.sh ||
+  { el "kit install failed (run scripts/cuda/make-kit.sh first, carry .devkit)"; exit 1; }
 el "configure"
 export TORCH_CUDA_ARCH_LIST=9.0 PATH=/usr/local/cuda/bin:$PATH
-# Debian's fmt and spdlog headers ahead of any that LibTorch's include folder carries (libspdlog is built on fmt 9).
+# Debian's fmt and spdlog headers ahead of LibTorch's own fmt (libspdlog is built on fmt 9): -I is searched
+# before every -isystem, and CMAKE_CXX_FLAGS come after the targets' -isystem include folders.
 mkdir -p /tmp/first && cp -r /tmp/kit/root/usr/include/fmt /tmp/kit/root/usr/include/spdlog /tmp/first/
-cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TP" -DVISPCO_BUILD_TESTS=OFF \
-  -DVISPCO_BUILD_BENCH=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CXX_FLAGS='-isystem /tmp/first' \
+cap 120 cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TP" -DVISPCO_BUILD_TESTS=OFF \
+  -DVISPCO_BUILD_BENCH=OFF -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CXX_FLAGS='-I/tmp/first' \
   > "$OUT/configure.txt" 2>&1
 echo "configure rc $?"; tail -15 "$OUT/configure.txt"
 el "build"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Packs what vispco's build needs besides LibTorch — headers, CMake and pkg-config files, and the shared
-# libraries of this machine's Debian packages (scripts/install-deps.sh) — into .devkit/kit.tar.xz, for building
-# vispco on a CUDA machine that has a pip PyTorch but none of those packages (scripts/cuda/device-check.sh).
+# libraries of this machine's Debian packages (scripts/install-deps.sh) — into .devkit/kit.tar.gz, for building
+# vispco on a CUDA machine that has a pip PyTorch but none of those packages (scripts/cuda/device-check.sh);
+# gzip, not xz, so that a minimal image can unpack it.
 # Libraries that OpenCV's core/imgproc/imgcodecs link but vispco never calls (GDAL, GDCM, BLAS/LAPACK, GLX)
-# become stubs whose functions abort with a message. Usage: bash scripts/cuda/make-kit.sh (about 2 min, ~10 MB).
+# become stubs whose functions abort with a message. Usage: bash scripts/cuda/make-kit.sh (under a minute, ~15 MB).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -14,7 +15,7 @@ stubs=(libgdal.so.32 libgdcmMSFF.so.3.0 libgdcmDSED.so.3.0 libblas.so.3 liblapac
 files=$(mktemp)
 for p in libopencv-dev libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev libsentencepiece-dev \
          nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libcpp-httplib-dev libsqlite3-dev libssl-dev \
-         libgloo-dev pkgconf pkg-config libpkgconf3 pkgconf-bin; do
+         libgloo-dev zlib1g-dev libbrotli-dev pkgconf pkg-config libpkgconf3 pkgconf-bin; do
   dpkg -L "$p" | grep -E '^/usr/(include|lib|share/cmake|share/pkgconfig|bin/pkg)' >> "$files" || true
 done
 # The run-time closure of the libraries vispco links (stubs and the C/C++ runtime excluded), every name of each.
@@ -43,5 +44,5 @@ done
 rm -f "$undef"
 cp "$here/install-kit.sh" "$stage/"
 mkdir -p "$root/.devkit"
-tar cJf "$root/.devkit/kit.tar.xz" -C "$stage" install-kit.sh root
-du -h "$root/.devkit/kit.tar.xz"
+tar czf "$root/.devkit/kit.tar.gz" -C "$stage" install-kit.sh root
+du -h "$root/.devkit/kit.tar.gz"
