@@ -264,9 +264,10 @@ std::string DynamicKReport::to_markdown() const {
     << " % (linear between rungs); reaching the dynamic accuracy statically takes FLOPs ratio "
     << (std::isfinite(static_flops_at_dynamic_accuracy) ? fmt("%.3f", static_flops_at_dynamic_accuracy)
                                                         : "n/a");
-  if (std::isfinite(static_flops_at_dynamic_accuracy) && static_flops_at_dynamic_accuracy > 0)
-    s << " (dynamic uses "
-      << fmt("%.1f", 100 * (1 - test_dynamic.flops_ratio / static_flops_at_dynamic_accuracy)) << " % fewer)";
+  if (std::isfinite(static_flops_at_dynamic_accuracy) && static_flops_at_dynamic_accuracy > 0) {
+    const double saving = 1 - test_dynamic.flops_ratio / static_flops_at_dynamic_accuracy;
+    s << " (dynamic uses " << fmt("%.1f", 100 * std::abs(saving)) << (saving >= 0 ? " % fewer)" : " % more)");
+  }
   s << ".\n\n## Per family (test)\n\n| family | n | unpruned % | dynamic % | retention | mean K | FLOPs "
        "ratio | "
        "oracle mean K |\n|---|---:|---:|---:|---:|---:|---:|---:|\n";
