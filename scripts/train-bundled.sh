@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Reproduces the bundled model models/synthvqa-small in one command: installs, builds, trains
 # configs/synthvqa-small.json (resumable: run it again after an interrupt and it continues from the last
-# checkpoint), exports bf16 safetensors, evaluates the export on the SynthVQA test split and writes the model
+# checkpoint), exports bf16 safetensors, evaluates the export on the SynthVQA test split (real images, shuffled
+# images, random pruning to K = 32) and writes the model
 # card (README.md in the model folder) from docs/model-card-synthvqa-small.md with the measured figures.
 # Environment: RECIPE (default configs/synthvqa-small.json), RUN (run folder, default out/train-synthvqa-small;
 # keep it outside the checkout for long runs), MODEL (default models/synthvqa-small),
@@ -29,6 +30,8 @@ $B eval --model "$MODEL" --data out/synthvqa-test --limit "$EVAL_N" --batch 8 --
   --store "$RUN/eval-test.sqlite" --threads "$THREADS" >/dev/null
 $B eval --model "$MODEL" --data out/synthvqa-test --limit "$EVAL_N" --batch 8 --out "$RUN/eval-test-shuffled" \
   --store "$RUN/eval-test.sqlite" --threads "$THREADS" --shuffle-images 1 >/dev/null
+$B eval --model "$MODEL" --data out/synthvqa-test --limit "$EVAL_N" --batch 8 --out "$RUN/eval-random32" \
+  --store "$RUN/eval-test.sqlite" --threads "$THREADS" --plan random:layer=0,keep=32 >/dev/null
 tower_png=()
 [ -s "$RUN/tower_probe.jsonl" ] && tower_png=("$MODEL/tower_curves.png")
 [ -s "$RUN/probe.jsonl" ] && bash scripts/plot-learning-curves.sh "$RUN" "$MODEL/learning_curves.png" "${tower_png[@]}"
