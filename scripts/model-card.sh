@@ -15,9 +15,11 @@ probe=$(jq -r 'to_entries[] | select(.value.foreground_accuracy != null) |
   "| \(.key) | \(.value.foreground_accuracy * 1000 | round / 10) | \(.value.foreground_patches) |"' "$RUN/tower_probe.json")
 position=$(jq -r 'if .position then "Position head: mean absolute error \(.position.mean_abs_error_patches * 100 | round / 100) patches (the grid middle as a constant guess: 6.0)." else "" end' \
   "$RUN/tower_probe.json")
+# The per-family table of an evaluation's summary.md ("(not measured)" when that evaluation was not run).
+family_table() { sed -n '/^| family/,$p' "$RUN/$1/summary.md" 2>/dev/null || echo "(not measured)"; }
 table=$(sed -n '/^| family/,$p' "$RUN/eval-test/summary.md")
-shuffled=$(sed -n '/^| family/,$p' "$RUN/eval-test-shuffled/summary.md" 2>/dev/null || echo "(not measured)")
-random32=$(sed -n '/^| family/,$p' "$RUN/eval-random32/summary.md" 2>/dev/null || echo "(not measured)")
+shuffled=$(family_table eval-test-shuffled)
+random32=$(family_table eval-random32)
 limits=$(cat "$RUN/limits.md" 2>/dev/null || echo "(to be written from the per-family figures above)")
 head=$(grep -E '^- (samples|per sample|model|dataset):' "$RUN/eval-test/summary.md")
 mb=$(du -m --apparent-size "$MODEL"/model*.safetensors | awk '{ s += $1 } END { print s }')
