@@ -10,6 +10,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN=$1
 MODEL=$2
+for f in wall_seconds tower_probe.json eval-test/summary.md; do
+  [ -f "$RUN/$f" ] || { echo "error: $RUN/$f is missing (a finished, evaluated training run folder is needed)" >&2; exit 2; }
+done
+ls "$MODEL"/model*.safetensors > /dev/null 2>&1 || { echo "error: no model*.safetensors in '$MODEL'" >&2; exit 2; }
 wall=$(awk '{ printf "%.0f", $1 / 60 }' "$RUN/wall_seconds")
 probe=$(jq -r 'to_entries[] | select(.value.foreground_accuracy != null) |
   "| \(.key) | \(.value.foreground_accuracy * 1000 | round / 10) | \(.value.foreground_patches) |"' "$RUN/tower_probe.json")
