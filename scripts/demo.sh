@@ -12,8 +12,9 @@
 # kill, re-uses every finished sample. Split sizes through the environment (defaults sized for ≤ 25 min on
 # the 2-core reference machine, see docs/optimize.md): N_CALIB (calibration samples, default 64),
 # N_TEST (test samples, default 200), EPSILON (default 0.05; with 64 calibration samples one sample is 1.6 %,
-# so ε = 0.01 means "no calibration sample lost"), K_STEP (min-K searches K on multiples of it, default 8), THREADS (intra-op
-# threads, default 0 = all cores; 1 on a machine busy with other work, where OpenMP threads spin).
+# so ε = 0.01 means "no calibration sample lost"), K_STEP (min-K searches K on multiples of it, default 8),
+# THREADS (intra-op threads, default 0 = all cores; 1 on a machine busy with other work, where OpenMP threads
+# spin).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N_CALIB=${N_CALIB:-64}
