@@ -56,12 +56,18 @@ std::vector<int64_t> DecodeBatch::ids() const {
 GenerationStats DecodeBatch::add(const std::vector<VlmRequest>& reqs,
                                  const std::vector<GenerationConfig>& configs,
                                  const std::vector<int64_t>& ids, PrefillHook* hook,
-                                 const std::vector<bool>& record_logits) {
+                                 const std::vector<bool>& record_logits,
+                                 const std::vector<int64_t>& top_logprobs) {
   if (reqs.empty()) throw InvalidArgument("decode batch: empty group");
   if (configs.size() != reqs.size() || ids.size() != reqs.size() || record_logits.size() != reqs.size())
     throw InvalidArgument("decode batch: " + std::to_string(reqs.size()) + " requests with " +
                           std::to_string(configs.size()) + " configs, " + std::to_string(ids.size()) +
                           " ids and " + std::to_string(record_logits.size()) + " logit flags");
+  if (!top_logprobs.empty() && top_logprobs.size() != reqs.size())
+    throw InvalidArgument("decode batch: " + std::to_string(top_logprobs.size()) + " top_logprobs for " +
+                          std::to_string(reqs.size()) + " requests");
+  for (const auto n : top_logprobs)
+    if (n < -1 || n > 20) throw InvalidArgument("decode batch: top_logprobs must be −1 or in [0, 20], got " + std::to_string(n));
   if (!to_feed_.empty()) throw Error("decode batch: add() between sample() and advance()");
   for (const auto& gc : configs) gc.validate();
   c10::InferenceMode guard;
@@ -109,6 +115,7 @@ GenerationStats DecodeBatch::add(const std::vector<VlmRequest>& reqs,
     r.gc = configs[i];
     r.gen = at::make_generator<at::CPUGeneratorImpl>(configs[i].seed);
     r.record = record_logits[i];
+    r.top_n = top_logprobs.empty() ? -1 : top_logprobs[i];
     joining.push_back(std::move(r));
   }
   rows_.reserve(rows_.size() + joining.size());
@@ -128,14 +135,20 @@ std::vector<FinishedRow> DecodeBatch::sample(const RowTokenCallback& on_token) {
   const bool all_greedy =
       std::all_of(rows_.begin(), rows_.end(), [](const Row& r) { return r.gc.temperature == 0; });
   std::vector<int64_t> next(rows_.size());
+  std::vector<std::string> errors(rows_.size());  // a row whose sampling fails ends alone
   if (all_greedy) {
     const auto am = cpu_logits.argmax(-1);
     const auto acc = am.accessor<int64_t, 1>();
     for (size_t i = 0; i < rows_.size(); ++i) next[i] = acc[static_cast<int64_t>(i)];
   } else {
-    for (size_t i = 0; i < rows_.size(); ++i)
-      next[i] = sample_next(cpu_logits.narrow(0, static_cast<int64_t>(i), 1), rows_[i].gc, rows_[i].gen)
-                    .item<int64_t>();
+    for (size_t i = 0; i < rows_.size(); ++i) {
+      try {
+        next[i] = sample_next(cpu_logits.narrow(0, static_cast<int64_t>(i), 1), rows_[i].gc, rows_[i].gen)
+                      .item<int64_t>();
+      } catch (const std::exception& e) {
+        errors[i] = std::string("sampling failed: ") + e.what();
+      }
+    }
   }
   const int64_t eos = m_.tokenizer().eos_id();
   std::vector<int64_t> keep;  // batch indices of the rows that go on
@@ -144,11 +157,16 @@ std::vector<FinishedRow> DecodeBatch::sample(const RowTokenCallback& on_token) {
     auto& r = rows_[i];
     if (r.record) r.logits.push_back(cpu_logits.narrow(0, static_cast<int64_t>(i), 1).clone());
     std::string reason;
+    if (!errors[i].empty()) {
+      finished.push_back({r.id, std::move(r.tokens), "error", std::move(r.logits), std::move(r.logprobs), errors[i]});
+      continue;
+    }
     if (r.gc.stop_at_eos && next[i] == eos) {
       reason = "stop";
     } else {
       r.tokens.push_back(next[i]);
       ++n_generated_;
+      if (r.top_n >= 0) r.logprobs.push_back(step_logprobs(cpu_logits[static_cast<int64_t>(i)], next[i], r.top_n));
       if (on_token && !on_token(r.id, next[i]))
         reason = "stop";
       else if (static_cast<int64_t>(r.tokens.size()) >= r.gc.max_new_tokens)
@@ -159,7 +177,7 @@ std::vector<FinishedRow> DecodeBatch::sample(const RowTokenCallback& on_token) {
       to_feed_.push_back(next[i]);
       kept_rows.push_back(std::move(r));
     } else {
-      finished.push_back({r.id, std::move(r.tokens), reason, std::move(r.logits)});
+      finished.push_back({r.id, std::move(r.tokens), reason, std::move(r.logits), std::move(r.logprobs), {}});
     }
   }
   if (keep.size() < rows_.size()) {  // finished rows leave the batch

@@ -13,6 +13,7 @@
 
 #include "model/generate.h"
 #include "model/kv_cache.h"
+#include "model/logprobs.h"
 
 namespace vispco {
 
@@ -22,6 +23,9 @@ struct FinishedRow {
   std::vector<int64_t> tokens;          ///< generated ids (EOS excluded)
   std::string finish_reason;            ///< "stop" | "length" (OpenAI's words)
   std::vector<at::Tensor> step_logits;  ///< when recorded: one [1, V] fp32 CPU tensor per sampled step
+  std::vector<StepLogprobs> step_logprobs;  ///< with top_logprobs ≥ 0: one per generated token
+  /// Non-empty when sampling this row failed (finish_reason "error"); the other rows go on.
+  std::string error;
 };
 
 /// Called for each token a row generates (EOS excluded) as soon as it is sampled; returning false ends the
@@ -38,13 +42,14 @@ class DecodeBatch {
   /// one layer by layer; the shorter side is left-padded with masked positions (RoPE positions stay per row,
   /// so a row's keys, values and next positions do not change). Nothing changes when it throws.
   /// @param ids one caller id per request (reported back by step()) @param record_logits per request: keep
-  /// its logits of every step @return the group's prefill measurements (vision_ms, prepass_ms, prefill_ms,
+  /// its logits of every step @param top_logprobs per request (or empty = none): −1, or keep for each
+  /// generated token only its log-probability and the top n ∈ [0, 20] (FinishedRow::step_logprobs) @return the group's prefill measurements (vision_ms, prepass_ms, prefill_ms,
   /// n_visual, n_visual_kept, n_text_max, tokens_per_layer, batch)
   /// @throws InvalidArgument for an empty group, sizes that differ, a bad config, a prompt without its image
   /// placeholder.
   GenerationStats add(const std::vector<VlmRequest>& reqs, const std::vector<GenerationConfig>& configs,
                       const std::vector<int64_t>& ids, PrefillHook* hook,
-                      const std::vector<bool>& record_logits);
+                      const std::vector<bool>& record_logits, const std::vector<int64_t>& top_logprobs = {});
 
   /// Samples one token for every row from its pending logits (greedy or its own seeded sampler), calls
   /// `on_token`, then runs one decoder step [B', 1] over the rows that go on. @return the rows that finished,
@@ -74,8 +79,10 @@ class DecodeBatch {
     GenerationConfig gc;
     at::Generator gen;
     bool record = false;
+    int64_t top_n = -1;  // ≥ 0: keep StepLogprobs per generated token
     std::vector<int64_t> tokens;
     std::vector<at::Tensor> logits;
+    std::vector<StepLogprobs> logprobs;
   };
   VisionLanguageModel& m_;
   std::vector<Row> rows_;

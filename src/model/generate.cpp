@@ -103,7 +103,17 @@ TokenState build_prefill_state(VisionLanguageModel& m, const std::vector<VlmRequ
 at::Tensor sample_next(const at::Tensor& logits, const GenerationConfig& gc, at::Generator& gen) {
   auto l = logits.to(at::kCPU, at::kFloat);
   if (gc.temperature == 0) return l.argmax(-1);
-  auto probs = at::softmax(l / gc.temperature, -1);
+  at::Tensor probs;
+  const double scale = l.abs().max().item<double>() / gc.temperature;
+  if (scale < 1e30) {  // logits / T stays well inside fp32
+    probs = at::softmax(l / gc.temperature, -1);
+  } else {
+    // A tiny T (1e-300 is inside OpenAI's [0, 2]) overflows logits / T to ±inf and softmax to NaN. The
+    // differences to the row's maximum, scaled in fp64, are ≤ 0 (−inf at worst, 0 at the maximum): the same
+    // distribution, without inf − inf (it tends to argmax, ties shared).
+    const auto d = l.to(at::kDouble);
+    probs = at::softmax((d - d.amax(-1, true)) / gc.temperature, -1).to(at::kFloat);
+  }
   if (gc.top_p < 1.0) {
     auto [sorted, order] = probs.sort(-1, /*descending=*/true);
     auto before = sorted.cumsum(-1) - sorted;      // mass strictly before each token
@@ -146,6 +156,7 @@ GenerationOutput generate(VisionLanguageModel& m, const std::vector<VlmRequest>&
   Stopwatch decode;
   for (bool first = true; !batch.empty(); first = false) {
     for (auto& f : batch.sample(cb)) {
+      if (!f.error.empty()) throw Error("generate: row " + std::to_string(f.id) + ": " + f.error);
       out.tokens[f.id] = std::move(f.tokens);
       out.finish_reasons[f.id] = f.finish_reason;
       row_logits[f.id] = std::move(f.step_logits);

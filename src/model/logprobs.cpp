@@ -41,6 +41,36 @@ nlohmann::json candidate_json(const TokenLogprob& t) {
 
 }  // namespace
 
+StepLogprobs step_logprobs(const at::Tensor& logits, int64_t chosen, int64_t top_n) {
+  if (top_n < 0 || top_n > 20)
+    throw InvalidArgument("top logprobs must be in [0, 20], got " + std::to_string(top_n));
+  const auto logp = logits.reshape({-1}).to(at::kCPU, at::kDouble).log_softmax(0);
+  const int64_t V = logp.size(0);
+  if (chosen < 0 || chosen >= V)
+    throw InvalidArgument("token_logprobs: token " + std::to_string(chosen) + " outside the logits' " +
+                          std::to_string(V) + " ids");
+  StepLogprobs s;
+  s.chosen = chosen;
+  s.chosen_logprob = logp[chosen].item<double>();
+  if (top_n > 0) {
+    auto [vals, ids] = logp.topk(std::min(top_n, V));
+    const auto v = vals.accessor<double, 1>();
+    const auto i = ids.accessor<int64_t, 1>();
+    for (int64_t k = 0; k < ids.size(0); ++k) {
+      s.top_ids.push_back(i[k]);
+      s.top_logprobs.push_back(v[k]);
+    }
+  }
+  return s;
+}
+
+PositionLogprobs with_pieces(const StepLogprobs& s, const io::Tokenizer& tok) {
+  PositionLogprobs p;
+  p.chosen = candidate(s.chosen, s.chosen_logprob, tok);
+  for (size_t k = 0; k < s.top_ids.size(); ++k) p.top.push_back(candidate(s.top_ids[k], s.top_logprobs[k], tok));
+  return p;
+}
+
 std::vector<PositionLogprobs> token_logprobs(const std::vector<at::Tensor>& step_logits, int64_t row,
                                              const std::vector<int64_t>& tokens, int64_t top_n,
                                              const io::Tokenizer& tok) {
@@ -55,20 +85,7 @@ std::vector<PositionLogprobs> token_logprobs(const std::vector<at::Tensor>& step
     if (l.dim() != 2 || row < 0 || row >= l.size(0))
       throw InvalidArgument("token_logprobs: row " + std::to_string(row) + " outside the step logits " +
                             std::to_string(l.dim() == 2 ? l.size(0) : 0));
-    const auto logp = l[row].to(at::kDouble).log_softmax(0).cpu();
-    const int64_t V = logp.size(0), id = tokens[j];
-    if (id < 0 || id >= V)
-      throw InvalidArgument("token_logprobs: token " + std::to_string(id) + " outside the logits' " +
-                            std::to_string(V) + " ids");
-    const auto a = logp.accessor<double, 1>();
-    PositionLogprobs p;
-    p.chosen = candidate(id, a[id], tok);
-    if (top_n > 0) {
-      auto [vals, ids] = logp.topk(std::min(top_n, V));
-      for (int64_t k = 0; k < ids.size(0); ++k)
-        p.top.push_back(candidate(ids[k].item<int64_t>(), vals[k].item<double>(), tok));
-    }
-    out.push_back(std::move(p));
+    out.push_back(with_pieces(step_logprobs(l[row], tokens[j], top_n), tok));
   }
   return out;
 }

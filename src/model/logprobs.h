@@ -28,6 +28,23 @@ struct PositionLogprobs {
   std::vector<TokenLogprob> top;
 };
 
+/// One generated position's numbers without the tokenizer's pieces: what a decode batch keeps per step for
+/// a request that wants logprobs (a few dozen bytes instead of the [V] fp32 logits).
+struct StepLogprobs {
+  int64_t chosen = 0;                 ///< the generated id
+  double chosen_logprob = 0;          ///< its log-probability (natural log, fp64)
+  std::vector<int64_t> top_ids;       ///< the top_n most likely ids, most likely first
+  std::vector<double> top_logprobs;   ///< their log-probabilities
+};
+
+/// The log-softmax (fp64, temperature 1) of one step's logits at `chosen` and its `top_n` largest entries.
+/// @param logits [V] or [1, V] floating point @throws InvalidArgument for top_n outside [0, 20] or `chosen`
+/// outside [0, V).
+StepLogprobs step_logprobs(const at::Tensor& logits, int64_t chosen, int64_t top_n);
+
+/// A position with the tokenizer's pieces and bytes filled in.
+PositionLogprobs with_pieces(const StepLogprobs& s, const io::Tokenizer& tok);
+
 /// Log-probabilities of the tokens row `row` generated: log-softmax of each step's raw logits (temperature 1,
 /// before any top-p filter — the model's distribution, whatever the sampler drew with), in fp64.
 /// @param step_logits GenerationOutput::step_logits (generate(..., record_logits = true)): per step [B, V] fp32

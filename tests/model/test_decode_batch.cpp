@@ -184,6 +184,40 @@ TEST(DecodeBatch, AFailedJoinLeavesTheRunningBatchUnchanged) {
     EXPECT_LT(max_diff(done[0].step_logits[s][0], want.logits[s]), 1e-5);
 }
 
+// A row that asks for logprobs keeps a StepLogprobs per generated token instead of the [V] logits: its
+// values are the log-softmax of the logits a full-logit row of the same request records (an independent
+// fp64 log-softmax computed here), and no logits are kept.
+TEST(DecodeBatch, CompactLogprobsMatchTheFullLogitsAndKeepNoLogits) {
+  auto m = testing::load_tiny();
+  const auto gc = greedy(5);
+  VlmRequest r{test_pixels(56, 51), m.prompt_ids("How many cubes?")};
+  DecodeBatch batch(m);
+  batch.add({r, r}, {gc, gc}, {0, 1}, nullptr, {true, false}, {-1, 3});
+  std::map<int64_t, FinishedRow> done;
+  while (!batch.empty())
+    for (auto& f : batch.step()) done[f.id] = std::move(f);
+  const auto& full = done[0];
+  const auto& compact = done[1];
+  EXPECT_TRUE(compact.step_logits.empty());
+  EXPECT_TRUE(full.step_logprobs.empty());
+  ASSERT_EQ(compact.tokens, full.tokens);
+  ASSERT_EQ(compact.step_logprobs.size(), compact.tokens.size());
+  for (size_t s = 0; s < compact.tokens.size(); ++s) {
+    const auto logits = full.step_logits[s][0].to(at::kDouble);
+    const auto logp = logits - logits.exp().sum().log();  // log-softmax written out
+    const auto& c = compact.step_logprobs[s];
+    EXPECT_EQ(c.chosen, compact.tokens[s]);
+    EXPECT_NEAR(c.chosen_logprob, logp[c.chosen].item<double>(), 1e-5) << s;
+    ASSERT_EQ(c.top_ids.size(), 3u);
+    const auto order = std::get<1>(logp.sort(0, /*descending=*/true));
+    for (size_t k = 0; k < 3; ++k) {
+      EXPECT_EQ(c.top_ids[k], order[static_cast<int64_t>(k)].item<int64_t>()) << s << " " << k;
+      EXPECT_NEAR(c.top_logprobs[k], logp[c.top_ids[k]].item<double>(), 1e-5);
+    }
+  }
+  EXPECT_THROW(DecodeBatch(m).add({r}, {gc}, {0}, nullptr, {false}, {21}), InvalidArgument);
+}
+
 TEST(DecodeBatch, MisuseIsRefused) {
   auto m = testing::load_tiny();
   const auto gc = greedy(4);
