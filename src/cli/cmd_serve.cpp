@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "core/context.h"
 #include "core/errors.h"
+#include "core/text_file.h"
 #include "model/llava.h"
 #include "serve/server.h"
 
@@ -82,21 +83,41 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--max-tokens-cap", o->server.limits.max_tokens_cap, "Largest max_tokens accepted")
       ->capture_default_str();
   cmd->add_option("--max-body-mb", o->max_body_mb, "Largest request body (413 above)")->capture_default_str();
-  cmd->add_option("--max-image-pixels", o->server.max_image_pixels, "Largest decoded image (413 above)")
+  cmd->add_option("--max-image-pixels", o->server.max_image_pixels,
+                  "Largest image in pixels preprocessing allocates (W·H, and max(W,H)² when the model pads to a "
+                  "square), read from the image's header before decoding (413 above)")
       ->capture_default_str();
+  cmd->add_option("--max-preparing", o->server.max_preparing,
+                  "Requests parsed, decoded and preprocessed at once (others wait)")
+      ->capture_default_str();
+  auto& lim = o->server.connections;
+  cmd->add_option("--max-connections", lim.max_connections,
+                  "Open connections served at once; one more is answered 503 and closed")
+      ->capture_default_str();
+  cmd->add_option("--max-header-bytes", lim.max_header_bytes, "Largest request line + headers, bytes")
+      ->capture_default_str();
+  cmd->add_option("--max-header-lines", lim.max_header_lines, "Most request line + header lines")
+      ->capture_default_str();
+  cmd->add_option("--header-timeout-s", lim.header_timeout_s, "Request line and headers must arrive within this")
+      ->capture_default_str();
+  cmd->add_option("--request-timeout-s", lim.request_timeout_s, "A whole request (headers + body) within this")
+      ->capture_default_str();
+  cmd->add_option("--idle-timeout-s", lim.idle_timeout_s, "Keep-alive: close a connection idle this long")
+      ->capture_default_str();
+  cmd->add_option("--api-key", o->server.api_key,
+                  "Require 'Authorization: Bearer KEY' on every route but /health (401 otherwise)");
   add_compute_flags(cmd, &o->dtype, &o->device, &o->threads);
   add_quant_flags(cmd, &o->quant);
   cmd->callback([o, cmd] {
     o->sched.default_plan = plan_for_model(o->model, o->sched.default_plan, cmd->count("--plan") > 0);
     o->server.max_body_bytes = static_cast<int64_t>(o->max_body_mb * 1048576.0);
-    if (o->server.http_threads == 0) o->server.http_threads = static_cast<int>(o->sched.max_queue + o->sched.max_batch + 4);
     if (o->server.model_name.empty()) o->server.model_name = std::filesystem::path(o->model).lexically_normal().filename().string();
     if (o->server.model_name.empty()) o->server.model_name = std::filesystem::path(o->model).parent_path().filename().string();
     o->sched.validate();
     o->server.validate();
-    // OpenCV refuses to decode images over this many pixels (a decompression bomb's guard; the server's own
-    // limit, checked after decoding, answers 413 between it and this).
-    setenv("OPENCV_IO_MAX_IMAGE_PIXELS", std::to_string(4 * o->server.max_image_pixels).c_str(), 1);
+    // OpenCV refuses to decode images over this many pixels: a second guard behind the server's own check of
+    // the image header (serve/server.cpp), which answers 413 first.
+    setenv("OPENCV_IO_MAX_IMAGE_PIXELS", std::to_string(o->server.max_image_pixels).c_str(), 1);
     DtypeChoice dtype_choice;
     const RunContext ctx = inference_context(o->device, o->dtype, o->threads, &dtype_choice);
     o->sched.max_prefill_tokens = o->max_prefill_tokens != "auto" ? prefill_tokens(o->max_prefill_tokens)
@@ -109,10 +130,17 @@ void register_serve(CLI::App& app) {
     serve::declare_server_metrics(metrics);
     serve::BatchScheduler scheduler(model, o->model, o->sched, &metrics);
     serve::ChatServer server(model, scheduler, metrics, o->server);
+    // SIGINT / SIGTERM: the handler (any thread may run it: BLAS and OpenMP threads exist before main) only
+    // writes the signal number to a pipe; a waiter thread reads it and shuts the server down gracefully.
+    // Installed before the port file appears, so a supervisor that signals as soon as it reads it is heard.
+    if (pipe(g_stop_pipe) != 0) throw IoError("serve: cannot create the signal pipe");
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
     const int port = server.bind();
-    if (!o->port_file.empty()) {
-      std::ofstream(o->port_file) << port << "\n";
-    }
+    if (!o->port_file.empty()) write_text_atomically(o->port_file, std::to_string(port) + "\n");  // whole or absent
     std::fprintf(
         stderr,
         "vispco serve: %s on http://%s:%d (plan %s, max batch %ld%s, prefill ≤ %s tokens, window %.1f ms, "
@@ -121,14 +149,6 @@ void register_serve(CLI::App& app) {
         (long)o->sched.max_batch, o->sched.continuous ? " continuous" : "",
         o->sched.max_prefill_tokens > 0 ? std::to_string(o->sched.max_prefill_tokens).c_str() : "∞",
         o->sched.batch_window_ms, (long)o->sched.max_queue, dtype_choice.describe().c_str());
-    // SIGINT / SIGTERM: the handler (any thread may run it: BLAS and OpenMP threads exist before main) only
-    // writes the signal number to a pipe; a waiter thread reads it and shuts the server down gracefully.
-    if (pipe(g_stop_pipe) != 0) throw IoError("serve: cannot create the signal pipe");
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
     std::thread waiter([&] {
       unsigned char sig = 0;
       if (read(g_stop_pipe[0], &sig, 1) != 1 || sig == 0) return;  // 0: main's wake-up after listen() ended

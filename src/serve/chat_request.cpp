@@ -145,10 +145,29 @@ void parse_options(const json& body, ChatRequest& r) {
     const auto& v = body["vispco"];
     if (!v.is_object()) throw bad_request("'vispco' must be an object such as {\"plan\": \"fastv:keep=64\"}", "vispco");
     if (v.contains("plan")) r.plan = get_field<std::string>(v, "plan", "a string");
+    check_request_plan(r.plan);
   }
 }
 
 }  // namespace
+
+void check_request_plan(const std::string& plan) {
+  constexpr size_t kMaxPlanChars = 1024;
+  if (plan.size() > kMaxPlanChars)
+    throw bad_request("'vispco.plan' is longer than " + std::to_string(kMaxPlanChars) + " characters", "vispco");
+  // One answer whatever the path: whether a file exists must not be visible to a client.
+  const auto refuse = [] {
+    throw bad_request("'vispco.plan' may not name a file (a .json plan, file=…): a server's plans, gates and K "
+                      "predictors come from its own options and its model folder", "vispco");
+  };
+  if (plan.size() >= 5 && plan.compare(plan.size() - 5, 5, ".json") == 0) refuse();
+  size_t start = 0;
+  for (size_t i = 0; i <= plan.size(); ++i) {
+    if (i < plan.size() && plan[i] != '+' && plan[i] != ',' && plan[i] != ':') continue;
+    if (plan.compare(start, 5, "file=") == 0) refuse();  // gate:file=, keep=auto:file=, any scorer's file option
+    start = i + 1;
+  }
+}
 
 ChatRequest parse_chat_request(const std::string& body, const ChatLimits& limits) {
   json j;

@@ -40,4 +40,9 @@ struct ChatRequest {
 /// or a bad image URL (serve/data_url.h).
 ChatRequest parse_chat_request(const std::string& body, const ChatLimits& limits = {});
 
+/// Refuses a plan a request names that would make the server read a file of the client's choosing: a `.json`
+/// plan path or any `file=` option (gate:…,file=, keep=auto:file=), and texts over 1,024 characters. The same
+/// message whether or not the file exists. @throws ApiError 400 (param "vispco").
+void check_request_plan(const std::string& plan);
+
 }  // namespace vispco::serve

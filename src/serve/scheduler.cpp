@@ -20,6 +20,9 @@
 namespace vispco::serve {
 namespace {
 
+constexpr size_t kMaxCachedPlans = 4096;  // validated plan texts kept (each < 1 KB)
+constexpr size_t kMaxAutoPlans = 16;      // keep=auto predictors kept (each a loaded predictor)
+
 using Clock = std::chrono::steady_clock;
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
@@ -101,37 +104,55 @@ struct BatchScheduler::AutoPredictor {
   mutable optimize::KPredictor predictor{nullptr};  // predict() is not const (a torch module call)
 };
 
-const BatchScheduler::AutoPredictor& BatchScheduler::auto_predictor(const std::string& text) const {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = auto_predictors_.find(text); it != auto_predictors_.end()) return *it->second;
-  }
+std::shared_ptr<const BatchScheduler::AutoPredictor> BatchScheduler::auto_predictor(const std::string& text) const {
   auto a = std::make_shared<AutoPredictor>();
   a->plan = optimize::parse_auto_keep(text, model_.config());
+  const std::string key = a->plan.to_string();  // canonical: "keep=0064"-style spellings share one entry
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = auto_predictors_.find(key); it != auto_predictors_.end()) return it->second;
+  }
   a->predictor = optimize::load_plan_predictor(a->plan, model_dir_, model_.config());
   for (const auto k :
        a->predictor->meta.ladder)  // every rung binds (e.g. a gate file) before any request runs
     if (k < model_.config().n_visual_tokens())
       PlanHook(a->plan.at(k, model_.config()), model_.config(), 0, ScorerEnv{model_dir_});
   std::lock_guard<std::mutex> lock(mu_);
-  return *auto_predictors_.emplace(text, a).first->second;
+  if (auto it = auto_predictors_.find(key); it != auto_predictors_.end()) return it->second;
+  if (auto_predictors_.size() >= kMaxAutoPlans) {  // jobs hold their own reference: eviction is safe
+    auto_predictors_.erase(auto_order_.front());
+    auto_order_.pop_front();
+  }
+  auto_order_.push_back(key);
+  return auto_predictors_.emplace(key, std::move(a)).first->second;
 }
 
 std::string BatchScheduler::resolve_plan(const std::string& plan) const {
   const std::string text = plan.empty() ? opts_.default_plan : plan;
-  if (optimize::is_auto_keep(text)) return auto_predictor(text).plan.to_string();
+  if (optimize::is_auto_keep(text)) return auto_predictor(text)->plan.to_string();
+  const std::string canonical = parse_plan(text, model_.config()).to_string();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (valid_plans_.count(text) > 0) return parse_plan(text, model_.config()).to_string();
+    if (valid_plans_.count(canonical) > 0) return canonical;
   }
-  PlanHook hook(parse_plan(text, model_.config()), model_.config(), 0,
+  PlanHook hook(parse_plan(canonical, model_.config()), model_.config(), 0,
                 ScorerEnv{model_dir_});  // binds scorers
   std::lock_guard<std::mutex> lock(mu_);
-  valid_plans_.insert(text);
+  if (valid_plans_.size() >= kMaxCachedPlans) valid_plans_.clear();
+  valid_plans_.insert(canonical);
   return hook.plan().to_string();
 }
 
+void BatchScheduler::check_admission() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (draining_ || !accepting_) throw ApiError(503, "the server is shutting down", "server_error");
+  if (static_cast<int64_t>(queue_.size()) >= opts_.max_queue)
+    throw ApiError(503, "the request queue is full (" + std::to_string(opts_.max_queue) + " waiting); retry later",
+                   "server_error");
+}
+
 std::future<JobResult> BatchScheduler::submit(GenerationJob job) {
+  check_admission();  // before resolving the plan: a refusal costs nothing
   auto p = std::make_unique<Pending>();
   try {
     p->plan_key = resolve_plan(job.plan);
@@ -174,6 +195,11 @@ void BatchScheduler::drain_and_stop() {
   }
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
+}
+
+size_t BatchScheduler::cached_plan_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return valid_plans_.size() + auto_predictors_.size();
 }
 
 size_t BatchScheduler::queue_depth() const {
@@ -284,11 +310,11 @@ void BatchScheduler::resolve_auto_keep(std::unique_lock<std::mutex>& lock) {
       todo[i]->job.request.visual = {vt.embeds[static_cast<int64_t>(i)],
                                      vt.cls_attention[static_cast<int64_t>(i)],
                                      vt.keys[static_cast<int64_t>(i)]};
-      const auto& a = auto_predictor(todo[i]->auto_text);
-      const int rung = a.predictor->predict(features.slice(0, i, i + 1)).at(0);
-      const int64_t k = a.predictor->meta.ladder.at(rung);
+      const auto a = auto_predictor(todo[i]->auto_text);
+      const int rung = a->predictor->predict(features.slice(0, i, i + 1)).at(0);
+      const int64_t k = a->predictor->meta.ladder.at(rung);
       todo[i]->plan_key = k >= model_.config().n_visual_tokens() ? std::string("none")
-                                                                 : a.plan.at(k, model_.config()).to_string();
+                                                                 : a->plan.at(k, model_.config()).to_string();
     }
   } catch (const std::exception& e) {
     for (auto* p : todo) failed[p] = std::string("keep=auto: ") + e.what();
@@ -325,12 +351,12 @@ void BatchScheduler::admit(std::vector<std::unique_ptr<Pending>>& group) {
   std::vector<std::unique_ptr<Active>> joining;
   std::vector<VlmRequest> reqs;
   std::vector<GenerationConfig> configs;
-  std::vector<bool> record;
+  std::vector<int64_t> top_logprobs;
   std::vector<int64_t> ids;
   for (auto& p : group) {
     reqs.push_back(p->job.request);
     configs.push_back(p->job.gen);
-    record.push_back(p->job.top_logprobs >= 0);
+    top_logprobs.push_back(p->job.top_logprobs);
     ids.push_back(next_row_id_++);
     TextStream stream(decode, p->job.stop);
     joining.push_back(std::make_unique<Active>(Active{std::move(p), std::move(stream)}));
@@ -341,7 +367,8 @@ void BatchScheduler::admit(std::vector<std::unique_ptr<Pending>>& group) {
   try {
     PlanHook hook(parse_plan(joining[0]->p->plan_key, cfg), cfg, 0, ScorerEnv{model_dir_});
     plan = hook.plan().to_string();
-    st = batch_->add(reqs, configs, ids, hook.plan().empty() ? nullptr : &hook, record);
+    st = batch_->add(reqs, configs, ids, hook.plan().empty() ? nullptr : &hook,
+                     std::vector<bool>(reqs.size(), false), top_logprobs);
   } catch (const std::exception& e) {  // the running batch is unchanged (DecodeBatch::add)
     for (auto& a : joining) {
       a->r.error = e.what();
@@ -383,7 +410,8 @@ void BatchScheduler::decode_step() {
         const auto d = a.stream.take_delta();
         if (!d.empty() && !cb(d)) a.gone = true;
       }
-      return go_on && !a.gone;
+      const auto& cancelled = a.p->job.cancelled;
+      return go_on && !a.gone && !(cancelled && cancelled->load());
     } catch (const std::exception& e) {
       a.r.error = std::string("streaming the answer failed: ") + e.what();
       return false;
@@ -399,7 +427,9 @@ void BatchScheduler::decode_step() {
       }
     for (auto& f : finished) {
       auto node = active_.extract(f.id);  // out of active_ before it is answered: answered once
-      if (!node.empty()) answer(*node.mapped(), std::move(f.tokens), f.finish_reason, f.step_logits);
+      if (node.empty()) continue;
+      if (!f.error.empty()) node.mapped()->r.error = f.error;  // this row alone failed
+      answer(*node.mapped(), std::move(f.tokens), f.finish_reason, f.step_logprobs);
     }
     batch_->advance();
     if (metrics_ != nullptr) {
@@ -421,7 +451,7 @@ void BatchScheduler::fail_all(const std::string& error) {
 }
 
 void BatchScheduler::answer(Active& a, std::vector<int64_t> tokens, const std::string& finish_reason,
-                            const std::vector<at::Tensor>& step_logits) {
+                            const std::vector<StepLogprobs>& step_logprobs) {
   auto& r = a.r;
   const auto& job = a.p->job;
   if (!r.error.empty()) {  // its token callback failed
@@ -434,9 +464,11 @@ void BatchScheduler::answer(Active& a, std::vector<int64_t> tokens, const std::s
     r.text = a.stream.text();
     r.tokens = std::move(tokens);
     r.finish_reason = a.stream.stopped() ? "stop" : finish_reason;
-    if (job.top_logprobs >= 0)
-      r.logprobs =
-          to_openai_json(token_logprobs(step_logits, 0, r.tokens, job.top_logprobs, model_.tokenizer()));
+    if (job.top_logprobs >= 0) {
+      std::vector<PositionLogprobs> positions;
+      for (const auto& s : step_logprobs) positions.push_back(with_pieces(s, model_.tokenizer()));
+      r.logprobs = to_openai_json(positions);
+    }
   } catch (const std::exception& e) {
     r.error = e.what();
   }

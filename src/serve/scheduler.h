@@ -7,6 +7,7 @@
 // different plans (different K) are never padded into one prefill (group by K) and wait for the batch to
 // drain. A row leaves when it finishes. HTTP threads only enqueue and wait.
 #pragma once
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -59,6 +60,8 @@ struct GenerationJob {
   std::function<bool(const std::string& delta)> on_delta;
   /// Called on the worker thread right after the job's result is set (wakes a streaming handler at once).
   std::function<void()> on_finish;
+  /// Set (by the HTTP thread) when the client has gone: the row ends at its next decode step. May be null.
+  std::shared_ptr<std::atomic<bool>> cancelled;
 };
 
 /// What a job produced.
@@ -95,6 +98,9 @@ class BatchScheduler {
   /// @throws InvalidArgument / ConfigError from prune/plan.h and the scorers (an unknown scorer, K out of
   /// range, a missing gate file).
   std::string resolve_plan(const std::string& plan) const;
+  /// Cheap admission check before a request is prepared: @throws ApiError 503 when max_queue requests wait or
+  /// the scheduler is draining (submit() checks again).
+  void check_admission() const;
   /// Enqueues a job (its plan resolved first). @throws ApiError 503 when max_queue requests wait or the
   /// scheduler is draining; ApiError 400 for a plan resolve_plan() refuses.
   std::future<JobResult> submit(GenerationJob job);
@@ -106,6 +112,8 @@ class BatchScheduler {
   void drain_and_stop();
   /// Requests waiting (not yet in a batch).
   size_t queue_depth() const;
+  /// Plans held in the scheduler's caches (validated plans + keep=auto predictors), by canonical text.
+  size_t cached_plan_count() const;
 
  private:
   struct Pending {
@@ -121,8 +129,8 @@ class BatchScheduler {
   // error and leave the queue. Called by the worker with `lock` held.
   void resolve_auto_keep(std::unique_lock<std::mutex>& lock);
   struct AutoPredictor;
-  // keep=auto plan text → its parsed plan and predictor (loaded once, by resolve_plan).
-  const AutoPredictor& auto_predictor(const std::string& text) const;
+  // keep=auto plan text → its parsed plan and predictor (loaded once per canonical plan, by resolve_plan).
+  std::shared_ptr<const AutoPredictor> auto_predictor(const std::string& text) const;
   // Requests of plan `key` taken out of the queue, oldest first, at most n and within the prefill token
   // budget (the first always). Called with mu_ held.
   std::vector<std::unique_ptr<Pending>> take_plan(const std::string& key, int64_t n);
@@ -136,7 +144,7 @@ class BatchScheduler {
   // Answers every row of the decode batch with `error` and starts an empty batch.
   void fail_all(const std::string& error);
   void answer(Active& a, std::vector<int64_t> tokens, const std::string& finish_reason,
-              const std::vector<at::Tensor>& step_logits);
+              const std::vector<StepLogprobs>& step_logprobs);
 
   VisionLanguageModel& model_;
   std::string model_dir_;
@@ -153,8 +161,11 @@ class BatchScheduler {
   std::map<int64_t, std::unique_ptr<Active>> active_;
   int64_t next_row_id_ = 0;
   std::condition_variable idle_cv_;
-  mutable std::set<std::string> valid_plans_;  // plan texts already validated (under mu_)
-  mutable std::map<std::string, std::shared_ptr<AutoPredictor>> auto_predictors_;  // under mu_
+  // Canonical texts of plans already validated (under mu_); at most kMaxCachedPlans, then cleared.
+  mutable std::set<std::string> valid_plans_;
+  // Canonical keep=auto plan → its predictor (under mu_); at most kMaxAutoPlans, the oldest evicted.
+  mutable std::map<std::string, std::shared_ptr<const AutoPredictor>> auto_predictors_;
+  mutable std::deque<std::string> auto_order_;
   std::thread worker_;
 };
 

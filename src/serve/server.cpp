@@ -9,12 +9,15 @@
 #include <condition_variable>
 #include <ctime>
 #include <deque>
+#include <semaphore>
 #include <thread>
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
 #include "io/image.h"
+#include "io/image_header.h"
 #include "serve/api_error.h"
+#include "serve/http_guard.h"
 
 namespace vispco::serve {
 namespace {
@@ -63,20 +66,48 @@ void ServerOptions::validate() const {
   if (limits.default_max_tokens < 1 || limits.max_tokens_cap < limits.default_max_tokens)
     throw InvalidArgument("max_tokens: need 1 ≤ default ≤ cap, got default " + std::to_string(limits.default_max_tokens) +
                           " and cap " + std::to_string(limits.max_tokens_cap));
-  if (http_threads < 0) throw InvalidArgument("http_threads must be ≥ 0");
+  if (max_preparing < 1) throw InvalidArgument("max_preparing must be ≥ 1, got " + std::to_string(max_preparing));
+  connections.validate();
 }
+
+namespace {
+
+// A loopback address: a web page's script can reach it through the browser, so its Host header is checked.
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+// The host part of a Host header ("127.0.0.1:8080" → "127.0.0.1", "[::1]:8080" → "::1").
+std::string host_name(const std::string& header) {
+  if (!header.empty() && header[0] == '[') {
+    const auto close = header.find(']');
+    return close == std::string::npos ? header : header.substr(1, close - 1);
+  }
+  const auto colon = header.find(':');
+  return colon == std::string::npos ? header : header.substr(0, colon);
+}
+
+// The largest image preprocessing may allocate for a W × H image: the square it pads to, if it pads.
+int64_t allocated_pixels(int64_t w, int64_t h, bool pad_to_square) {
+  const int64_t side = std::max(w, h);
+  return pad_to_square ? side * side : w * h;
+}
+
+}  // namespace
 
 struct ChatServer::Impl {
   VisionLanguageModel& model;
   BatchScheduler& scheduler;
   Metrics& metrics;
   ServerOptions opts;
-  httplib::Server http;
+  GuardedHttpServer http;
+  std::counting_semaphore<1 << 16> preparing;  // requests being parsed / decoded / preprocessed
   std::atomic<uint64_t> next_id{1};
   std::atomic<int> in_flight{0};  // chat completions received and not yet fully answered
 
   Impl(VisionLanguageModel& m, BatchScheduler& s, Metrics& mt, ServerOptions o)
-      : model(m), scheduler(s), metrics(mt), opts(std::move(o)) {}
+      : model(m), scheduler(s), metrics(mt), opts(std::move(o)), http(opts.connections),
+        preparing(opts.max_preparing) {}
 
   json completion_head(const std::string& id, const char* object) const {
     return {{"id", id}, {"object", object}, {"created", static_cast<int64_t>(std::time(nullptr))},
@@ -100,23 +131,43 @@ struct ChatServer::Impl {
             {"decode_batch_size", r.decode_batch_size}};
   }
 
-  // Parses the body and prepares the job (HTTP thread). @throws ApiError.
-  GenerationJob prepare(const httplib::Request& req, ChatRequest& cr) const {
+  // Parses the body and prepares the job (connection thread). A full queue answers 503 before any of the
+  // work; at most max_preparing requests are prepared at once. @throws ApiError.
+  GenerationJob prepare(const httplib::Request& req, ChatRequest& cr) {
+    scheduler.check_admission();
+    if (!preparing.try_acquire_for(std::chrono::duration<double>(opts.connections.request_timeout_s)))
+      throw ApiError(503, "the server is busy preparing other requests; retry later", "server_error");
+    struct Release {
+      std::counting_semaphore<1 << 16>& s;
+      ~Release() { s.release(); }
+    } release{preparing};
     cr = parse_chat_request(req.body, opts.limits);
     if (!cr.model.empty() && cr.model != opts.model_name)
       throw ApiError(404, "the model '" + cr.model + "' does not exist; this server serves '" + opts.model_name + "'",
                      "invalid_request_error", "model");
+    io::ImageHeader header;
+    try {
+      header = io::read_image_header(cr.image_bytes);
+    } catch (const Error& e) {
+      throw bad_request(std::string("image_url: ") + e.what(), "messages");
+    }
+    const bool pads = model.preprocess_config().pad_to_square;
+    const int64_t pixels = allocated_pixels(header.width, header.height, pads);
+    if (header.width > opts.max_image_pixels || header.height > opts.max_image_pixels ||
+        pixels > opts.max_image_pixels)
+      throw ApiError(413, "image of " + std::to_string(header.width) + "x" + std::to_string(header.height) +
+                              " pixels" + (pads ? " (padded to a square of its longer side)" : "") +
+                              " is over this server's limit of " + std::to_string(opts.max_image_pixels) +
+                              " pixels", "invalid_request_error", "messages");
     cv::Mat rgb;
     try {
       rgb = io::decode_image_rgb(cr.image_bytes);
     } catch (const Error&) {
-      throw bad_request("image_url: the data is not a decodable PNG, JPEG, WebP or BMP image (or it is over 4x the "
-                        "server's " + std::to_string(opts.max_image_pixels) + "-pixel limit)", "messages");
+      throw bad_request("image_url: the data is not a decodable " + header.format + " image", "messages");
     }
-    if (static_cast<int64_t>(rgb.rows) * rgb.cols > opts.max_image_pixels)
-      throw ApiError(413, "image of " + std::to_string(rgb.cols) + "x" + std::to_string(rgb.rows) +
-                              " pixels is over this server's limit of " + std::to_string(opts.max_image_pixels) +
-                              " pixels", "invalid_request_error", "messages");
+    if (allocated_pixels(rgb.cols, rgb.rows, pads) > opts.max_image_pixels)  // EXIF rotation keeps the area
+      throw ApiError(413, "image over this server's limit of " + std::to_string(opts.max_image_pixels) + " pixels",
+                     "invalid_request_error", "messages");
     GenerationJob job;
     try {
       job.request = {model.preprocess(rgb), model.prompt_ids(cr.question)};
@@ -155,13 +206,19 @@ struct ChatServer::Impl {
     }
     const std::string id = "chatcmpl-" + std::to_string(next_id++);
     if (!cr.stream) {
+      auto cancelled = std::make_shared<std::atomic<bool>>(false);
+      job.cancelled = cancelled;
       std::future<JobResult> fut;
       try {
         fut = scheduler.submit(std::move(job));
       } catch (const ApiError& e) {
         return send_error(res, e);
       }
+      // A client that goes away stops its request at the next decode step.
+      while (fut.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready)
+        if (!cancelled->load() && GuardedHttpServer::client_gone()) cancelled->store(true);
       const JobResult r = fut.get();
+      if (cancelled->load()) return;  // nobody to answer
       if (!r.error.empty()) return send_error(res, ApiError(500, "generation failed: " + r.error, "server_error"));
       json out = completion_head(id, "chat.completion");
       json choice = {{"index", 0},
@@ -262,25 +319,47 @@ struct ChatServer::Impl {
         [ch, guard](bool) { ch->gone = true; });
   }
 
+  // @throws ApiError for a request head this server refuses (see routes()).
+  void check_request_head(const httplib::Request& q) const {
+    if (q.has_header("Transfer-Encoding"))
+      throw ApiError(411, "chunked request bodies are not accepted; send a Content-Length");
+    const auto enc = q.get_header_value("Content-Encoding");
+    if (!enc.empty() && enc != "identity")
+      throw ApiError(415, "compressed request bodies (Content-Encoding: " + enc + ") are not accepted");
+    const bool has_length = q.has_header("Content-Length");
+    if (q.method == "POST" && q.path == "/v1/chat/completions" && !has_length)
+      throw ApiError(411, "a request body needs a Content-Length header (chunked bodies are not accepted)");
+    if (has_length && q.path != "/v1/chat/completions" && q.get_header_value("Content-Length") != "0")
+      throw ApiError(413, "this route takes no request body");
+    if (q.method != "POST" && has_length && q.get_header_value("Content-Length") != "0")
+      throw ApiError(405, "method " + q.method + " is not allowed on " + q.path + " (use POST)");
+    if (is_loopback(opts.host)) {
+      const std::string h = host_name(q.get_header_value("Host"));
+      if (!h.empty() && !is_loopback(h))
+        throw ApiError(403, "Host '" + h + "' is not this loopback server (a browser page may not reach it)");
+    }
+    if (!opts.api_key.empty() && q.path != "/health" &&
+        q.get_header_value("Authorization") != "Bearer " + opts.api_key)
+      throw ApiError(401, "missing or wrong API key (send Authorization: Bearer <key>)", "invalid_request_error");
+  }
+
   void routes() {
-    http.set_payload_max_length(static_cast<size_t>(opts.max_body_bytes));
-    // httplib bounds a body by its Content-Length only: refuse bodies without one (chunked) and compressed
-    // ones (inflated after that check).
-    http.set_pre_routing_handler([](const httplib::Request& q, httplib::Response& r) {
-      if (q.method != "POST") return httplib::Server::HandlerResponse::Unhandled;
-      if (!q.has_header("Content-Length")) {
-        send_error(r, ApiError(411, "a request body needs a Content-Length header (chunked bodies are not accepted)"));
-        return httplib::Server::HandlerResponse::Handled;
-      }
-      const auto enc = q.get_header_value("Content-Encoding");
-      if (!enc.empty() && enc != "identity") {
-        send_error(r, ApiError(415, "compressed request bodies (Content-Encoding: " + enc + ") are not accepted"));
+    http.set_body_limit(opts.max_body_bytes);
+    // Before any body is read (every method, every path): httplib bounds a body by its Content-Length only,
+    // so bodies without one (chunked) and compressed ones (inflated without a cap) are refused; then the
+    // Host check (DNS rebinding against a loopback server) and the API key.
+    http.set_pre_routing_handler([this](const httplib::Request& q, httplib::Response& r) {
+      try {
+        check_request_head(q);
+      } catch (const ApiError& e) {
+        send_error(r, e);
+        if (e.status() == 401) r.set_header("WWW-Authenticate", "Bearer");
+        r.set_header("Connection", "close");
+        GuardedHttpServer::close_after_response();  // its body, if any, is never read
         return httplib::Server::HandlerResponse::Handled;
       }
       return httplib::Server::HandlerResponse::Unhandled;
     });
-    const int n_threads = opts.http_threads > 0 ? opts.http_threads : 16;
-    http.new_task_queue = [n_threads] { return new httplib::ThreadPool(static_cast<size_t>(n_threads)); };
     http.Post("/v1/chat/completions", [this](const httplib::Request& q, httplib::Response& r) { chat(q, r); });
     http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& r) {
       json m = {{"id", opts.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "vispco"}};

@@ -1,9 +1,11 @@
 // `vispco serve`'s HTTP front: OpenAI-compatible POST /v1/chat/completions (JSON or server-sent events),
-// GET /v1/models, GET /health and GET /metrics (Prometheus text), on cpp-httplib. Requests are parsed and
-// their images decoded on the HTTP threads; generation runs on the BatchScheduler's worker. Every refusal is an
-// OpenAI error object with its status (400 bad request, 404 unknown path or model, 405 wrong method, 413 body
-// or image too large, 411 / 415 a body without a length or compressed, 503 queue full or shutting down,
-// 500 generation failed); no request can take down another.
+// GET /v1/models, GET /health and GET /metrics (Prometheus text), on cpp-httplib behind the connection limits
+// of serve/http_guard.h. Requests are parsed and their images decoded on the connection threads (at most
+// max_preparing at once); generation runs on the BatchScheduler's worker. Every refusal is an OpenAI error
+// object with its status (400 bad request, 401 missing or wrong API key, 403 a Host header naming another
+// site on a loopback server, 404 unknown path or model, 405 wrong method, 413 body or image too large, 411 /
+// 415 a body without a length or compressed, 503 queue full, too many connections or shutting down, 500
+// generation failed); no request can take down another. Threat model: docs/serving.md.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -11,6 +13,7 @@
 
 #include "model/llava.h"
 #include "serve/chat_request.h"
+#include "serve/connection_limits.h"
 #include "serve/metrics.h"
 #include "serve/scheduler.h"
 
@@ -23,8 +26,13 @@ struct ServerOptions {
   std::string model_name;              ///< the id /v1/models lists and requests may name
   ChatLimits limits;                   ///< max_tokens default and cap
   int64_t max_body_bytes = 20 << 20;   ///< larger bodies → 413
-  int64_t max_image_pixels = 4096 * 4096;  ///< decoded images with more pixels → 413
-  int http_threads = 0;                ///< connection threads; 0 = 16 (`vispco serve` passes max_queue + max_batch + 4)
+  /// Largest image, in the pixels preprocessing allocates: W·H, and max(W, H)² where the model pads to a
+  /// square; checked on the image's header before decoding → 413.
+  int64_t max_image_pixels = 4096 * 4096;
+  int max_preparing = 4;               ///< requests parsed / decoded / preprocessed at once, ≥ 1
+  ConnectionLimits connections;        ///< connection cap, header limits, timeouts (serve/http_guard.h)
+  /// When non-empty, every route but /health needs "Authorization: Bearer <api_key>" (else 401).
+  std::string api_key;
   /// @throws InvalidArgument naming the field.
   void validate() const;
 };

@@ -62,7 +62,6 @@ class ServerFixture {
     scheduler_ = std::make_unique<serve::BatchScheduler>(model_, tiny_model_dir(), sched, &metrics_);
     opts.port = 0;
     opts.model_name = "tiny";
-    if (opts.http_threads == 0) opts.http_threads = 32;
     server_ = std::make_unique<serve::ChatServer>(model_, *scheduler_, metrics_, opts);
     port_ = server_->bind();
     thread_ = std::thread([this] { server_->listen(); });
@@ -79,6 +78,7 @@ class ServerFixture {
     return c;
   }
   VisionLanguageModel& model() { return model_; }
+  serve::BatchScheduler& scheduler() { return *scheduler_; }
   serve::Metrics& metrics() { return metrics_; }
 
  private:

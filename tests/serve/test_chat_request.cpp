@@ -184,5 +184,24 @@ TEST(ApiError, OpenAiErrorObject) {
   EXPECT_EQ(bad_request("x", "top_p").to_json()["error"]["param"], "top_p");
 }
 
+TEST(RequestPlan, FileNamingPlansAreRefusedAndOthersPass) {
+  const auto refused = [](const std::string& plan) {
+    try {
+      check_request_plan(plan);
+    } catch (const ApiError& e) {
+      return e.status() == 400 && std::string(e.what()).find("may not name a file") != std::string::npos;
+    }
+    return false;
+  };
+  for (const std::string p : {"/etc/plan.json", "x.json", "gate:keep=4,file=/etc/hostname",
+                              "gate:file=g.safetensors,keep=4", "fastv:keep=auto:file=/dev/zero",
+                              "fastv:layer=2,keep=64+gate:keep=8,file=x"})
+    EXPECT_TRUE(refused(p)) << p;
+  for (const std::string p : {"", "none", "fastv:keep=64", "gate:keep=64", "divprune:keep=auto",
+                              "fastv:layer=2,keep=64,select=mmr,lambda=0.7", "profile=x"})
+    EXPECT_NO_THROW(check_request_plan(p)) << p;
+  EXPECT_THROW(check_request_plan("fastv:keep=" + std::string(2000, '0') + "4"), ApiError);  // over 1,024 chars
+}
+
 }  // namespace
 }  // namespace vispco::serve
