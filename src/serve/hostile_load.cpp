@@ -89,16 +89,18 @@ std::string printable(std::string_view s, size_t max_bytes) {
 // A connected TCP socket (closed when destroyed); fd() < 0 when the connection failed.
 class Socket {
  public:
-  Socket(const std::string& host, int port) {
+  /// @param wait false: connect without waiting for the handshake (the held connections, opened in bursts that
+  /// can fill the server's accept backlog; one blocked connect would stall every slow header's next byte)
+  Socket(const std::string& host, int port, bool wait = true) {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* res = nullptr;
     if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) return;
     for (auto* a = res; a && fd_ < 0; a = a->ai_next) {
-      fd_ = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+      fd_ = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | (wait ? 0 : SOCK_NONBLOCK), a->ai_protocol);
       if (fd_ < 0) continue;
-      if (::connect(fd_, a->ai_addr, a->ai_addrlen) != 0) {
+      if (::connect(fd_, a->ai_addr, a->ai_addrlen) != 0 && (wait || errno != EINPROGRESS)) {
         ::close(fd_);
         fd_ = -1;
       }
@@ -404,7 +406,7 @@ void held_connections(const Context& c, const std::atomic<bool>& stop, Clock::ti
         for (const auto& h : held) have += h.kind == kind;
         for (; have < want && opened[kind] < c.o.max_attacks; ++have) {
           ++opened[kind];
-          Socket s(c.o.normal.host, c.o.normal.port);
+          Socket s(c.o.normal.host, c.o.normal.port, /*wait=*/false);
           std::lock_guard<std::mutex> lock(mu);
           auto& t = tallies[attack_info(kind).name];
           ++t.sent;
@@ -420,7 +422,7 @@ void held_connections(const Context& c, const std::atomic<bool>& stop, Clock::ti
         const char b = h.dripped < drip.size() ? drip[h.dripped] : 'a';
         if (::send(h.s.fd(), &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1) {
           ++h.dripped;
-        } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOTCONN) {  // still connecting: next tick
           finish(h, "closed");
           h.s.close();
         }
@@ -432,7 +434,10 @@ void held_connections(const Context& c, const std::atomic<bool>& stop, Clock::ti
     for (size_t j = 0; r > 0 && j < fds.size(); ++j) {
       if (fds[j].fd < 0 || !(fds[j].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       auto& h = held[j];
-      const auto a = read_answer(h.s.fd(), after(0.2));
+      int so_error = 0;
+      socklen_t len = sizeof(so_error);
+      ::getsockopt(h.s.fd(), SOL_SOCKET, SO_ERROR, &so_error, &len);
+      const auto a = so_error == ECONNREFUSED ? RawAnswer{"connect-failed", ""} : read_answer(h.s.fd(), after(0.2));
       finish(h, a.label == "timeout" ? "closed" : a.label);  // readable with nothing to read: reset
       std::lock_guard<std::mutex> lock(mu);
       auto& t = tallies[attack_info(h.kind).name];
@@ -785,13 +790,14 @@ HostileLoadResult run_hostile_load(const HostileLoadOptions& o) {
     ::unlink(c.fifo_path.c_str());
     ::rmdir(c.fifo_dir.c_str());
   }
-  // Let the work the server still holds (requests whose clients left) finish: until the generated-token count
-  // stays put for a second, at most 30 s.
+  // Let the work the server still holds (requests whose clients left or timed out) finish: until nothing waits
+  // and the generated-token count stays put for two polls a second apart, at most 30 s.
   double tokens_after = metric(o.normal.host, o.normal.port, "vispco_generated_tokens_total");
-  for (int still = 0, i = 0; i < 60 && still < 2 && tokens_after >= 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  for (int still = 0, i = 0; i < 30 && still < 2 && tokens_after >= 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
     const double t = metric(o.normal.host, o.normal.port, "vispco_generated_tokens_total");
-    still = t == tokens_after ? still + 1 : 0;
+    const double waiting = metric(o.normal.host, o.normal.port, "vispco_queue_depth");
+    still = t == tokens_after && waiting == 0 ? still + 1 : 0;
     tokens_after = t;
   }
   stop = true;

@@ -70,7 +70,7 @@ struct HostileLoadOptions {
   int64_t max_image_pixels = 4096 * 4096;  ///< the server's --max-image-pixels (sizes the two image attacks), ≥ 4
   int64_t long_line_mb = 16;           ///< length of the header line without a newline, MiB, ≥ 1
   int header_lines = 10000;            ///< header lines of many-header-lines, ≥ 1
-  int attack_max_tokens = 32;          ///< max_tokens of the well-formed attack requests (ignore_eos), ≥ 1
+  int attack_max_tokens = 16;          ///< max_tokens of the well-formed attack requests (ignore_eos), ≥ 1
   int server_pid = 0;                  ///< the server's pid: peak RSS from /proc/PID/status (VmHWM); 0 = poll /metrics
   /// @throws InvalidArgument naming the field (also for a host that is not a loopback address).
   void validate() const;
