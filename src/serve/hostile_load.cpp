@@ -618,7 +618,7 @@ std::string attack_chat_body(const std::string& image_bytes, const std::string& 
 double attack_start_s(int i, double rate) { return static_cast<double>(i) / rate; }
 
 bool is_loopback_host(const std::string& host) {
-  if (host == "localhost" || host == "::1" || host == "[::1]") return true;
+  if (host == "localhost" || host == "::1") return true;
   unsigned a, b, c, d;
   char tail;
   return std::sscanf(host.c_str(), "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) == 4 && a == 127 && b < 256 &&
