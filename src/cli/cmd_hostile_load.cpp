@@ -78,7 +78,7 @@ void register_hostile_load(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--long-line-mb", h.long_line_mb, "MiB of the header line without a newline")->capture_default_str();
   cmd->add_option("--header-lines", h.header_lines, "Header lines of many-header-lines")->capture_default_str();
-  cmd->add_option("--attack-max-tokens", h.attack_max_tokens, "max_tokens (ignore_eos) of the well-formed attacks")
+  cmd->add_option("--attack-max-tokens", h.attack_max_tokens, "max_tokens of the well-formed attacks (ignore_eos for the disconnect ones)")
       ->capture_default_str();
   cmd->add_option("--server-pid", h.server_pid, "The server's pid: peak RSS from /proc/PID/status (VmHWM)");
   cmd->add_option("--baseline", o->baseline, "JSON of the same run with --attacks none: prints the verdict");

@@ -288,7 +288,7 @@ Outcome disconnect_attack(const Context& c, int i) {
   Socket s(c.o.normal.host, c.o.normal.port);
   if (s.fd() < 0) return labelled("connect-failed");
   const std::string body =
-      attack_chat_body(c.o.normal.image_bytes, c.o.normal.prompt, "", c.o.attack_max_tokens, -1, 1000 + i);
+      attack_chat_body(c.o.normal.image_bytes, c.o.normal.prompt, "", c.o.attack_max_tokens, -1, 1000 + i, true);
   const std::string req = request_head("POST", "/v1/chat/completions", c.host_header,
                                        {{"Content-Type", "application/json"},
                                         {"Content-Length", std::to_string(body.size())}}) + body;
@@ -600,9 +600,8 @@ std::string plan_spelling(int i) {
 }
 
 std::string attack_chat_body(const std::string& image_bytes, const std::string& prompt, const std::string& plan,
-                             int max_tokens, double temperature, int64_t seed) {
+                             int max_tokens, double temperature, int64_t seed, bool ignore_eos) {
   json body = {{"max_tokens", max_tokens},
-               {"ignore_eos", true},
                {"seed", seed},
                {"messages",
                 {{{"role", "user"},
@@ -612,6 +611,7 @@ std::string attack_chat_body(const std::string& image_bytes, const std::string& 
                     {{"type", "text"}, {"text", prompt}}}}}}}};
   if (!plan.empty()) body["vispco"] = {{"plan", plan}};
   if (temperature >= 0) body["temperature"] = temperature;
+  if (ignore_eos) body["ignore_eos"] = true;
   return body.dump();
 }
 

@@ -62,15 +62,17 @@ struct HostileLoadOptions {
   double attack_rate = 8;              ///< one-request attacks started per second, all kinds round-robin, > 0
   int max_attacks = 1000;              ///< one-request attacks in all, and connections per held kind, ≥ 1
   double attack_timeout_s = 10;        ///< an attack waits this long for the server's answer, s, > 0
-  int slow_connections = 24;           ///< slow-header connections held at once, ≥ 0
-  int idle_connections = 64;           ///< idle connections held at once (with the slow ones, beyond `vispco serve`'s default 76-thread pool), ≥ 0
+  /// slow-header connections held at once, ≥ 0. With the idle ones, 96 held: beyond `vispco serve`'s default
+  /// 76-thread pool (max_queue + max_batch + 4), under a 128-connection cap with room for the other clients.
+  int slow_connections = 72;
+  int idle_connections = 24;           ///< idle connections held at once, ≥ 0
   int64_t body_mb = 64;                ///< body a chunked attack streams, MiB, ≥ 1
   int64_t gzip_mb = 256;               ///< inflated size of the gzip bomb, MiB, ≥ 1
   int huge_side = 65536;               ///< long side of the thin PNG, pixels, ≥ 2
   int64_t max_image_pixels = 4096 * 4096;  ///< the server's --max-image-pixels (sizes the two image attacks), ≥ 4
   int64_t long_line_mb = 16;           ///< length of the header line without a newline, MiB, ≥ 1
   int header_lines = 10000;            ///< header lines of many-header-lines, ≥ 1
-  int attack_max_tokens = 16;          ///< max_tokens of the well-formed attack requests (ignore_eos), ≥ 1
+  int attack_max_tokens = 16;          ///< max_tokens of the well-formed attacks (the disconnect ones: ignore_eos), ≥ 1
   int server_pid = 0;                  ///< the server's pid: peak RSS from /proc/PID/status (VmHWM); 0 = poll /metrics
   /// @throws InvalidArgument naming the field (also for a host that is not a loopback address).
   void validate() const;
@@ -137,10 +139,10 @@ std::string solid_png(int w, int h);
 /// The i-th spelling (i ≥ 0) of the plan divprune:layer=0,keep=64: a different text for every i, K written
 /// with a run of leading zeros that grows with i, the stages' options in varying order.
 std::string plan_spelling(int i);
-/// A chat completion body with one image: non-streamed, `max_tokens`, ignore_eos, `seed`; `plan` as
-/// vispco.plan unless empty; `temperature` unless negative.
+/// A chat completion body with one image: non-streamed, `max_tokens`, `seed`, "ignore_eos": true when asked;
+/// `plan` as vispco.plan unless empty; `temperature` unless negative.
 std::string attack_chat_body(const std::string& image_bytes, const std::string& prompt, const std::string& plan,
-                             int max_tokens, double temperature, int64_t seed);
+                             int max_tokens, double temperature, int64_t seed, bool ignore_eos = false);
 /// When the i-th one-request attack (i ≥ 0) starts, seconds after the run's start: i / rate.
 double attack_start_s(int i, double rate);
 /// True for 127.0.0.0/8, ::1 and "localhost".

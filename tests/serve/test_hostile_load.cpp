@@ -160,7 +160,8 @@ TEST(HostileLoad, PlanSpellingsAreDistinctSpellingsOfKeep64) {
 
 TEST(HostileLoad, AttackChatBodyCarriesTheFieldsAsked) {
   const std::string image = std::string("\x89PNG\r\n\x1a\n", 8) + "not really";
-  const auto j = json::parse(attack_chat_body(image, "What color?", "gate:keep=64,file=/etc/hostname", 7, 1e-300, 42));
+  const auto j =
+      json::parse(attack_chat_body(image, "What color?", "gate:keep=64,file=/etc/hostname", 7, 1e-300, 42, true));
   EXPECT_EQ(j["max_tokens"], 7);
   EXPECT_EQ(j["ignore_eos"], true);
   EXPECT_EQ(j["seed"], 42);
@@ -173,6 +174,7 @@ TEST(HostileLoad, AttackChatBodyCarriesTheFieldsAsked) {
   const auto plain = json::parse(attack_chat_body(image, "q", "", 3, -1, 1));
   EXPECT_FALSE(plain.contains("vispco"));
   EXPECT_FALSE(plain.contains("temperature"));
+  EXPECT_FALSE(plain.contains("ignore_eos"));  // only the disconnect attack asks for every token
 }
 
 TEST(HostileLoad, AttackScheduleAndLoopbackCheck) {
