@@ -1,5 +1,5 @@
-// The hostile-load benchmark (see hostile_load.h): one-request attacks from a pool of threads at a fixed rate,
-// held connections (slow headers, idle sockets) from one driver thread, normal clients through
+// The hostile-load benchmark (see hostile_load.h): one-request attacks from a pool of threads at a fixed
+// rate, held connections (slow headers, idle sockets) from one driver thread, normal clients through
 // run_load_test, a /health prober and a peak-RSS monitor, all against a loopback server for a bounded time.
 // Malformed requests are written as bytes on POSIX sockets; well-formed ones go through cpp-httplib's client.
 #include "serve/hostile_load.h"
@@ -52,19 +52,23 @@ const std::vector<AttackKindInfo> kKinds = {
     {AttackKind::kPostLengthAndChunked, "post-length-and-chunked", 1, false,
      "POST with Content-Length: 16 and a chunked body of --body-mb MiB"},
     {AttackKind::kPutGzip, "put-gzip", 1, false, "PUT with a gzip body inflating to --gzip-mb MiB of zeros"},
-    {AttackKind::kThinImage, "thin-image", 2, false, "PNG of --huge-side x (cap / huge side) pixels: at the pixel cap"},
+    {AttackKind::kThinImage, "thin-image", 2, false,
+     "PNG of --huge-side x (cap / huge side) pixels: at the pixel cap"},
     {AttackKind::kOverCapImage, "over-cap-image", 2, false, "square PNG just under 4x the pixel cap"},
     {AttackKind::kPlanJsonPath, "plan-json-path", 3, false, "plan \"/etc/passwd.json\""},
     {AttackKind::kGateFile, "gate-file", 3, false, "plan \"gate:keep=64,file=/etc/hostname\""},
-    {AttackKind::kAutoFileDevZero, "auto-file-dev-zero", 3, false, "plan \"divprune:keep=auto:file=/dev/zero\""},
+    {AttackKind::kAutoFileDevZero, "auto-file-dev-zero", 3, false,
+     "plan \"divprune:keep=auto:file=/dev/zero\""},
     {AttackKind::kPlanFifo, "plan-fifo", 3, false, "plan \"gate:keep=64,file=FIFO\" (a FIFO nobody writes)"},
     {AttackKind::kPlanSpelling, "plan-spelling", 4, false, "a new spelling of divprune keep=64 each time"},
     {AttackKind::kTinyTemperature, "tiny-temperature", 5, false, "sampled request with temperature 1e-300"},
     {AttackKind::kSlowHeader, "slow-header", 6, true, "--slow-connections sockets sending a header 1 byte/s"},
-    {AttackKind::kLongHeaderLine, "long-header-line", 6, false, "a header line of --long-line-mb MiB, no newline"},
+    {AttackKind::kLongHeaderLine, "long-header-line", 6, false,
+     "a header line of --long-line-mb MiB, no newline"},
     {AttackKind::kManyHeaderLines, "many-header-lines", 6, false, "--header-lines header lines"},
     {AttackKind::kIdleConnection, "idle-connection", 6, true, "--idle-connections sockets that send nothing"},
-    {AttackKind::kDisconnect, "disconnect", 9, false, "non-streamed request, socket closed right after sending"},
+    {AttackKind::kDisconnect, "disconnect", 9, false,
+     "non-streamed request, socket closed right after sending"},
 };
 
 // Bytes a client may see in a report: printable ASCII kept, anything else as \xNN (a file's bytes echoed back
@@ -89,8 +93,9 @@ std::string printable(std::string_view s, size_t max_bytes) {
 // A connected TCP socket (closed when destroyed); fd() < 0 when the connection failed.
 class Socket {
  public:
-  /// @param wait false: connect without waiting for the handshake (the held connections, opened in bursts that
-  /// can fill the server's accept backlog; one blocked connect would stall every slow header's next byte)
+  /// @param wait false: connect without waiting for the handshake (the held connections, opened in bursts
+  /// that can fill the server's accept backlog; one blocked connect would stall every slow header's next
+  /// byte)
   Socket(const std::string& host, int port, bool wait = true) {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
@@ -98,7 +103,8 @@ class Socket {
     addrinfo* res = nullptr;
     if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) return;
     for (auto* a = res; a && fd_ < 0; a = a->ai_next) {
-      fd_ = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | (wait ? 0 : SOCK_NONBLOCK), a->ai_protocol);
+      fd_ =
+          ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | (wait ? 0 : SOCK_NONBLOCK), a->ai_protocol);
       if (fd_ < 0) continue;
       if (::connect(fd_, a->ai_addr, a->ai_addrlen) != 0 && (wait || errno != EINPROGRESS)) {
         ::close(fd_);
@@ -169,7 +175,8 @@ RawAnswer read_answer(int fd, Clock::time_point deadline) {
       std::string lower = buf.substr(0, head_end);
       std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
       const auto p = lower.find("content-length:");
-      if (p != std::string::npos && buf.size() - head_end - 4 >= std::strtoull(lower.c_str() + p + 15, nullptr, 10))
+      if (p != std::string::npos &&
+          buf.size() - head_end - 4 >= std::strtoull(lower.c_str() + p + 15, nullptr, 10))
         break;
     }
     pollfd p{fd, POLLIN, 0};
@@ -216,12 +223,12 @@ Outcome labelled(std::string label) {
 struct Context {
   explicit Context(const HostileLoadOptions& opts) : o(opts) {}
   const HostileLoadOptions& o;
-  std::string host_header;                 // "127.0.0.1:PORT"
-  std::string gzip_body;                   // the gzip bomb
-  std::string thin_body, over_cap_body;    // chat bodies with the two images
-  std::string many_headers;                // the many-header-lines request
-  std::string fifo_path, fifo_dir;         // the FIFO plan-fifo names
-  std::string chunk;                       // one 64 KiB chunk frame of junk
+  std::string host_header;               // "127.0.0.1:PORT"
+  std::string gzip_body;                 // the gzip bomb
+  std::string thin_body, over_cap_body;  // chat bodies with the two images
+  std::string many_headers;              // the many-header-lines request
+  std::string fifo_path, fifo_dir;       // the FIFO plan-fifo names
+  std::string chunk;                     // one 64 KiB chunk frame of junk
 };
 
 // Sends `head` then `body_bytes` of 64 KiB chunks (chunked framing), stopping when the server answers or
@@ -272,7 +279,8 @@ Outcome long_line_attack(const Context& c) {
   const std::string head = "GET /health HTTP/1.1\r\nHost: " + c.host_header + "\r\nX-Long: ";
   SendEnd e = send_all(s.fd(), head, deadline, &out.bytes);
   static const std::string junk(1 << 16, 'a');
-  for (int64_t n = 0; e == SendEnd::kSent && n < (c.o.long_line_mb << 20); n += static_cast<int64_t>(junk.size()))
+  for (int64_t n = 0; e == SendEnd::kSent && n < (c.o.long_line_mb << 20);
+       n += static_cast<int64_t>(junk.size()))
     e = send_all(s.fd(), junk, deadline, &out.bytes);
   const auto a = read_answer(s.fd(), e == SendEnd::kFailed ? after(0.5) : deadline);
   out.label = a.label;
@@ -287,13 +295,16 @@ Outcome disconnect_attack(const Context& c, int i) {
   const auto t0 = Clock::now();
   Socket s(c.o.normal.host, c.o.normal.port);
   if (s.fd() < 0) return labelled("connect-failed");
-  const std::string body =
-      attack_chat_body(c.o.normal.image_bytes, c.o.normal.prompt, "", c.o.attack_max_tokens, -1, 1000 + i, true);
-  const std::string req = request_head("POST", "/v1/chat/completions", c.host_header,
-                                       {{"Content-Type", "application/json"},
-                                        {"Content-Length", std::to_string(body.size())}}) + body;
+  const std::string body = attack_chat_body(c.o.normal.image_bytes, c.o.normal.prompt, "",
+                                            c.o.attack_max_tokens, -1, 1000 + i, true);
+  const std::string req =
+      request_head("POST", "/v1/chat/completions", c.host_header,
+                   {{"Content-Type", "application/json"}, {"Content-Length", std::to_string(body.size())}}) +
+      body;
   const SendEnd e = send_all(s.fd(), req, after(c.o.attack_timeout_s), &out.bytes);
-  out.label = e == SendEnd::kSent ? "left" : e == SendEnd::kPeerSpoke ? read_answer(s.fd(), after(0.5)).label : "closed";
+  out.label = e == SendEnd::kSent        ? "left"
+              : e == SendEnd::kPeerSpoke ? read_answer(s.fd(), after(0.5)).label
+                                         : "closed";
   out.open_s = seconds_since(t0);
   return out;
 }
@@ -316,16 +327,24 @@ Outcome chat_attack(const Context& c, const std::string& body) {
     out.body = res->body;
     if (res->status == 200) {
       const auto j = json::parse(res->body, nullptr, false);
-      if (!j.is_discarded() && j.contains("usage")) out.tokens = j["usage"].value("completion_tokens", int64_t{0});
+      if (!j.is_discarded() && j.contains("usage"))
+        out.tokens = j["usage"].value("completion_tokens", int64_t{0});
     }
     return out;
   }
   switch (res.error()) {
     case httplib::Error::Connection:
-    case httplib::Error::ConnectionTimeout: out.label = "connect-failed"; break;
-    case httplib::Error::Read: out.label = out.open_s >= c.o.attack_timeout_s - 0.25 ? "timeout" : "closed"; break;
-    case httplib::Error::Write: out.label = "closed"; break;
-    default: out.label = httplib::to_string(res.error());
+    case httplib::Error::ConnectionTimeout:
+      out.label = "connect-failed";
+      break;
+    case httplib::Error::Read:
+      out.label = out.open_s >= c.o.attack_timeout_s - 0.25 ? "timeout" : "closed";
+      break;
+    case httplib::Error::Write:
+      out.label = "closed";
+      break;
+    default:
+      out.label = httplib::to_string(res.error());
   }
   return out;
 }
@@ -343,29 +362,43 @@ Outcome run_attack(const Context& c, AttackKind k, int i) {
     return request_head(method, "/v1/chat/completions", c.host_header, h);
   };
   switch (k) {
-    case AttackKind::kPutChunked: return chunked_attack(c, chunked_head("PUT", false));
-    case AttackKind::kPatchChunked: return chunked_attack(c, chunked_head("PATCH", false));
-    case AttackKind::kPostLengthAndChunked: return chunked_attack(c, chunked_head("POST", true));
+    case AttackKind::kPutChunked:
+      return chunked_attack(c, chunked_head("PUT", false));
+    case AttackKind::kPatchChunked:
+      return chunked_attack(c, chunked_head("PATCH", false));
+    case AttackKind::kPostLengthAndChunked:
+      return chunked_attack(c, chunked_head("POST", true));
     case AttackKind::kPutGzip:
       return raw_attack(c, request_head("PUT", "/v1/chat/completions", c.host_header,
                                         {{"Content-Type", "application/json"},
                                          {"Content-Encoding", "gzip"},
                                          {"Content-Length", std::to_string(c.gzip_body.size())}}) +
                                c.gzip_body);
-    case AttackKind::kThinImage: return chat_attack(c, c.thin_body);
-    case AttackKind::kOverCapImage: return chat_attack(c, c.over_cap_body);
-    case AttackKind::kPlanJsonPath: return plan_request("/etc/passwd.json");
-    case AttackKind::kGateFile: return plan_request("gate:keep=64,file=/etc/hostname");
-    case AttackKind::kAutoFileDevZero: return plan_request("divprune:keep=auto:file=/dev/zero");
-    case AttackKind::kPlanFifo: return plan_request("gate:keep=64,file=" + c.fifo_path);
-    case AttackKind::kPlanSpelling: return plan_request(plan_spelling(i));
+    case AttackKind::kThinImage:
+      return chat_attack(c, c.thin_body);
+    case AttackKind::kOverCapImage:
+      return chat_attack(c, c.over_cap_body);
+    case AttackKind::kPlanJsonPath:
+      return plan_request("/etc/passwd.json");
+    case AttackKind::kGateFile:
+      return plan_request("gate:keep=64,file=/etc/hostname");
+    case AttackKind::kAutoFileDevZero:
+      return plan_request("divprune:keep=auto:file=/dev/zero");
+    case AttackKind::kPlanFifo:
+      return plan_request("gate:keep=64,file=" + c.fifo_path);
+    case AttackKind::kPlanSpelling:
+      return plan_request(plan_spelling(i));
     case AttackKind::kTinyTemperature:
       return chat_attack(c, attack_chat_body(image, o.normal.prompt, "", o.attack_max_tokens, 1e-300, i));
-    case AttackKind::kLongHeaderLine: return long_line_attack(c);
-    case AttackKind::kManyHeaderLines: return raw_attack(c, c.many_headers);
-    case AttackKind::kDisconnect: return disconnect_attack(c, i);
+    case AttackKind::kLongHeaderLine:
+      return long_line_attack(c);
+    case AttackKind::kManyHeaderLines:
+      return raw_attack(c, c.many_headers);
+    case AttackKind::kDisconnect:
+      return disconnect_attack(c, i);
     case AttackKind::kSlowHeader:
-    case AttackKind::kIdleConnection: break;  // held_connections() runs these
+    case AttackKind::kIdleConnection:
+      break;  // held_connections() runs these
   }
   return labelled("not-run");
 }
@@ -422,14 +455,16 @@ void held_connections(const Context& c, const std::atomic<bool>& stop, Clock::ti
         const char b = h.dripped < drip.size() ? drip[h.dripped] : 'a';
         if (::send(h.s.fd(), &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1) {
           ++h.dripped;
-        } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOTCONN) {  // still connecting: next tick
+        } else if (errno != EAGAIN && errno != EWOULDBLOCK &&
+                   errno != ENOTCONN) {  // still connecting: next tick
           finish(h, "closed");
           h.s.close();
         }
       }
     }
     std::vector<pollfd> fds;
-    for (const auto& h : held) fds.push_back({h.s.fd(), POLLIN, 0});  // a closed one (fd −1) is ignored by poll
+    for (const auto& h : held)
+      fds.push_back({h.s.fd(), POLLIN, 0});  // a closed one (fd −1) is ignored by poll
     const int r = ::poll(fds.data(), fds.size(), std::min(ms_until(next_tick), ms_until(t_end)));
     for (size_t j = 0; r > 0 && j < fds.size(); ++j) {
       if (fds[j].fd < 0 || !(fds[j].revents & (POLLIN | POLLHUP | POLLERR))) continue;
@@ -437,14 +472,16 @@ void held_connections(const Context& c, const std::atomic<bool>& stop, Clock::ti
       int so_error = 0;
       socklen_t len = sizeof(so_error);
       ::getsockopt(h.s.fd(), SOL_SOCKET, SO_ERROR, &so_error, &len);
-      const auto a = so_error == ECONNREFUSED ? RawAnswer{"connect-failed", ""} : read_answer(h.s.fd(), after(0.2));
+      const auto a =
+          so_error == ECONNREFUSED ? RawAnswer{"connect-failed", ""} : read_answer(h.s.fd(), after(0.2));
       finish(h, a.label == "timeout" ? "closed" : a.label);  // readable with nothing to read: reset
       std::lock_guard<std::mutex> lock(mu);
       auto& t = tallies[attack_info(h.kind).name];
       if (t.sample.empty() && !a.body.empty()) t.sample = printable(a.body, 240);
       h.s.close();
     }
-    held.erase(std::remove_if(held.begin(), held.end(), [](const Held& h) { return h.s.fd() < 0; }), held.end());
+    held.erase(std::remove_if(held.begin(), held.end(), [](const Held& h) { return h.s.fd() < 0; }),
+               held.end());
   }
   for (auto& h : held) finish(h, "held");
 }
@@ -480,7 +517,8 @@ double peak_rss_mb(int pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   double kb = 0;
   for (std::string line; std::getline(in, line);)
-    if (line.rfind("VmHWM:", 0) == 0 || line.rfind("VmRSS:", 0) == 0) kb = std::max(kb, std::atof(line.c_str() + 6));
+    if (line.rfind("VmHWM:", 0) == 0 || line.rfind("VmRSS:", 0) == 0)
+      kb = std::max(kb, std::atof(line.c_str() + 6));
   return kb / 1024.0;
 }
 
@@ -509,7 +547,8 @@ std::vector<AttackKind> parse_attack_list(const std::string& text) {
     if (!found) {
       std::string valid = "all, none, 1, 2, 3, 4, 5, 6, 9";
       for (const auto& k : kKinds) valid += std::string(", ") + k.name;
-      throw InvalidArgument("hostile-load: unknown attack '" + word + "' in --attacks (valid: " + valid + ")");
+      throw InvalidArgument("hostile-load: unknown attack '" + word + "' in --attacks (valid: " + valid +
+                            ")");
     }
   }
   return {chosen.begin(), chosen.end()};
@@ -520,10 +559,12 @@ void HostileLoadOptions::validate() const {
   const auto need = [](bool ok, const std::string& what) {
     if (!ok) throw InvalidArgument("hostile-load: " + what);
   };
-  need(is_loopback_host(normal.host), "--host must be a loopback address (127.0.0.0/8, ::1, localhost), got '" +
-                                          normal.host + "': this benchmark attacks only this machine");
+  need(is_loopback_host(normal.host),
+       "--host must be a loopback address (127.0.0.0/8, ::1, localhost), got '" + normal.host +
+           "': this benchmark attacks only this machine");
   need(attackers >= 1, "--attackers must be ≥ 1, got " + std::to_string(attackers));
-  need(attack_seconds > 0 && attack_seconds <= 600, "--attack-seconds must be in (0, 600], got " + std::to_string(attack_seconds));
+  need(attack_seconds > 0 && attack_seconds <= 600,
+       "--attack-seconds must be in (0, 600], got " + std::to_string(attack_seconds));
   need(attack_rate > 0, "--attack-rate must be > 0, got " + std::to_string(attack_rate));
   need(max_attacks >= 1, "--max-attacks must be ≥ 1, got " + std::to_string(max_attacks));
   need(attack_timeout_s > 0, "--attack-timeout-s must be > 0, got " + std::to_string(attack_timeout_s));
@@ -577,7 +618,8 @@ std::string gzip_zeros(int64_t n) {
   do {
     const auto len = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(zeros.size()), n - done));
     done += static_cast<int64_t>(len);
-    if (!gz.compress(zeros.data(), len, done >= n, sink)) throw Error("hostile-load: gzip compression failed");
+    if (!gz.compress(zeros.data(), len, done >= n, sink))
+      throw Error("hostile-load: gzip compression failed");
   } while (done < n);
   return out;
 }
@@ -586,21 +628,26 @@ std::string solid_png(int w, int h) {
   std::vector<uchar> buf;
   const cv::Mat img(h, w, CV_8UC3, cv::Scalar(40, 90, 200));
   if (!cv::imencode(".png", img, buf, {cv::IMWRITE_PNG_COMPRESSION, 9}))
-    throw InvalidArgument("hostile-load: cannot encode a " + std::to_string(w) + "x" + std::to_string(h) + " PNG");
+    throw InvalidArgument("hostile-load: cannot encode a " + std::to_string(w) + "x" + std::to_string(h) +
+                          " PNG");
   return {buf.begin(), buf.end()};
 }
 
 std::string plan_spelling(int i) {
   const std::string k = std::string(static_cast<size_t>(i / 3 + 1), '0') + "64";
   switch (i % 3) {
-    case 0: return "divprune:keep=" + k;
-    case 1: return "divprune:layer=0,keep=" + k;
-    default: return "divprune:keep=" + k + ",layer=0";
+    case 0:
+      return "divprune:keep=" + k;
+    case 1:
+      return "divprune:layer=0,keep=" + k;
+    default:
+      return "divprune:keep=" + k + ",layer=0";
   }
 }
 
-std::string attack_chat_body(const std::string& image_bytes, const std::string& prompt, const std::string& plan,
-                             int max_tokens, double temperature, int64_t seed, bool ignore_eos) {
+std::string attack_chat_body(const std::string& image_bytes, const std::string& prompt,
+                             const std::string& plan, int max_tokens, double temperature, int64_t seed,
+                             bool ignore_eos) {
   json body = {{"max_tokens", max_tokens},
                {"seed", seed},
                {"messages",
@@ -638,15 +685,19 @@ json HostileLoadResult::to_json() const {
     int item = 0;
     for (const auto& k : kKinds)
       if (name == k.name) item = k.issue_item;
-    a[name] = {{"issue_item", item},          {"sent", t.sent},
-               {"answers", t.answers},        {"bytes_sent", t.bytes_sent},
-               {"max_open_s", t.max_open_s},  {"completion_tokens", t.completion_tokens},
+    a[name] = {{"issue_item", item},         {"sent", t.sent},
+               {"answers", t.answers},       {"bytes_sent", t.bytes_sent},
+               {"max_open_s", t.max_open_s}, {"completion_tokens", t.completion_tokens},
                {"sample", t.sample}};
   }
   return {{"normal", normal.to_json()},
           {"attacks", a},
-          {"health", {{"ok", health_ok}, {"failed", health_failed}, {"p50_ms", health_ms.p50},
-                      {"p99_ms", health_ms.p99}, {"max_ms", health_ms.max}}},
+          {"health",
+           {{"ok", health_ok},
+            {"failed", health_failed},
+            {"p50_ms", health_ms.p50},
+            {"p99_ms", health_ms.p99},
+            {"max_ms", health_ms.max}}},
           {"server_peak_rss_mb", server_peak_rss_mb},
           {"server_alive", server_alive},
           {"server_generated_tokens", server_generated_tokens},
@@ -663,12 +714,15 @@ HostileVerdict judge_hostile_load(double baseline_p99_ms, const HostileLoadResul
   v.rss_ok = !v.rss_checked || (r.server_peak_rss_mb > 0 && r.server_peak_rss_mb <= rss_bound_mb);
   v.pass = v.all_answered && v.p99_ok && v.rss_ok;
   char buf[512];
-  std::snprintf(buf, sizeof(buf), "%s: %d of %d normal requests answered; latency P99 %.0f ms = %.2fx the %.0f ms "
-                "without attackers (target <= 2x)", v.pass ? "PASS" : "FAIL", n.ok, n.ok + n.failed,
-                n.latency_ms.p99, v.p99_ratio, baseline_p99_ms);
+  std::snprintf(buf, sizeof(buf),
+                "%s: %d of %d normal requests answered; latency P99 %.0f ms = %.2fx the %.0f ms "
+                "without attackers (target <= 2x)",
+                v.pass ? "PASS" : "FAIL", n.ok, n.ok + n.failed, n.latency_ms.p99, v.p99_ratio,
+                baseline_p99_ms);
   v.summary = buf;
   if (v.rss_checked) {
-    std::snprintf(buf, sizeof(buf), "; server peak RSS %.0f MB (bound %.0f MB)", r.server_peak_rss_mb, rss_bound_mb);
+    std::snprintf(buf, sizeof(buf), "; server peak RSS %.0f MB (bound %.0f MB)", r.server_peak_rss_mb,
+                  rss_bound_mb);
     v.summary += buf;
   }
   return v;
@@ -683,18 +737,23 @@ HostileLoadResult run_hostile_load(const HostileLoadOptions& o) {
       throw IoError("hostile-load: no server answers GET /health at " + o.normal.host + ":" +
                     std::to_string(o.normal.port));
   }
-  const auto has = [&](AttackKind k) { return std::find(o.attacks.begin(), o.attacks.end(), k) != o.attacks.end(); };
+  const auto has = [&](AttackKind k) {
+    return std::find(o.attacks.begin(), o.attacks.end(), k) != o.attacks.end();
+  };
   Context c(o);
   c.host_header = o.normal.host + ":" + std::to_string(o.normal.port);
   c.chunk = chunk_frame(std::string(1 << 16, 'x'));
   if (has(AttackKind::kPutGzip)) c.gzip_body = gzip_zeros(o.gzip_mb << 20);
   if (has(AttackKind::kThinImage)) {
     const int short_side = static_cast<int>(o.max_image_pixels / o.huge_side);
-    c.thin_body = attack_chat_body(solid_png(o.huge_side, short_side), o.normal.prompt, "", o.attack_max_tokens, -1, 1);
+    c.thin_body =
+        attack_chat_body(solid_png(o.huge_side, short_side), o.normal.prompt, "", o.attack_max_tokens, -1, 1);
   }
   if (has(AttackKind::kOverCapImage)) {
-    const int side = static_cast<int>(std::floor(std::sqrt(4.0 * static_cast<double>(o.max_image_pixels)))) - 1;
-    c.over_cap_body = attack_chat_body(solid_png(side, side), o.normal.prompt, "", o.attack_max_tokens, -1, 1);
+    const int side =
+        static_cast<int>(std::floor(std::sqrt(4.0 * static_cast<double>(o.max_image_pixels)))) - 1;
+    c.over_cap_body =
+        attack_chat_body(solid_png(side, side), o.normal.prompt, "", o.attack_max_tokens, -1, 1);
   }
   if (has(AttackKind::kManyHeaderLines)) {
     std::vector<std::pair<std::string, std::string>> h;
@@ -790,8 +849,8 @@ HostileLoadResult run_hostile_load(const HostileLoadOptions& o) {
     ::unlink(c.fifo_path.c_str());
     ::rmdir(c.fifo_dir.c_str());
   }
-  // Let the work the server still holds (requests whose clients left or timed out) finish: until nothing waits
-  // and the generated-token count stays put for two polls a second apart, at most 30 s.
+  // Let the work the server still holds (requests whose clients left or timed out) finish: until nothing
+  // waits and the generated-token count stays put for two polls a second apart, at most 30 s.
   double tokens_after = metric(o.normal.host, o.normal.port, "vispco_generated_tokens_total");
   for (int still = 0, i = 0; i < 30 && still < 2 && tokens_after >= 0; ++i) {
     std::this_thread::sleep_for(std::chrono::seconds(1));

@@ -1,13 +1,12 @@
 // The hostile-load benchmark (`vispco hostile-load`, issue 45's acceptance): normal clients (run_load_test,
-// serve/loadtest.h) side by side with the issue's attack classes — unbounded bodies, thin or oversized images,
-// plans naming server-side files, many spellings of one plan, temperature 1e-300, slow and malformed
+// serve/loadtest.h) side by side with the issue's attack classes — unbounded bodies, thin or oversized
+// images, plans naming server-side files, many spellings of one plan, temperature 1e-300, slow and malformed
 // connections, clients that leave — at a stated rate for a stated time, on loopback only; reports the normal
 // clients' success rate and latency, how the server answered each attack, and the server's peak RSS.
 #pragma once
-#include <nlohmann/json_fwd.hpp>
-
 #include <cstdint>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,7 +41,7 @@ struct AttackKindInfo {
   AttackKind kind;
   const char* name;  ///< its name in --attacks and reports, e.g. "put-chunked"
   int issue_item;    ///< issue 45's item number (1–6, 9)
-  bool held;         ///< a connection held open for the run (slow-header, idle) instead of one request per attack
+  bool held;  ///< a connection held open for the run (slow-header, idle) instead of one request per attack
   const char* what;  ///< one line for --help and reports
 };
 const std::vector<AttackKindInfo>& attack_kinds();
@@ -55,39 +54,43 @@ std::vector<AttackKind> parse_attack_list(const std::string& text);
 
 /// Hostile-load settings (plain value; validate() names the bad field). The defaults keep a run near 30 s.
 struct HostileLoadOptions {
-  LoadTestOptions normal;              ///< the normal clients (host and port are the server's; loopback only)
-  std::vector<AttackKind> attacks;     ///< what to run beside them; empty = the baseline (normal clients alone)
-  int attackers = 16;                  ///< threads sending one-request attacks, ≥ 1
-  double attack_seconds = 20;          ///< attacks and normal clients start together and stop sending after this, s, (0, 600]
-  double attack_rate = 8;              ///< one-request attacks started per second, all kinds round-robin, > 0
-  int max_attacks = 1000;              ///< one-request attacks in all, and connections per held kind, ≥ 1
-  double attack_timeout_s = 10;        ///< an attack waits this long for the server's answer, s, > 0
+  LoadTestOptions normal;           ///< the normal clients (host and port are the server's; loopback only)
+  std::vector<AttackKind> attacks;  ///< what to run beside them; empty = the baseline (normal clients alone)
+  int attackers = 16;               ///< threads sending one-request attacks, ≥ 1
+  /// attacks and normal clients start together and stop sending after this, s, (0, 600]
+  double attack_seconds = 20;
+  double attack_rate = 8;        ///< one-request attacks started per second, all kinds round-robin, > 0
+  int max_attacks = 1000;        ///< one-request attacks in all, and connections per held kind, ≥ 1
+  double attack_timeout_s = 10;  ///< an attack waits this long for the server's answer, s, > 0
   /// slow-header connections held at once, ≥ 0. With the idle ones, 96 held: beyond `vispco serve`'s default
   /// 76-thread pool (max_queue + max_batch + 4), under a 128-connection cap with room for the other clients.
   int slow_connections = 72;
-  int idle_connections = 24;           ///< idle connections held at once, ≥ 0
-  int64_t body_mb = 64;                ///< body a chunked attack streams, MiB, ≥ 1
-  int64_t gzip_mb = 256;               ///< inflated size of the gzip bomb, MiB, ≥ 1
-  int huge_side = 65536;               ///< long side of the thin PNG, pixels, ≥ 2
-  int64_t max_image_pixels = 4096 * 4096;  ///< the server's --max-image-pixels (sizes the two image attacks), ≥ 4
-  int64_t long_line_mb = 16;           ///< length of the header line without a newline, MiB, ≥ 1
-  int header_lines = 10000;            ///< header lines of many-header-lines, ≥ 1
-  int attack_max_tokens = 16;          ///< max_tokens of the well-formed attacks (the disconnect ones: ignore_eos), ≥ 1
-  int server_pid = 0;                  ///< the server's pid: peak RSS from /proc/PID/status (VmHWM); 0 = poll /metrics
+  int idle_connections = 24;  ///< idle connections held at once, ≥ 0
+  int64_t body_mb = 64;       ///< body a chunked attack streams, MiB, ≥ 1
+  int64_t gzip_mb = 256;      ///< inflated size of the gzip bomb, MiB, ≥ 1
+  int huge_side = 65536;      ///< long side of the thin PNG, pixels, ≥ 2
+  /// the server's --max-image-pixels (sizes the two image attacks), ≥ 4
+  int64_t max_image_pixels = 4096 * 4096;
+  int64_t long_line_mb = 16;  ///< length of the header line without a newline, MiB, ≥ 1
+  int header_lines = 10000;   ///< header lines of many-header-lines, ≥ 1
+  /// max_tokens of the well-formed attacks (the disconnect ones: ignore_eos), ≥ 1
+  int attack_max_tokens = 16;
+  int server_pid = 0;  ///< the server's pid: peak RSS from /proc/PID/status (VmHWM); 0 = poll /metrics
   /// @throws InvalidArgument naming the field (also for a host that is not a loopback address).
   void validate() const;
 };
 
 /// How the server answered one kind of attack.
 struct AttackTally {
-  int sent = 0;                        ///< attacks started (held kinds: connections opened)
-  std::map<std::string, int> answers;  ///< by outcome: an HTTP status ("405"); "closed" (closed or reset before any
-                                       ///< answer); "timeout" (no answer in attack_timeout_s); "connect-failed";
-                                       ///< "held" (a held connection still open at the end); "left" (we closed first)
-  int64_t bytes_sent = 0;              ///< bytes the attackers wrote
-  double max_open_s = 0;               ///< longest one of its connections stayed open, s
-  int64_t completion_tokens = 0;       ///< completion tokens of its 200 answers
-  std::string sample;                  ///< the first answer body (≤ 240 bytes): what the server said
+  int sent = 0;  ///< attacks started (held kinds: connections opened)
+  /// by outcome: an HTTP status ("405"); "closed" (closed or reset before any answer); "timeout" (no answer
+  /// in attack_timeout_s); "connect-failed"; "held" (a held connection still open at the end); "left" (we
+  /// closed first)
+  std::map<std::string, int> answers;
+  int64_t bytes_sent = 0;         ///< bytes the attackers wrote
+  double max_open_s = 0;          ///< longest one of its connections stayed open, s
+  int64_t completion_tokens = 0;  ///< completion tokens of its 200 answers
+  std::string sample;             ///< the first answer body (≤ 240 bytes): what the server said
   void add(const std::string& outcome) { ++answers[outcome]; }
 };
 
@@ -95,19 +98,20 @@ struct AttackTally {
 struct HostileLoadResult {
   LoadTestResult normal;                       ///< the normal clients
   std::map<std::string, AttackTally> attacks;  ///< by kind name
-  int health_ok = 0, health_failed = 0;        ///< GET /health probes every 0.5 s during the run (3 s timeout)
-  Percentiles health_ms;                       ///< their latency, answered probes only
-  double server_peak_rss_mb = 0;               ///< VmHWM of server_pid, else the /metrics peak (normal.server_peak_rss_mb)
-  bool server_alive = false;                   ///< /health answered 200 after the run
-  double server_generated_tokens = 0;          ///< vispco_generated_tokens_total, end − start (−1: /metrics unreadable)
+  int health_ok = 0, health_failed = 0;  ///< GET /health probes every 0.5 s during the run (3 s timeout)
+  Percentiles health_ms;                 ///< their latency, answered probes only
+  double server_peak_rss_mb = 0;  ///< VmHWM of server_pid, else the /metrics peak (normal.server_peak_rss_mb)
+  bool server_alive = false;      ///< /health answered 200 after the run
+  /// vispco_generated_tokens_total, end − start (−1: /metrics unreadable)
+  double server_generated_tokens = 0;
   /// Tokens generated for nobody: server_generated_tokens − the normal clients' − the attacks' 200 answers'
   /// (the disconnect attack's work the server did not stop).
   double tokens_for_gone_clients() const;
   nlohmann::json to_json() const;
 };
 
-/// Runs the normal clients and the attacks side by side. @throws InvalidArgument for bad options; IoError when
-/// the server's /health does not answer at the start.
+/// Runs the normal clients and the attacks side by side. @throws InvalidArgument for bad options; IoError
+/// when the server's /health does not answer at the start.
 HostileLoadResult run_hostile_load(const HostileLoadOptions& opts);
 
 /// The acceptance check of issue 45 against a baseline run of the same normal load without attackers.
@@ -128,7 +132,8 @@ HostileVerdict judge_hostile_load(double baseline_p99_ms, const HostileLoadResul
 /// "METHOD PATH HTTP/1.1\r\nHost: HOST\r\n" + each "K: V\r\n" + "\r\n".
 std::string request_head(std::string_view method, std::string_view path, std::string_view host,
                          const std::vector<std::pair<std::string, std::string>>& headers);
-/// One chunk of a chunked body: hex length, CRLF, the bytes, CRLF ("0\r\n\r\n" ends a body: chunk_frame("") + "\r\n").
+/// One chunk of a chunked body: hex length, CRLF, the bytes, CRLF ("0\r\n\r\n" ends a body: chunk_frame("") +
+/// "\r\n").
 std::string chunk_frame(std::string_view payload);
 /// The status of an HTTP/1.x status line at the start of `bytes`; −1 when there is no complete one.
 int parse_status_line(std::string_view bytes);
@@ -141,8 +146,9 @@ std::string solid_png(int w, int h);
 std::string plan_spelling(int i);
 /// A chat completion body with one image: non-streamed, `max_tokens`, `seed`, "ignore_eos": true when asked;
 /// `plan` as vispco.plan unless empty; `temperature` unless negative.
-std::string attack_chat_body(const std::string& image_bytes, const std::string& prompt, const std::string& plan,
-                             int max_tokens, double temperature, int64_t seed, bool ignore_eos = false);
+std::string attack_chat_body(const std::string& image_bytes, const std::string& prompt,
+                             const std::string& plan, int max_tokens, double temperature, int64_t seed,
+                             bool ignore_eos = false);
 /// When the i-th one-request attack (i ≥ 0) starts, seconds after the run's start: i / rate.
 double attack_start_s(int i, double rate);
 /// True for 127.0.0.0/8, ::1 and "localhost".

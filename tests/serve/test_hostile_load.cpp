@@ -1,6 +1,6 @@
 // The pure parts of the hostile-load benchmark (serve/hostile_load.h) and the load test's percentiles: the
-// bytes the attacks write, the gzip bomb and the thin PNG they carry, the attack list, the verdict arithmetic.
-// Nothing here starts a server or measures time.
+// bytes the attacks write, the gzip bomb and the thin PNG they carry, the attack list, the verdict
+// arithmetic. Nothing here starts a server or measures time.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -66,12 +66,13 @@ TEST(HostileLoad, RegistryCoversIssueItemsInEnumOrder) {
 TEST(HostileLoad, ParsesAttackListsByNameAndItem) {
   EXPECT_EQ(parse_attack_list("all").size(), attack_kinds().size());
   EXPECT_TRUE(parse_attack_list("none").empty());
-  EXPECT_EQ(parse_attack_list("1"), (std::vector<AttackKind>{AttackKind::kPutChunked, AttackKind::kPatchChunked,
-                                                               AttackKind::kPostLengthAndChunked,
-                                                               AttackKind::kPutGzip}));
+  EXPECT_EQ(parse_attack_list("1"),
+            (std::vector<AttackKind>{AttackKind::kPutChunked, AttackKind::kPatchChunked,
+                                     AttackKind::kPostLengthAndChunked, AttackKind::kPutGzip}));
   // Order of the words does not matter, duplicates collapse, the result is in enum order.
-  EXPECT_EQ(parse_attack_list("disconnect,put-gzip,9,5"),
-            (std::vector<AttackKind>{AttackKind::kPutGzip, AttackKind::kTinyTemperature, AttackKind::kDisconnect}));
+  EXPECT_EQ(
+      parse_attack_list("disconnect,put-gzip,9,5"),
+      (std::vector<AttackKind>{AttackKind::kPutGzip, AttackKind::kTinyTemperature, AttackKind::kDisconnect}));
   EXPECT_EQ(parse_attack_list("6").size(), 4u);
   try {
     parse_attack_list("put-gzip,slowloris");
@@ -126,7 +127,8 @@ TEST(HostileLoad, GzipBombInflatesToExactlyTheZerosAsked) {
   EXPECT_TRUE(all_zero);
   // The size's trailer (ISIZE, little-endian, mod 2^32) says the same.
   uint32_t isize = 0;
-  for (int i = 3; i >= 0; --i) isize = (isize << 8) | static_cast<unsigned char>(gz[gz.size() - 4 + static_cast<size_t>(i)]);
+  for (int i = 3; i >= 0; --i)
+    isize = (isize << 8) | static_cast<unsigned char>(gz[gz.size() - 4 + static_cast<size_t>(i)]);
   EXPECT_EQ(isize, static_cast<uint32_t>(n));
 }
 
@@ -160,12 +162,12 @@ TEST(HostileLoad, PlanSpellingsAreDistinctSpellingsOfKeep64) {
 
 TEST(HostileLoad, AttackChatBodyCarriesTheFieldsAsked) {
   const std::string image = std::string("\x89PNG\r\n\x1a\n", 8) + "not really";
-  const auto j =
-      json::parse(attack_chat_body(image, "What color?", "gate:keep=64,file=/etc/hostname", 7, 1e-300, 42, true));
+  const auto j = json::parse(
+      attack_chat_body(image, "What color?", "gate:keep=64,file=/etc/hostname", 7, 1e-300, 42, true));
   EXPECT_EQ(j["max_tokens"], 7);
   EXPECT_EQ(j["ignore_eos"], true);
   EXPECT_EQ(j["seed"], 42);
-  EXPECT_FALSE(j.contains("stream"));  // non-streamed: the disconnect attack relies on it
+  EXPECT_FALSE(j.contains("stream"));                 // non-streamed: the disconnect attack relies on it
   EXPECT_EQ(j["temperature"].get<double>(), 1e-300);  // written and read back exactly, not rounded to 0
   EXPECT_EQ(j["vispco"]["plan"], "gate:keep=64,file=/etc/hostname");
   const auto& content = j["messages"][0]["content"];
