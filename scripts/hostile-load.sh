@@ -4,7 +4,8 @@
 # normal clients alone, (b) the same normal load beside the attack classes; then prints one markdown table:
 # the normal clients' ok/failed, latency, req/s, /health probes, the server's peak RSS (VmHWM), and per attack
 # what was sent and how the server answered. Loopback only; every loop stops by count and by time (about
-# 1-2 min in all). Environment: MODEL, IMAGE, PROMPT, CLIENTS (4), MAX_TOKENS (8), ATTACK_SECONDS (20),
+# 1-2 min in all). Environment: MODEL, PLAN (the server's --plan; divprune:keep=64 as in README's example,
+# the plan the plan-spelling attack spells), IMAGE, PROMPT, CLIENTS (4), MAX_TOKENS (8), ATTACK_SECONDS (20),
 # ATTACK_RATE (8/s), ATTACKERS (16), ATTACKS (all; names or issue items, `vispco hostile-load --help`),
 # THREADS (server intra-op threads, 1), SERVE_FLAGS (more `vispco serve` options), HOSTILE_FLAGS (more
 # hostile-load options, e.g. "--huge-side 16384"), RSS_BOUND_MB (the peak-RSS bound docs/serving.md derives
@@ -14,6 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=${MODEL:-models/synthvqa-small}
+PLAN=${PLAN:-divprune:keep=64}
 IMAGE=${IMAGE:-data/samples/images/000000.png}
 PROMPT=${PROMPT:-"What color is the cross?"}
 CLIENTS=${CLIENTS:-4}
@@ -50,8 +52,8 @@ phase() {
   local name=$1 attacks=$2 port_file="$OUT/port-$1"
   shift 2
   rm -f "$port_file" "$OUT/killed-$name"
-  $B serve --model "$MODEL" --host 127.0.0.1 --port 0 --port-file "$port_file" --threads "$THREADS" \
-    "${serve_flags[@]}" 2> "$OUT/serve-$name.log" &
+  $B serve --model "$MODEL" --plan "$PLAN" --host 127.0.0.1 --port 0 --port-file "$port_file" \
+    --threads "$THREADS" "${serve_flags[@]}" 2> "$OUT/serve-$name.log" &
   pid=$!
   (  # the safety valve: the server's RSS, every 0.1 s
     while kill -0 "$pid" 2> /dev/null; do
@@ -87,8 +89,9 @@ phase hostile "$ATTACKS" --attack-rate "$ATTACK_RATE" --attackers "$ATTACKERS" -
 killed_a=$(cat "$OUT/killed-alone" 2> /dev/null || echo "")
 killed_b=$(cat "$OUT/killed-hostile" 2> /dev/null || echo "")
 grep -o 'avx512_bf16\|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ' | sed 's/^/CPU features: /'; echo
-echo "Normal load: $CLIENTS streamed clients, max_tokens $MAX_TOKENS, ${ATTACK_SECONDS} s; attacks:" \
-  "$ATTACKS at $ATTACK_RATE/s over $ATTACKERS threads (+ held connections); raw output: $OUT"
+echo "Server plan $PLAN. Normal load: $CLIENTS streamed clients, max_tokens $MAX_TOKENS," \
+  "${ATTACK_SECONDS} s; attacks: $ATTACKS at $ATTACK_RATE/s over $ATTACKERS threads (+ held connections);" \
+  "raw output: $OUT"
 echo
 {
 jq -n -r --slurpfile a "$OUT/alone.json" --slurpfile b "$OUT/hostile.json" \
