@@ -634,7 +634,7 @@ std::string solid_png(int w, int h) {
 }
 
 std::string plan_spelling(int i) {
-  const std::string k = std::string(static_cast<size_t>(i / 3 + 1), '0') + "64";
+  const std::string k = std::string(static_cast<size_t>(64 * (i / 3 + 1)), '0') + "64";
   switch (i % 3) {
     case 0:
       return "divprune:keep=" + k;

@@ -142,7 +142,7 @@ std::string gzip_zeros(int64_t n);
 /// A PNG of w × h pixels of one colour (OpenCV); @throws InvalidArgument when it cannot be encoded.
 std::string solid_png(int w, int h);
 /// The i-th spelling (i ≥ 0) of the plan divprune:layer=0,keep=64: a different text for every i, K written
-/// with a run of leading zeros that grows with i, the stages' options in varying order.
+/// with a run of 64·(⌊i/3⌋ + 1) leading zeros, the stages' options in three orders.
 std::string plan_spelling(int i);
 /// A chat completion body with one image: non-streamed, `max_tokens`, `seed`, "ignore_eos": true when asked;
 /// `plan` as vispco.plan unless empty; `temperature` unless negative.
