@@ -21,6 +21,7 @@ void register_data(CLI::App& app);
 void register_eval(CLI::App& app);
 void register_finetune(CLI::App& app);
 void register_generate(CLI::App& app);
+void register_hostile_load(CLI::App& app);
 void register_init_random(CLI::App& app);
 void register_loadtest(CLI::App& app);
 void register_optimize(CLI::App& app);

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   vispco::cli::register_eval(app);
   vispco::cli::register_finetune(app);
   vispco::cli::register_generate(app);
+  vispco::cli::register_hostile_load(app);
   vispco::cli::register_init_random(app);
   vispco::cli::register_loadtest(app);
   vispco::cli::register_optimize(app);

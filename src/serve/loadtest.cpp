@@ -68,6 +68,7 @@ json LoadTestResult::to_json() const {
           {"failed_statuses", statuses},
           {"wall_s", wall_s},
           {"requests_per_s", requests_per_s},
+          {"generated_tokens", generated_tokens},
           {"generated_tokens_per_s", generated_tokens_per_s},
           {"ttft_ms", pj(ttft_ms)},
           {"latency_ms", pj(latency_ms)},
@@ -120,7 +121,7 @@ LoadTestResult run_load_test(const LoadTestOptions& o) {
       while (next++ < o.requests && std::chrono::duration<double>(Clock::now() - t0).count() < o.time_limit_s) {
         const auto start = Clock::now();
         double first = -1, n_tokens = 0, batch = 0, decode_batch = 0;
-        bool finished = false;
+        bool finished = false, errored = false;
         std::string buf;
         httplib::Request req;
         req.method = "POST";
@@ -138,6 +139,7 @@ LoadTestResult run_load_test(const LoadTestOptions& o) {
             }
             const auto j = json::parse(ev, nullptr, false);
             if (j.is_discarded()) continue;
+            if (j.contains("error")) errored = true;  // the server's 500 after the stream began
             if (j.contains("usage")) n_tokens = j["usage"].value("completion_tokens", 0.0);
             if (j.contains("vispco")) {
               batch = j["vispco"].value("batch_size", 0.0);
@@ -154,9 +156,9 @@ LoadTestResult run_load_test(const LoadTestOptions& o) {
         auto res = c.send(req);
         const double total = ms_since(start);
         std::lock_guard<std::mutex> lock(mu);
-        if (!res || res->status != 200 || !finished) {
+        if (!res || res->status != 200 || !finished || errored) {
           ++r.failed;
-          r.statuses.push_back(res ? res->status : 0);
+          r.statuses.push_back(!res ? 0 : errored && res->status == 200 ? 500 : res->status);
           continue;
         }
         ++r.ok;
@@ -172,6 +174,7 @@ LoadTestResult run_load_test(const LoadTestOptions& o) {
   done = true;
   monitor.join();
   r.requests_per_s = r.ok / r.wall_s;
+  r.generated_tokens = tokens;
   r.generated_tokens_per_s = tokens / r.wall_s;
   r.ttft_ms = percentiles(ttft);
   r.latency_ms = percentiles(latency);
