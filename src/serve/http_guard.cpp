@@ -247,6 +247,12 @@ void GuardedHttpServer::set_body_limit(int64_t bytes) {
   set_payload_max_length(static_cast<size_t>(bytes));
 }
 
+void GuardedHttpServer::set_listen_backlog(int backlog) {
+  // Linux lets a listening socket call listen() again to change its backlog (capped by net.core.somaxconn).
+  if (::listen(svr_sock_, backlog) != 0)
+    throw IoError("serve: cannot set the listen backlog to " + std::to_string(backlog) + ": " + std::strerror(errno));
+}
+
 bool GuardedHttpServer::client_gone() {
   if (t_socket < 0) return false;
   char c = 0;

@@ -28,6 +28,10 @@ class GuardedHttpServer : public httplib::Server {
   ~GuardedHttpServer() override;
   /// Largest body, bytes (≥ 0); also httplib's payload limit.
   void set_body_limit(int64_t bytes);
+  /// Re-listens the bound socket with a longer accept backlog (httplib 0.11.4 listens with 5, so a burst of
+  /// connections has its SYNs dropped and retried after 1, 3, 7 … s, normal clients' included). Call after
+  /// bind. @throws IoError when listen() fails.
+  void set_listen_backlog(int backlog);
   /// Connections open now (served; the refused ones are not counted).
   int open_connections() const { return open_.load(); }
   /// Connections refused with 503 for the cap since start.

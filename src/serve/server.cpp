@@ -431,6 +431,7 @@ int ChatServer::bind() {
   } else if (!impl_->http.bind_to_port(o.host, o.port)) {
     throw IoError("serve: cannot bind " + o.host + ":" + std::to_string(o.port) + " (in use, or not an address of this machine)");
   }
+  impl_->http.set_listen_backlog(std::max(64, 2 * o.connections.max_connections));
   return o.port;
 }
 
