@@ -89,13 +89,13 @@ SearchOutcome search_min_k(const OptimizeOptions& o, PlanEvaluator& ev, const Op
       out.chosen_reason += buf;
     }
   }
-  add_check_notes(out, o.timing_factor);
   for (const auto& v : r.violations) out.notes.push_back("non-monotone: " + v.describe());
   if (r.chosen && r.smallest_within_seen && *r.smallest_within_seen < *r.chosen)
     out.notes.push_back("K=" + std::to_string(*r.smallest_within_seen) + " (a " +
                         (at_k.count(*r.smallest_within_seen) ? "probed" : "known") +
                         " point) is also within ε, below the chosen K=" + std::to_string(*r.chosen) +
                         ": being within ε is not monotone in K here; the chosen K follows the search rule");
+  add_check_notes(out, o.timing_factor);  // after the search's own notes
   set_frontier(out);
   return out;
 }
