@@ -30,8 +30,13 @@ std::string constraint_text(const OptimizeOptions& o) {
   const std::string eps = o.epsilon_absolute ? "ε = " + pct(o.epsilon) + " points (absolute)"
                                              : "ε = " + pct(o.epsilon) + " % of the unpruned accuracy (relative)";
   if (o.method == "budget") return "LLM FLOPs ratio ≤ " + fmt("%.4f", o.flops_budget);
-  if (o.method == "grid") return "frontier; chosen: the cheapest frontier plan with accuracy loss within " + eps;
-  return "accuracy loss within " + eps;
+  std::string extra;
+  if (o.confidence > 0) extra += " at confidence " + fmt("%.2f", o.confidence);
+  if (o.epsilon_per_family > 0) extra += ", every family within E = " + pct(o.epsilon_per_family) +
+                                   (o.epsilon_absolute ? " points" : " % of its unpruned accuracy");
+  if (o.min_speedup > 0) extra += ", measured prefill faster than unpruned";
+  if (o.method == "grid") return "frontier; chosen: the cheapest plan with accuracy loss within " + eps + extra;
+  return "accuracy loss within " + eps + extra;
 }
 
 // "0.0312 [0.0101, 0.0534]" — a loss with its interval, or the loss alone.
@@ -128,6 +133,8 @@ nlohmann::json OptimizeReport::to_json() const {
     for (const auto& [k, r] : c.points) pts.push_back({k, r});
     curves.push_back({{"template", c.template_text}, {"points", pts}});
   }
+  nlohmann::json checks = nlohmann::json::object();  // point index → its check against the constraints
+  for (const auto& [i, c] : search.checks) checks[std::to_string(i)] = c.to_json();
   nlohmann::json j = {
       {"options", optimize::to_json(options)},
       {"inputs", inputs},
@@ -137,7 +144,8 @@ nlohmann::json OptimizeReport::to_json() const {
         {"frontier", search.frontier},
         {"chosen", search.chosen ? nlohmann::json(*search.chosen) : nlohmann::json(nullptr)},
         {"chosen_plan", search.chosen ? nlohmann::json(search.points[*search.chosen].plan) : nlohmann::json(nullptr)},
-        {"chosen_reason", search.chosen_reason}}},
+        {"chosen_reason", search.chosen_reason},
+        {"checks", checks}}},
       {"details", search.details},
       {"notes", search.notes},
       {"test", test ? test->to_json() : nlohmann::json(nullptr)},
@@ -204,7 +212,8 @@ std::string OptimizeReport::to_markdown() const {
     for (const auto& [name, f] : t.per_family) {
       const auto& cf = t.chosen.per_family.at(name);
       const auto& rf = t.reference.per_family.at(name);
-      md += "| " + name + (name == t.worst_family ? " **(worst)**" : "") + " | " + std::to_string(cf.n) + " | " +
+      const bool worst = name == t.worst_family && t.chosen.plan != "none";
+      md += "| " + name + (worst ? " **(worst)**" : "") + " | " + std::to_string(cf.n) + " | " +
             pct(rf.accuracy) + " | " + pct(cf.accuracy) + " | " + fmt("%.3f", f.retention) + " | " +
             with_interval(f.loss, f.loss_interval) + " | " +
             (family_rule ? fmt("%.4f", f.limit) + " | " + test_verdict(f.loss, f.limit, f.loss_interval) + " | " : "") +
@@ -287,7 +296,7 @@ std::string OptimizeReport::summary() const {
     const double loss = test->reference.accuracy - test->chosen.accuracy;
     s += "  test loss " + with_interval(loss, test->loss_interval) + " vs limit " + fmt("%.4f", test->loss_limit) + ": " +
          test_verdict(loss, test->loss_limit, test->loss_interval) + "\n";
-    if (!test->worst_family.empty()) {
+    if (!test->worst_family.empty() && test->chosen.plan != "none") {
       const auto& w = test->per_family.at(test->worst_family);
       s += "  worst family on test: " + test->worst_family + " retention " + fmt("%.3f", w.retention);
       if (options.epsilon_per_family > 0) s += ", loss " + with_interval(w.loss, w.loss_interval) + " vs E limit " +

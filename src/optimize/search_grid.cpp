@@ -107,8 +107,8 @@ SearchOutcome search_grid(const OptimizeOptions& o, PlanEvaluator& ev, const Opt
                   w.bound ? "loss bound" : "loss", w.compared, w.limit);
     out.chosen_reason += buf;
   }
-  if (!cc.unpruned && !std::isnan(cc.measured_speedup)) {
-    std::snprintf(buf, sizeof buf, "; measured prefill %.2f× faster", cc.measured_speedup);
+  if (!cc.unpruned && o.min_speedup > 0 && !std::isnan(cc.measured_speedup)) {
+    std::snprintf(buf, sizeof buf, "; measured prefill speedup %.2f× > %.2f×", cc.measured_speedup, o.min_speedup);
     out.chosen_reason += buf;
   }
   if (c.plan == "none") out.chosen_reason += "; no pruned plan of the grid meets every constraint";
