@@ -79,7 +79,7 @@ SearchOutcome search_min_k(const OptimizeOptions& o, PlanEvaluator& ev, const Op
   if (r.chosen) {
     const PlanCheck& c = out.checks.at(*out.chosen);
     if (!c.faster) {
-      out.chosen_reason = "no plan: K=" + std::to_string(*r.chosen) + " meets ε but " + c.rejection() +
+      out.chosen_reason = "K=" + std::to_string(*r.chosen) + " meets ε but " + c.rejection() +
                           "; every smaller K probed misses ε, so keep the unpruned model";
       out.chosen.reset();
     } else if (!c.worst_family.empty()) {
