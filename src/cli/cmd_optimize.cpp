@@ -16,9 +16,11 @@
 #include "model/model_source.h"
 #include "core/context.h"
 #include "core/errors.h"
+#include "core/text_file.h"
 #include "eval/dataset.h"
 #include "eval/run_key.h"
 #include "model/llava.h"
+#include "optimize/coverage_run.h"
 #include "optimize/dynamic_k/auto_keep.h"
 #include "optimize/dynamic_k/dynamic_k.h"
 #include "optimize/optimize.h"
@@ -39,7 +41,10 @@ struct OptimizeArgs {
   std::vector<std::string> templates;
   int64_t layer = -1, limit_calib = 0, limit_test = 0, limit_train = 0, batch = 8, hidden = 64,
           predictor_steps = 600;
-  double epsilon = 0.01, epsilon_abs = -1, flops_ratio = 0, confidence = 0;
+  double epsilon = 0.01, epsilon_abs = -1, flops_ratio = 0, confidence = 0, epsilon_per_family = 0,
+         min_speedup = 1.0, timing_factor = 2.0;
+  int64_t min_family_n = 30, coverage_draws = 500, seed = 0;
+  bool with_replacement = false;
   int64_t k_min = 1, k_max = 0, k_step = 1;
   int threads = 0;
   bool no_test = false, no_plots = false, json = false;
@@ -185,8 +190,68 @@ void run_dynamic_k_cmd(const OptimizeArgs& a) {
   std::fprintf(stderr, "dtype: %s\n", dtype_choice.describe().c_str());
 }
 
+// --method coverage: the ε-coverage experiment (optimize/coverage_run.h) with the rule of min-k and grid.
+void run_coverage_cmd(const OptimizeArgs& a) {
+  optimize::CoverageRunOptions o;
+  const auto templates = build_templates(a);
+  if (templates.size() != 1) throw InvalidArgument("optimize --method coverage: give exactly one --template");
+  o.template_text = templates[0];
+  o.ladder = parse_int_list(a.ladder.empty() ? "36,64,96,128,144,192,256,288,384" : a.ladder, "--ladder");
+  if (a.epsilon_abs >= 0 && a.epsilon_given)
+    throw InvalidArgument("optimize: give --epsilon (relative) or --epsilon-abs (absolute), not both");
+  if (a.limit_calib < 0 || a.limit_test < 0 || a.limit_train < 0 || a.coverage_draws < 1 || a.min_family_n < 1)
+    throw InvalidArgument(
+        "optimize --method coverage: --limit-* must be ≥ 0, --coverage-draws and --min-family-n ≥ 1");
+  auto& c = o.coverage;
+  c.absolute = a.epsilon_abs >= 0;
+  c.epsilon = c.absolute ? a.epsilon_abs : a.epsilon;
+  c.confidence = a.confidence > 0 ? a.confidence : 0.9;
+  c.epsilon_per_family = a.epsilon_per_family;
+  c.min_family_n = static_cast<size_t>(a.min_family_n);
+  c.n_calib = a.limit_calib > 0 ? static_cast<size_t>(a.limit_calib) : 500;
+  c.draws = static_cast<size_t>(a.coverage_draws);
+  c.with_replacement = a.with_replacement;
+  c.seed = static_cast<uint64_t>(a.seed);
+  o.limit_pool = static_cast<size_t>(a.limit_train);
+  o.limit_test = static_cast<size_t>(a.limit_test);
+  if (a.batch < 1) throw InvalidArgument("optimize: --batch must be ≥ 1, got " + std::to_string(a.batch));
+  o.batch_size = static_cast<size_t>(a.batch);
+  o.store_path = a.store.empty() ? (fs::path(a.out) / "results.sqlite").string() : a.store;
+  o.validate();
+  if (a.train.empty())
+    throw InvalidArgument("optimize --method coverage: --train DIR is required (the pool calibration subsets are "
+                          "drawn from: vispco data synth --seed S --count N --out DIR)");
+  if (a.test.empty()) throw InvalidArgument("optimize: --test DIR is required");
+  for (const auto& [path, flag] : {std::pair{a.model, "--model"}, {a.train, "--train"}, {a.test, "--test"}})
+    require_folder(path, flag);
+  const LlavaConfig cfg = load_llava_config(a.model);
+  optimize::parse_auto_keep(o.template_text + (o.template_text.find(':') == std::string::npos ? ":" : ",") + "keep=auto",
+                            cfg);
+  DtypeChoice dtype_choice;
+  const RunContext ctx = inference_context(a.device, a.dtype, a.threads, &dtype_choice);
+  const auto log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  const eval::Dataset pool = eval::load_dataset(a.train), test = eval::load_dataset(a.test);
+  const std::string model_hash = eval::model_folder_hash(a.model);
+  auto model = VisionLanguageModel::load(a.model, ctx);
+  auto rep = optimize::run_coverage(model, a.model, model_hash, pool, test, o, log);
+  rep.inputs = {{"model", a.model}, {"model_hash", model_hash}, {"pool", a.train}, {"pool_hash", pool.hash},
+                {"test", a.test},   {"test_hash", test.hash},   {"store", o.store_path},
+                {"dtype", dtype_choice.describe()}};
+  fs::create_directories(a.out);
+  write_text_atomically((fs::path(a.out) / "coverage.json").string(),
+                        rep.to_json().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  write_text_atomically((fs::path(a.out) / "coverage.md").string(), rep.to_markdown());
+  if (a.json) {
+    std::cout << rep.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return;
+  }
+  std::cout << rep.summary() << "wrote " << a.out << "/coverage.{json,md}\n";
+  std::fprintf(stderr, "dtype: %s\n", dtype_choice.describe().c_str());
+}
+
 void run_optimize_cmd(const OptimizeArgs& a) {
   if (a.method == "dynamic-k") return run_dynamic_k_cmd(a);
+  if (a.method == "coverage") return run_coverage_cmd(a);
   optimize::OptimizeOptions o;
   o.method = a.method;
   optimize::find_search(a.method);  // unknown method: one line listing the valid ones
@@ -202,6 +267,10 @@ void run_optimize_cmd(const OptimizeArgs& a) {
   o.flops_budget = a.flops_ratio;
   o.evaluate_test = !a.no_test;
   o.confidence = a.confidence;
+  o.epsilon_per_family = a.epsilon_per_family;
+  o.min_family_n = a.min_family_n;
+  o.min_speedup = a.min_speedup;
+  o.timing_factor = a.timing_factor;
   if (a.limit_calib < 0 || a.limit_test < 0)
     throw InvalidArgument("optimize: --limit-calib and --limit-test must be ≥ 0 (0 = all)");
   if (a.batch < 1) throw InvalidArgument("optimize: --batch must be ≥ 1, got " + std::to_string(a.batch));
@@ -273,7 +342,9 @@ void register_optimize(CLI::App& app) {
   for (const auto& e : optimize::search_registry()) methods += "\n  " + e.name + ": " + e.description;
   methods +=
       "\n  dynamic-k: per-image K from a light MLP predictor trained on ladder labels (--train, --ladder; "
-      "issue 18)";
+      "issue 18)"
+      "\n  coverage: how often the min-k/grid rule's chosen K loses more than ε (and E per family) on --test, "
+      "over --coverage-draws calibration subsets of --limit-calib samples drawn from --train (issue 46)";
   CLI::App* cmd = app.add_subcommand(
       "optimize",
       "Choose a pruning plan under a constraint on a calibration split, then evaluate it on a test split");
@@ -321,6 +392,26 @@ void register_optimize(CLI::App& app) {
          "loss is within ε (e.g. 0.9; Clopper–Pearson on the samples lost and gained for 0/1 scores); 0 = "
          "point estimate")
       ->capture_default_str();
+  cmd->add_option("--epsilon-per-family", a->epsilon_per_family,
+                  "min-k, grid: every question family with ≥ --min-family-n calibration samples must keep its "
+                  "loss within E of its own unpruned accuracy (relative, or absolute with --epsilon-abs); with "
+                  "--confidence by upper bounds, Bonferroni over the families; 0 = off")
+      ->capture_default_str();
+  cmd->add_option("--min-family-n", a->min_family_n,
+                  "min-k, grid: families with fewer calibration samples are named, not checked")
+      ->capture_default_str();
+  cmd->add_option("--min-speedup", a->min_speedup,
+                  "min-k, grid: a pruned plan is chosen only when its measured calibration prefill speedup "
+                  "(unpruned ÷ plan) is above this (1 = never slower than unpruned); 0 = off")
+      ->capture_default_str();
+  cmd->add_option("--timing-factor", a->timing_factor,
+                  "Flag plans whose measured and FLOPs-model speedups differ by more than this factor")
+      ->capture_default_str();
+  cmd->add_option("--coverage-draws", a->coverage_draws, "coverage: re-drawn calibration subsets")
+      ->capture_default_str();
+  cmd->add_flag("--with-replacement", a->with_replacement,
+                "coverage: draw each subset with replacement (a bootstrap of the pool)");
+  cmd->add_option("--seed", a->seed, "coverage: seed of the draws")->capture_default_str();
   cmd->add_option("--k-min", a->k_min, "min-k: smallest K searched")->capture_default_str();
   cmd->add_option("--k-max", a->k_max, "min-k: largest K searched (0 = N_v)")->capture_default_str();
   cmd->add_option("--k-step", a->k_step, "min-k: K searched on k_min, k_min + step, …, and k_max")

@@ -95,6 +95,26 @@ LossBound paired_loss_bound(const std::vector<double>& reference, const std::vec
   return b;
 }
 
+nlohmann::json LossInterval::to_json() const {
+  return {{"n", n}, {"loss", loss}, {"lower", lower}, {"upper", upper}, {"level", level}, {"method", method}};
+}
+
+LossInterval paired_loss_interval(const std::vector<double>& reference, const std::vector<double>& plan,
+                                  double level, uint64_t seed) {
+  if (!(level > 0 && level < 1)) throw InvalidArgument("paired loss interval: level must be in (0, 1)");
+  const double each = 1.0 - (1.0 - level) / 2.0;
+  const LossBound up = paired_loss_bound(reference, plan, each, seed);
+  const LossBound gain = paired_loss_bound(plan, reference, each, seed);
+  LossInterval i;
+  i.n = up.n;
+  i.loss = up.loss;
+  i.upper = up.upper;
+  i.lower = -gain.upper;
+  i.level = level;
+  i.method = up.method;
+  return i;
+}
+
 bool loss_within(double loss, double epsilon, bool absolute, double reference_accuracy) {
   return loss <= (absolute ? epsilon : epsilon * reference_accuracy) + 1e-12;
 }

@@ -38,6 +38,24 @@ double clopper_pearson_lower(size_t x, size_t m, double confidence);
 LossBound paired_loss_bound(const std::vector<double>& reference, const std::vector<double>& plan,
                             double confidence, uint64_t seed = 0);
 
+/// A two-sided interval on a paired accuracy loss (reference − plan, accuracy fraction).
+struct LossInterval {
+  size_t n = 0;
+  double loss = 0;          ///< point estimate
+  double lower = 0, upper = 0;
+  double level = 0;         ///< two-sided coverage, e.g. 0.95
+  std::string method;       ///< as LossBound::method
+  nlohmann::json to_json() const;
+};
+
+/// Two-sided interval at `level` from two one-sided paired_loss_bound() calls, each at 1 − (1 − level)/2:
+/// upper = the upper bound on reference − plan, lower = − the upper bound on plan − reference. For 0/1 scores
+/// each end is the Clopper–Pearson-on-lost-and-gained bound above, so its two binomial bounds sit at
+/// 1 − (1 − level)/4 each (e.g. 0.9875 for a 95 % interval). Same arguments and errors as
+/// paired_loss_bound(); level in (0, 1).
+LossInterval paired_loss_interval(const std::vector<double>& reference, const std::vector<double>& plan,
+                                  double level, uint64_t seed = 0);
+
 /// Whether a loss is within ε: absolute (loss ≤ ε) or relative to the reference accuracy (loss ≤ ε·ref).
 bool loss_within(double loss, double epsilon, bool absolute, double reference_accuracy);
 

@@ -100,14 +100,17 @@ std::string min_k_rule() {
 }
 
 MinKResult min_k_search(const std::function<double(int64_t)>& accuracy_at, double reference_accuracy,
-                        const MinKOptions& opts, const std::map<int64_t, double>& known) {
+                        const MinKOptions& opts, const std::map<int64_t, double>& known,
+                        const std::function<bool(int64_t)>& also_within) {
   opts.validate();
   check_accuracy(reference_accuracy, "the reference accuracy");
   MinKResult r;
   r.reference_accuracy = reference_accuracy;
   r.threshold = opts.absolute ? reference_accuracy - opts.epsilon : reference_accuracy * (1.0 - opts.epsilon);
   r.rule = min_k_rule();
-  const auto within = [&](double a) { return a >= r.threshold - kTol; };
+  const auto within = [&](double a, int64_t k) {
+    return a >= r.threshold - kTol && (!also_within || also_within(k));
+  };
 
   const std::vector<int64_t> c = opts.candidates();
   std::map<int64_t, KProbe> seen;  // every probe, by K
@@ -117,7 +120,7 @@ MinKResult min_k_search(const std::function<double(int64_t)>& accuracy_at, doubl
                                                                               // happen by the invariant)
     const double a = accuracy_at(k);
     check_accuracy(a, "the accuracy at K=" + std::to_string(k));
-    KProbe p{k, a, within(a), static_cast<int>(r.probes.size())};
+    KProbe p{k, a, within(a, k), static_cast<int>(r.probes.size())};
     r.probes.push_back(p);
     seen.emplace(k, p);
     return p.within;
@@ -140,7 +143,7 @@ MinKResult min_k_search(const std::function<double(int64_t)>& accuracy_at, doubl
   for (const auto& [k, a] : known) {
     check_accuracy(a, "the known accuracy at K=" + std::to_string(k));
     if (seen.count(k)) continue;  // the search probed it: its own measurement is the record
-    const KProbe p{k, a, within(a), -1};
+    const KProbe p{k, a, within(a, k), -1};
     r.known.push_back(p);
     all.emplace(k, p);
   }

@@ -82,8 +82,12 @@ std::string min_k_rule();
 /// @param reference_accuracy the unpruned accuracy in [0, 1].
 /// @param known extra (K → accuracy) points already measured (e.g. from a grid in the result store); they do
 ///        not steer the search but enter the violation check and smallest_within_seen.
+/// @param also_within further constraints at K (e.g. per-family limits, plan_check.h), asked after
+///        accuracy_at(K) for every probe and known point: a point is within ε only when its accuracy clears
+///        the threshold and this returns true. Empty: accuracy alone.
 /// @throws InvalidArgument (bad options, accuracies outside [0, 1] or NaN); what accuracy_at throws.
 MinKResult min_k_search(const std::function<double(int64_t)>& accuracy_at, double reference_accuracy,
-                        const MinKOptions& opts, const std::map<int64_t, double>& known = {});
+                        const MinKOptions& opts, const std::map<int64_t, double>& known = {},
+                        const std::function<bool(int64_t)>& also_within = {});
 
 }  // namespace vispco::optimize

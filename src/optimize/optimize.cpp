@@ -42,6 +42,31 @@ void OptimizeOptions::validate() const {
     throw InvalidArgument("optimize: --confidence must be 0 (off) or in [0.5, 1), got " + std::to_string(confidence));
   if (confidence != 0.0 && method == "budget")
     throw InvalidArgument("optimize --method budget has no ε: --confidence applies to min-k, grid and dynamic-k");
+  if (epsilon_per_family != 0.0 &&
+      (epsilon_absolute ? !(epsilon_per_family > 0.0 && epsilon_per_family <= 1.0)
+                        : !(epsilon_per_family > 0.0 && epsilon_per_family < 1.0)))
+    throw InvalidArgument(std::string("optimize: --epsilon-per-family must be 0 (off) or in ") +
+                          (epsilon_absolute ? "(0, 1]" : "(0, 1)") + ", got " + std::to_string(epsilon_per_family));
+  if (epsilon_per_family != 0.0 && method == "budget")
+    throw InvalidArgument("optimize --method budget has no ε: --epsilon-per-family applies to min-k and grid");
+  if (min_family_n < 1)
+    throw InvalidArgument("optimize: --min-family-n must be ≥ 1, got " + std::to_string(min_family_n));
+  if (min_speedup != 0.0 && !(min_speedup >= 1.0))
+    throw InvalidArgument("optimize: --min-speedup must be 0 (off) or ≥ 1, got " + std::to_string(min_speedup));
+  if (!(timing_factor > 1.0))
+    throw InvalidArgument("optimize: the timing factor must be > 1, got " + std::to_string(timing_factor));
+}
+
+ConstraintOptions OptimizeOptions::constraints() const {
+  ConstraintOptions c;
+  c.epsilon = epsilon;
+  c.absolute = epsilon_absolute;
+  c.confidence = confidence;
+  c.epsilon_per_family = epsilon_per_family;
+  c.min_family_n = static_cast<size_t>(std::max<int64_t>(1, min_family_n));
+  c.min_speedup = min_speedup;
+  c.timing_factor = timing_factor;
+  return c;
 }
 
 void OptimizeOptions::validate(const LlavaConfig& cfg) const {
@@ -88,7 +113,9 @@ static const JsonFields<OptimizeOptions>& optimize_fields() {
       {"method", &O::method}, {"templates", &O::templates}, {"keeps", &O::keeps}, {"epsilon", &O::epsilon},
       {"epsilon_absolute", &O::epsilon_absolute}, {"k_min", &O::k_min}, {"k_max", &O::k_max},
       {"k_step", &O::k_step}, {"flops_budget", &O::flops_budget}, {"evaluate_test", &O::evaluate_test},
-      {"confidence", &O::confidence}});
+      {"confidence", &O::confidence}, {"epsilon_per_family", &O::epsilon_per_family},
+      {"min_family_n", &O::min_family_n}, {"min_speedup", &O::min_speedup},
+      {"timing_factor", &O::timing_factor}});
   // clang-format on
   return fields;
 }
@@ -132,46 +159,101 @@ double accuracy_threshold(const OptimizeOptions& o, double reference) {
   return o.epsilon_absolute ? reference - o.epsilon : reference * (1.0 - o.epsilon);
 }
 
-double accuracy_for_epsilon(const OptimizeOptions& o, const EvalPoint& reference, EvalPoint& point) {
-  if (o.confidence == 0.0 || point.plan == "none") return point.accuracy;
-  if (point.scores.size() != reference.scores.size() || point.scores.empty())
-    throw InvalidArgument("optimize --confidence: per-sample scores are missing for " + point.plan);
-  point.loss_bound = paired_loss_bound(reference.scores, point.scores, o.confidence);
-  return reference.accuracy - point.loss_bound->upper;
+const PlanCheck& check_point(const OptimizeOptions& o, SearchOutcome& out, size_t i) {
+  PlanCheck c = check_plan(o.constraints(), out.points.at(0), out.points.at(i));
+  out.points[i].loss_bound = c.bound;
+  return out.checks[i] = std::move(c);
+}
+
+double accuracy_for_epsilon(const PlanCheck& c, const EvalPoint& reference, const EvalPoint& point) {
+  return c.unpruned || !c.bound ? point.accuracy : reference.accuracy - c.compared;
+}
+
+void add_check_notes(SearchOutcome& out, double timing_factor) {
+  char buf[256];
+  std::set<std::string> too_few;
+  for (const auto& [i, c] : out.checks) {
+    if (c.unpruned) continue;
+    const EvalPoint& p = out.points.at(i);
+    if (c.within_epsilon && c.families_within && !c.faster)
+      out.notes.push_back("dropped for speed: `" + p.plan + "` meets ε but " + c.rejection());
+    if (c.within_epsilon && !c.families_within)
+      out.notes.push_back("rejected by a family: `" + p.plan + "` meets the overall ε but " + c.rejection());
+    if (c.timing_disagrees) {
+      std::snprintf(buf, sizeof buf,
+                    "timing vs FLOPs model: `%s` measured prefill speedup %.2f× vs FLOPs-model %.2f× (more than "
+                    "%.1f× apart)",
+                    p.plan.c_str(), c.measured_speedup, c.flops_speedup, timing_factor);
+      out.notes.push_back(buf);
+    }
+    too_few.insert(c.too_few.begin(), c.too_few.end());
+  }
+  for (const auto& f : too_few)
+    out.notes.push_back("family " + f + " has too few calibration samples for the per-family rule: not checked");
 }
 
 void emit(const OptimizeLog& log, const std::string& line) {
   if (log) log(line);
 }
 
-TestComparison compare_on_test(const EvalPoint& reference, const EvalPoint& chosen) {
+TestComparison compare_on_test(const EvalPoint& reference, const EvalPoint& chosen, const ConstraintOptions& limits) {
   TestComparison t;
   t.reference = reference;
   t.chosen = chosen;
   const auto ratio = [](double a, double b) { return b > 0 ? a / b : std::nan(""); };  // undefined at b = 0
+  const auto limit = [&](double e, double ref) { return limits.absolute ? e : e * ref; };
+  const bool paired = !chosen.scores.empty() && chosen.scores.size() == reference.scores.size() &&
+                      chosen.families == reference.families && chosen.families.size() == chosen.scores.size();
+  constexpr double kLevel = 0.95;
   t.retention = ratio(chosen.accuracy, reference.accuracy);
   t.prefill_speedup = ratio(reference.mean_prefill_ms, chosen.mean_prefill_ms);
+  t.loss_limit = limit(limits.epsilon, reference.accuracy);
+  if (paired) t.loss_interval = paired_loss_interval(reference.scores, chosen.scores, kLevel);
+  double worst = INFINITY;
   for (const auto& [name, c] : chosen.per_family) {
     const auto it = reference.per_family.find(name);
     if (it == reference.per_family.end()) continue;
-    t.per_family[name] = {ratio(c.accuracy, it->second.accuracy), c.flops_ratio,
-                          ratio(it->second.mean_prefill_ms, c.mean_prefill_ms)};
+    TestComparison::Family f;
+    f.retention = ratio(c.accuracy, it->second.accuracy);
+    f.flops_ratio = c.flops_ratio;
+    f.prefill_speedup = ratio(it->second.mean_prefill_ms, c.mean_prefill_ms);
+    f.loss = it->second.accuracy - c.accuracy;
+    f.limit = limit(limits.epsilon_per_family, it->second.accuracy);
+    if (paired) {
+      std::vector<double> r, p;
+      for (size_t i = 0; i < chosen.scores.size(); ++i)
+        if (chosen.families[i] == name) r.push_back(reference.scores[i]), p.push_back(chosen.scores[i]);
+      if (!r.empty()) f.loss_interval = paired_loss_interval(r, p, kLevel);
+    }
+    if (!std::isnan(f.retention) && f.retention < worst) {
+      worst = f.retention;
+      t.worst_family = name;
+    }
+    t.per_family[name] = f;
   }
   return t;
 }
 
 nlohmann::json TestComparison::to_json() const {
   nlohmann::json fam = nlohmann::json::object();
-  for (const auto& [name, f] : per_family)
-    fam[name] = {{"retention", f.retention}, {"flops_ratio", f.flops_ratio}, {"prefill_speedup", f.prefill_speedup}};
-  return {{"reference", reference.to_json()},
+  for (const auto& [name, f] : per_family) {
+    fam[name] = {{"retention", f.retention}, {"flops_ratio", f.flops_ratio}, {"prefill_speedup", f.prefill_speedup},
+                 {"loss", f.loss}, {"limit", f.limit}};
+    if (f.loss_interval) fam[name]["loss_interval"] = f.loss_interval->to_json();
+  }
+  nlohmann::json j = {{"reference", reference.to_json()},
           {"chosen", chosen.to_json()},
           {"retention", retention},
           {"flops_ratio", chosen.flops.llm},
           {"flops_ratio_with_vision", chosen.flops.with_vision},
           {"flops_speedup", chosen.flops.llm > 0 ? 1.0 / chosen.flops.llm : 0.0},
           {"prefill_speedup", prefill_speedup},
+          {"loss", reference.accuracy - chosen.accuracy},
+          {"loss_limit", loss_limit},
+          {"worst_family", worst_family},
           {"per_family", fam}};
+  if (loss_interval) j["loss_interval"] = loss_interval->to_json();
+  return j;
 }
 
 namespace {
@@ -225,7 +307,7 @@ OptimizeReport run_optimize(const OptimizeOptions& options, PlanEvaluator& ev, c
                                                             c.template_text, c.param);
     count(ref);
     if (c.plan != "none") count(chosen);
-    r.test = compare_on_test(ref, chosen);
+    r.test = compare_on_test(ref, chosen, options.constraints());
   }
   r.flops_curves = flops_curves(r.search, ev);
   r.wall_s = wall.ms() / 1000.0;

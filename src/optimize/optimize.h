@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "optimize/min_k.h"
+#include "optimize/plan_check.h"
 #include "optimize/plan_evaluator.h"
 
 namespace vispco::optimize {
@@ -40,7 +41,21 @@ struct OptimizeOptions {
   /// else in [0.5, 1): a plan is within ε only when the upper confidence bound on its paired accuracy loss
   /// against the unpruned model (confidence.h) is. Not used by budget (it has no ε).
   double confidence = 0.0;
+  /// Per-family E (min-k, grid): every question family with ≥ min_family_n calibration samples must keep
+  /// its loss within E (relative to its own unpruned accuracy, or absolute with epsilon_absolute), by the
+  /// point estimate or, with `confidence`, by Bonferroni-joint upper bounds (plan_check.h). 0 = off; else in
+  /// (0, 1) (relative) or (0, 1] (absolute).
+  double epsilon_per_family = 0.0;
+  /// Families with fewer calibration samples are named in the report, not checked; ≥ 1.
+  int64_t min_family_n = 30;
+  /// Never slower than unpruned (min-k, grid): a pruned plan is chosen only when its measured calibration
+  /// prefill speedup (unpruned ms ÷ plan ms) is > min_speedup; 0 = off, else ≥ 1 (1 = strictly faster).
+  double min_speedup = 1.0;
+  /// Measured and FLOPs-model prefill speedups that differ by more than this factor are flagged; > 1.
+  double timing_factor = 2.0;
 
+  /// The constraints a plan is checked against (plan_check.h).
+  ConstraintOptions constraints() const;
   /// Checks everything that does not need the model. @throws InvalidArgument naming the bad value.
   void validate() const;
   /// Also checks the templates and K values against the model (N_v, layers, scorer hook points).
@@ -61,6 +76,8 @@ struct SearchOutcome {
   std::vector<size_t> frontier;
   /// Index into points of the chosen plan; nullopt when no plan meets the constraint.
   std::optional<size_t> chosen;
+  /// Each checked point against the constraints (plan_check.h), by index into points (min-k, grid).
+  std::map<size_t, PlanCheck> checks;
   /// Why this plan (one line), or why none.
   std::string chosen_reason;
   /// Method-specific record: min-k probes, violations and rule; budget bisections; grid skipped plans.
@@ -90,11 +107,21 @@ struct TestComparison {
   /// chosen.accuracy ÷ reference.accuracy; NaN (null in JSON, "n/a" in text) when the reference is 0.
   double retention = 0;
   double prefill_speedup = 0;  ///< reference.mean_prefill_ms ÷ chosen.mean_prefill_ms (measured); NaN if 0
-  /// Per family: retention, FLOPs ratio and measured prefill speedup.
+  /// The test-split loss (reference − chosen accuracy) with its two-sided 95 % paired interval
+  /// (paired_loss_interval(), confidence.h); nullopt without per-sample scores.
+  std::optional<LossInterval> loss_interval;
+  /// Largest allowed test loss under the search's ε (relative to the test reference, or absolute).
+  double loss_limit = 0;
+  /// Per family: retention, FLOPs ratio, measured prefill speedup, and (with per-sample scores) the test loss,
+  /// its 95 % interval and the limit E applied to it (0 when the per-family rule is off).
   struct Family {
     double retention = 0, flops_ratio = 1, prefill_speedup = 0;
+    double loss = 0, limit = 0;
+    std::optional<LossInterval> loss_interval;
   };
   std::map<std::string, Family> per_family;
+  /// The family of lowest retention ("" without families).
+  std::string worst_family;
   nlohmann::json to_json() const;
 };
 
@@ -132,7 +159,9 @@ void write_report(const OptimizeReport& report, const std::string& dir);
 /// @throws InvalidArgument (bad options), what the evaluator throws.
 OptimizeReport run_optimize(const OptimizeOptions& options, PlanEvaluator& evaluator, const OptimizeLog& log = {});
 
-/// Compares a plan's test point with the unpruned one.
-TestComparison compare_on_test(const EvalPoint& reference, const EvalPoint& chosen);
+/// Compares a plan's test point with the unpruned one; the limits are the search's ε and E applied to the test
+/// reference (0 = no limit reported).
+TestComparison compare_on_test(const EvalPoint& reference, const EvalPoint& chosen,
+                               const ConstraintOptions& limits = {});
 
 }  // namespace vispco::optimize

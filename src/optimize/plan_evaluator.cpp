@@ -112,6 +112,7 @@ EvalPoint ModelPlanEvaluator::evaluate(const PruningPlan& plan, Split split, con
   std::map<std::string, std::pair<double, size_t>> prefill;  // family → (Σ ms, n)
   for (const auto& row : rep.rows) {
     p.scores.push_back(row.score.score());
+    p.families.push_back(row.family);
     p.mean_vision_ms += extra_number(row.result, "vision_ms");
     auto& [sum, n] = prefill[row.family];
     sum += row.result.prefill_ms;

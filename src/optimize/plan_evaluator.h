@@ -55,6 +55,8 @@ struct EvalPoint {
   double wall_s = 0;           ///< this call's wall time, s
   /// Per-sample headline scores in split order (for paired confidence bounds; not in to_json()).
   std::vector<double> scores;
+  /// Per-sample question family, parallel to `scores` (for per-family confidence bounds; not in to_json()).
+  std::vector<std::string> families;
   /// With --confidence: the paired loss bound against the unpruned point (in to_json() as "loss_bound").
   std::optional<LossBound> loss_bound;
   nlohmann::json to_json() const;

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "eval/interval.h"
 
 extern char** environ;
 
@@ -96,6 +97,25 @@ std::string block(const std::string& name, const std::vector<std::pair<double, d
   return s.str();
 }
 
+// An inline data block of rows of any width.
+std::string block_rows(const std::string& name, const std::vector<std::vector<double>>& rows) {
+  std::ostringstream s;
+  s.precision(8);
+  s << "$" << name << " << EOD\n";
+  for (const auto& r : rows) {
+    for (size_t i = 0; i < r.size(); ++i) s << (i ? " " : "") << r[i];
+    s << "\n";
+  }
+  s << "EOD\n";
+  return s.str();
+}
+
+// (x, accuracy, lower, upper): the accuracy with its 95 % Wilson interval on n samples (eval/interval.h).
+std::vector<double> with_wilson(double x, double accuracy, size_t n) {
+  const eval::Interval i = eval::wilson_interval(std::clamp(accuracy, 0.0, 1.0), n);
+  return {x, accuracy, i.lower, i.upper};
+}
+
 // Templates in first-seen order, each with its points sorted by K.
 std::vector<std::pair<std::string, std::vector<const EvalPoint*>>> by_template(const std::vector<EvalPoint>& pts) {
   std::vector<std::pair<std::string, std::vector<const EvalPoint*>>> out;
@@ -115,40 +135,50 @@ std::vector<std::pair<std::string, std::vector<const EvalPoint*>>> by_template(c
 
 std::string accuracy_vs_flops(const OptimizeReport& r, const std::string& png) {
   const auto& s = r.search;
-  std::string gp = header(png, "accuracy vs LLM FLOPs ratio (" + r.options.method + ", calibration split)",
-                          "LLM prefill FLOPs ratio (plan / unpruned)", "calibration accuracy");
+  std::string gp = header(png, "accuracy vs LLM FLOPs ratio (" + r.options.method +
+                                   ", calibration split; error bars: 95 % Wilson intervals)",
+                          "LLM prefill FLOPs ratio (plan / unpruned)", "accuracy (calibration; test points marked)");
   double top = 0;
   for (const auto& p : s.points) top = std::max(top, p.accuracy);
-  gp += "set xrange [0:1.05]\nset yrange [0:" + std::to_string(std::min(1.05, std::max(0.1, top * 1.15))) + "]\n";
+  gp += "set xrange [0:1.08]\nset yrange [0:" + std::to_string(std::min(1.05, std::max(0.1, top * 1.15))) + "]\n";
   std::string plot = "plot ";
   int i = 0;
   for (const auto& [t, pts] : by_template(s.points)) {
-    std::vector<std::pair<double, double>> xy;
-    for (const auto* p : pts) xy.emplace_back(p->flops.llm, p->accuracy);
-    gp += block("t" + std::to_string(i), xy);
-    plot += "$t" + std::to_string(i) + " using 1:2 with points pt 7 ps 1.2 title " + quoted(t) + ", ";
+    std::vector<std::vector<double>> rows;
+    for (const auto* p : pts) rows.push_back(with_wilson(p->flops.llm, p->accuracy, p->n));
+    gp += block_rows("t" + std::to_string(i), rows);
+    plot += "$t" + std::to_string(i) + " using 1:2:3:4 with yerrorbars pt 7 ps 1.2 title " + quoted(t) + ", ";
     ++i;
   }
   std::vector<std::pair<double, double>> front;
   for (const size_t k : s.frontier) front.emplace_back(s.points[k].flops.llm, s.points[k].accuracy);
   gp += block("frontier", front);
-  plot += "$frontier using 1:2 with linespoints lw 2 dt 2 pt 6 ps 2 lc rgb 'black' title 'Pareto frontier', ";
+  plot += "$frontier using 1:2 with lines lw 2 dt 2 lc rgb 'black' title 'Pareto frontier (point estimates)', ";
   if (!s.points.empty()) {
-    gp += block("ref", {{s.points[0].flops.llm, s.points[0].accuracy}});
-    plot += "$ref using 1:2 with points pt 5 ps 1.5 lc rgb 'gray30' title 'unpruned', ";
+    gp += block_rows("ref", {with_wilson(s.points[0].flops.llm, s.points[0].accuracy, s.points[0].n)});
+    plot += "$ref using 1:2:3:4 with yerrorbars pt 5 ps 1.5 lc rgb 'gray30' title 'unpruned (calibration)', ";
   }
   if (s.chosen) {
     const EvalPoint& c = s.points[*s.chosen];
-    gp += block("chosen", {{c.flops.llm, c.accuracy}});
-    plot += "$chosen using 1:2 with points pt 3 ps 3 lw 2 lc rgb 'red' title " + quoted("chosen: " + c.plan) + ", ";
+    gp += block_rows("chosen", {with_wilson(c.flops.llm, c.accuracy, c.n)});
+    plot += "$chosen using 1:2:3:4 with yerrorbars pt 3 ps 3 lw 2 lc rgb 'red' title " +
+            quoted("chosen (calibration): " + c.plan) + ", ";
+  }
+  if (r.test) {  // beside the calibration points: shifted right by 0.015 so the bars do not overlap
+    const EvalPoint &tc = r.test->chosen, &tr = r.test->reference;
+    gp += block_rows("test_chosen", {with_wilson(tc.flops.llm + 0.015, tc.accuracy, tc.n)});
+    gp += block_rows("test_ref", {with_wilson(tr.flops.llm + 0.015, tr.accuracy, tr.n)});
+    plot += "$test_chosen using 1:2:3:4 with yerrorbars pt 9 ps 2.5 lw 2 lc rgb 'dark-orange' title " +
+            quoted("chosen on test (x + 0.015)") + ", ";
+    plot += "$test_ref using 1:2:3:4 with yerrorbars pt 4 ps 1.5 lc rgb 'gray50' title 'unpruned on test (x + 0.015)', ";
   }
   return gp + plot.substr(0, plot.size() - 2) + "\n";
 }
 
 std::string accuracy_vs_k(const OptimizeReport& r, const std::string& tmpl,
                           const std::vector<const EvalPoint*>& pts, const std::string& png) {
-  std::string gp = header(png, "accuracy vs K per family: " + tmpl + " (calibration split)",
-                          "kept visual tokens K", "calibration accuracy");
+  std::string gp = header(png, "accuracy vs K per family: " + tmpl + " (calibration split; 95 % Wilson intervals)",
+                          "kept visual tokens K", "accuracy");
   gp += "set logscale x 2\nset yrange [0:1.05]\n";
   std::set<std::string> families;
   for (const auto* p : pts)
@@ -156,18 +186,28 @@ std::string accuracy_vs_k(const OptimizeReport& r, const std::string& tmpl,
   std::string plot = "plot ";
   int i = 0;
   for (const auto& f : families) {
-    std::vector<std::pair<double, double>> xy;
+    std::vector<std::vector<double>> rows;
     for (const auto* p : pts)
       if (auto it = p->per_family.find(f); it != p->per_family.end())
-        xy.emplace_back(static_cast<double>(p->param), it->second.accuracy);
-    gp += block("f" + std::to_string(i), xy);
-    plot += "$f" + std::to_string(i) + " using 1:2 with linespoints lw 1 title " + quoted(f) + ", ";
+        rows.push_back(with_wilson(static_cast<double>(p->param), it->second.accuracy, it->second.n));
+    gp += block_rows("f" + std::to_string(i), rows);
+    plot += "$f" + std::to_string(i) + " using 1:2:3:4 with yerrorlines lw 1 title " + quoted(f) + ", ";
     ++i;
   }
-  std::vector<std::pair<double, double>> all;
-  for (const auto* p : pts) all.emplace_back(static_cast<double>(p->param), p->accuracy);
-  gp += block("all", all);
-  plot += "$all using 1:2 with linespoints lw 3 lc rgb 'black' title 'all families', ";
+  std::vector<std::vector<double>> all;
+  for (const auto* p : pts) all.push_back(with_wilson(static_cast<double>(p->param), p->accuracy, p->n));
+  gp += block_rows("all", all);
+  plot += "$all using 1:2:3:4 with yerrorlines lw 3 lc rgb 'black' title 'all families', ";
+  if (r.search.chosen && r.test && r.search.points[*r.search.chosen].template_text == tmpl) {
+    const EvalPoint& c = r.search.points[*r.search.chosen];
+    const EvalPoint& tc = r.test->chosen;
+    gp += block_rows("chosen", {with_wilson(static_cast<double>(c.param), c.accuracy, c.n)});
+    gp += block_rows("test_chosen", {with_wilson(static_cast<double>(c.param) * 1.08, tc.accuracy, tc.n)});
+    plot += "$chosen using 1:2:3:4 with yerrorbars pt 3 ps 3 lw 2 lc rgb 'red' title " +
+            quoted("chosen (calibration): K=" + std::to_string(c.param)) + ", ";
+    plot += "$test_chosen using 1:2:3:4 with yerrorbars pt 9 ps 2.5 lw 2 lc rgb 'dark-orange' title " +
+            quoted("chosen on test (x 1.08)") + ", ";
+  }
   if (!r.search.points.empty() && r.search.points[0].plan == "none") {
     gp += "set arrow from graph 0, first " + std::to_string(r.search.points[0].accuracy) + " to graph 1, first " +
           std::to_string(r.search.points[0].accuracy) + " nohead dt 3 lc rgb 'gray30'\n";
@@ -265,7 +305,7 @@ std::vector<std::string> render_gnuplot(const std::vector<std::pair<std::string,
   return made;
 }
 
-std::vector<std::string> write_plots(const OptimizeReport& report, const std::string& dir, const std::string& program) {
+std::vector<std::pair<std::string, std::string>> plot_scripts(const OptimizeReport& report) {
   std::vector<std::pair<std::string, std::string>> scripts;  // (name without extension, script)
   scripts.emplace_back("accuracy_vs_flops", accuracy_vs_flops(report, "accuracy_vs_flops.png"));
   for (const auto& [t, pts] : by_template(report.search.points)) {
@@ -273,7 +313,11 @@ std::vector<std::string> write_plots(const OptimizeReport& report, const std::st
     scripts.emplace_back(name, accuracy_vs_k(report, t, pts, name + ".png"));
   }
   scripts.emplace_back("prefill_vs_k", prefill_vs_k(report, "prefill_vs_k.png"));
-  return render_gnuplot(scripts, dir, program);
+  return scripts;
+}
+
+std::vector<std::string> write_plots(const OptimizeReport& report, const std::string& dir, const std::string& program) {
+  return render_gnuplot(plot_scripts(report), dir, program);
 }
 
 }  // namespace vispco::optimize

@@ -1,6 +1,7 @@
 // Plots of an optimize report, drawn by gnuplot run as an external program (Debian package gnuplot-nox):
 // accuracy vs FLOPs ratio with the Pareto frontier and the chosen plan; accuracy vs K per question family, one
-// plot per template; measured prefill time vs K with the FLOPs-model prediction. Each plot is a
+// plot per template (accuracy points with 95 % Wilson error bars, the chosen plan's test point beside its
+// calibration point); measured prefill time vs K with the FLOPs-model prediction. Each plot is a
 // self-contained gnuplot script (data inline) next to its PNG, so it can be re-drawn or edited by hand.
 #pragma once
 #include <string>
@@ -15,6 +16,13 @@ namespace vispco::optimize {
 /// @throws IoError "gnuplot not found …" with the install hint (apt-get install gnuplot-nox, or
 ///         scripts/install-deps.sh) and the way out (--no-plots).
 std::string check_gnuplot(const std::string& program = "gnuplot");
+
+/// The plot scripts of a report, (name, gnuplot script) in drawing order: accuracy_vs_flops,
+/// accuracy_vs_k_<template> per template, prefill_vs_k. Accuracy rows are `x accuracy lower upper`, the
+/// bounds the 95 % Wilson interval (eval/interval.h) on the point's n samples (per family: the family's n);
+/// the chosen plan's test point (and unpruned on test) sit beside the calibration points (x + 0.015 in
+/// accuracy_vs_flops, K × 1.08 in the chosen template's accuracy_vs_k). Pure: gnuplot is not run.
+std::vector<std::pair<std::string, std::string>> plot_scripts(const OptimizeReport& report);
 
 /// Writes the plot scripts under `dir`/plots/ and runs `program` on each, making PNGs (pngcairo terminal).
 /// @return the PNG paths relative to `dir`, in the order made.

@@ -2,6 +2,7 @@
 // FLOPs ratio (pareto.h), and as the chosen plan the cheapest frontier plan whose accuracy is within ε of the
 // unpruned model. Also ranks the pre-LLM templates (for "min-k on the best pre-LLM scorer").
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -78,19 +79,40 @@ SearchOutcome search_grid(const OptimizeOptions& o, PlanEvaluator& ev, const Opt
   }
   set_frontier(out);
   const double threshold = accuracy_threshold(o, out.points[0].accuracy);
-  for (const size_t i : out.frontier)  // cost ascending: the first within ε is the cheapest
-    if (accuracy_for_epsilon(o, out.points[0], out.points[i]) >= threshold - 1e-12) {
-      out.chosen = i;
-      break;
-    }
-  char buf[256];
-  const EvalPoint& c = out.points[*out.chosen];  // the unpruned point is always within ε
+  for (size_t i = 0; i < out.points.size(); ++i) check_point(o, out, i);
+  // The cheapest plan (LLM FLOPs ratio; ties: the more accurate, then the earlier) that meets every
+  // constraint. With the overall point-estimate ε alone this is the cheapest frontier plan within ε; with a
+  // bound, per-family limits or the speed rule a plan off the 2-D frontier can be it.
+  size_t best = 0;  // the unpruned point meets every constraint by definition
+  for (size_t i = 1; i < out.points.size(); ++i) {
+    if (!out.checks.at(i).acceptable()) continue;
+    const EvalPoint &p = out.points[i], &b = out.points[best];
+    if (p.flops.llm < b.flops.llm - 1e-12 || (p.flops.llm <= b.flops.llm + 1e-12 && p.accuracy > b.accuracy + 1e-12))
+      best = i;
+  }
+  out.chosen = best;
+  const EvalPoint& c = out.points[best];
+  const PlanCheck& cc = out.checks.at(best);
+  const bool on_frontier = std::find(out.frontier.begin(), out.frontier.end(), best) != out.frontier.end();
+  char buf[320];
   std::snprintf(buf, sizeof buf,
-                "cheapest frontier plan within ε: accuracy %.4f%s ≥ threshold %.4f (unpruned %.4f) at FLOPs ratio %.4f",
-                c.loss_bound ? out.points[0].accuracy - c.loss_bound->upper : c.accuracy,
-                c.loss_bound ? " (unpruned − loss bound)" : "", threshold, out.points[0].accuracy, c.flops.llm);
+                "cheapest plan meeting every constraint: accuracy %.4f%s ≥ threshold %.4f (unpruned %.4f) at FLOPs "
+                "ratio %.4f%s",
+                accuracy_for_epsilon(cc, out.points[0], c), cc.bound ? " (unpruned − loss bound)" : "", threshold,
+                out.points[0].accuracy, c.flops.llm, on_frontier ? ", on the frontier" : ", off the 2-D frontier");
   out.chosen_reason = buf;
-  if (c.plan == "none") out.chosen_reason += "; no pruned plan of the grid is within ε";
+  if (!cc.unpruned && !cc.worst_family.empty()) {
+    const FamilyCheck& w = cc.families.at(cc.worst_family);
+    std::snprintf(buf, sizeof buf, "; closest family %s: %s %.4f ≤ E limit %.4f", cc.worst_family.c_str(),
+                  w.bound ? "loss bound" : "loss", w.compared, w.limit);
+    out.chosen_reason += buf;
+  }
+  if (!cc.unpruned && o.min_speedup > 0 && !std::isnan(cc.measured_speedup)) {
+    std::snprintf(buf, sizeof buf, "; measured prefill speedup %.2f× > %.2f×", cc.measured_speedup, o.min_speedup);
+    out.chosen_reason += buf;
+  }
+  if (c.plan == "none") out.chosen_reason += "; no pruned plan of the grid meets every constraint";
+  add_check_notes(out, o.timing_factor);
   for (const auto& s : skipped)
     out.notes.push_back("skipped " + s["template"].get<std::string>() + " at K=" + std::to_string(s["keep"].get<int64_t>()) +
                         ": " + s["reason"].get<std::string>());

@@ -27,8 +27,11 @@ SearchOutcome search_min_k(const OptimizeOptions& o, PlanEvaluator& ev, const Op
     if (auto it = compared.find(k); it != compared.end()) return it->second;
     out.points.push_back(ev.evaluate(t.at(k), Split::kCalib, t.text(), k));
     at_k[k] = out.points.size() - 1;
-    return compared[k] = accuracy_for_epsilon(o, out.points[0], out.points.back());
+    const PlanCheck& c = check_point(o, out, at_k[k]);
+    return compared[k] = accuracy_for_epsilon(c, out.points[0], out.points.back());
   };
+  // Per-family limits join "within ε"; the speed rule does not (it works the other way in K: see below).
+  const auto families_within = [&](int64_t k) { return out.checks.at(at_k.at(k)).families_within; };
 
   // Known points: plans of this template whose calibration results are all in the store already.
   std::map<std::string, int64_t> k_of_plan;
@@ -44,7 +47,7 @@ SearchOutcome search_min_k(const OptimizeOptions& o, PlanEvaluator& ev, const Op
     emit(log, "min-k " + t.text() + ": probe K=" + std::to_string(k));
     return measure(k);
   };
-  const MinKResult r = min_k_search(probe, reference, mk, known);
+  const MinKResult r = min_k_search(probe, reference, mk, known, families_within);
   out.details = r.to_json();
   out.details["template"] = t.text();
   out.details["options"] = to_json(mk);
@@ -53,6 +56,7 @@ SearchOutcome search_min_k(const OptimizeOptions& o, PlanEvaluator& ev, const Op
   if (o.confidence > 0)
     out.details["confidence_rule"] = "probe accuracies are unpruned accuracy − the upper " +
                                      std::to_string(o.confidence) + " confidence bound on the paired loss";
+  out.details["constraints"] = constraint_rules(o.constraints());
 
   char buf[256];
   if (r.chosen) {
@@ -70,12 +74,28 @@ SearchOutcome search_min_k(const OptimizeOptions& o, PlanEvaluator& ev, const Op
                   r.threshold, reference);
   }
   out.chosen_reason = buf;
+  // Never slower than unpruned: the search's answer is the smallest K within ε, and prefill time grows with
+  // K, so when the answer is not faster no candidate meets both (under monotonicity): nothing is chosen.
+  if (r.chosen) {
+    const PlanCheck& c = out.checks.at(*out.chosen);
+    if (!c.faster) {
+      out.chosen_reason = "K=" + std::to_string(*r.chosen) + " meets ε but " + c.rejection() +
+                          "; every smaller K probed misses ε, so keep the unpruned model";
+      out.chosen.reset();
+    } else if (!c.worst_family.empty()) {
+      const FamilyCheck& w = c.families.at(c.worst_family);
+      std::snprintf(buf, sizeof buf, "; closest family %s: %s %.4f ≤ E limit %.4f", c.worst_family.c_str(),
+                    w.bound ? "loss bound" : "loss", w.compared, w.limit);
+      out.chosen_reason += buf;
+    }
+  }
   for (const auto& v : r.violations) out.notes.push_back("non-monotone: " + v.describe());
   if (r.chosen && r.smallest_within_seen && *r.smallest_within_seen < *r.chosen)
     out.notes.push_back("K=" + std::to_string(*r.smallest_within_seen) + " (a " +
                         (at_k.count(*r.smallest_within_seen) ? "probed" : "known") +
                         " point) is also within ε, below the chosen K=" + std::to_string(*r.chosen) +
                         ": being within ε is not monotone in K here; the chosen K follows the search rule");
+  add_check_notes(out, o.timing_factor);  // after the search's own notes
   set_frontier(out);
   return out;
 }

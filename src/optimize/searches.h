@@ -17,11 +17,17 @@ SearchOutcome search_grid(const OptimizeOptions& o, PlanEvaluator& ev, const Opt
 void set_frontier(SearchOutcome& out);
 /// The lowest accuracy within ε of `reference` under the options' rule (relative or absolute).
 double accuracy_threshold(const OptimizeOptions& o, double reference);
-/// The accuracy a search compares with the ε threshold: the point's own without --confidence; with it,
-/// reference accuracy − the upper confidence bound on the paired loss (also stored in point.loss_bound), so
-/// "≥ threshold" means "the bound is within ε". The unpruned point is returned as is.
-/// @throws InvalidArgument when the per-sample scores are missing.
-double accuracy_for_epsilon(const OptimizeOptions& o, const EvalPoint& reference, EvalPoint& point);
+/// Checks out.points[i] against out.points[0] under the options' constraints (plan_check.h), stores the
+/// check in out.checks[i] and its overall bound in the point's loss_bound. @throws what check_plan() throws.
+const PlanCheck& check_point(const OptimizeOptions& o, SearchOutcome& out, size_t i);
+/// The accuracy a search compares with the ε threshold: the point's own without a confidence level; with
+/// one, reference accuracy − the upper confidence bound on the paired loss, so "≥ threshold" means "the
+/// bound is within ε". The unpruned point is returned as is.
+double accuracy_for_epsilon(const PlanCheck& c, const EvalPoint& reference, const EvalPoint& point);
+/// Adds to out.notes, from out.checks: plans dropped only for not being faster than unpruned, plans within
+/// the overall ε but not for some family, families too small to check, and plans whose measured and
+/// FLOPs-model speedups disagree by more than the stated factor.
+void add_check_notes(SearchOutcome& out, double timing_factor);
 /// Sends a line to `log` when it is set.
 void emit(const OptimizeLog& log, const std::string& line);
 
