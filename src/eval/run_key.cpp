@@ -12,6 +12,7 @@
 #include "core/context.h"
 #include "core/errors.h"
 #include "core/hash.h"
+#include "core/json_file.h"
 #include "io/gguf.h"
 #include "model/model_source.h"
 
@@ -60,12 +61,7 @@ void hash_safetensors(Sha256& h, const fs::path& p) {
                       " bytes in a file of " + std::to_string(size));
   const std::string header = read_at(in, path, 8, n_header);
   h.update(header);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(header);
-  } catch (const nlohmann::json::exception& e) {
-    throw FormatError("model hash: '" + path + "' header is not JSON: " + e.what());
-  }
+  const nlohmann::json j = parse_json(header, "model hash: '" + path + "' header");
   // nlohmann's object keeps keys sorted, so this order is canonical whatever the file's order.
   const uint64_t data_start = 8 + n_header;
   for (const auto& [name, entry] : j.items()) {
