@@ -119,9 +119,8 @@ std::string model_folder_hash(const std::string& dir) {
   }
   if (!fs::is_directory(dir)) throw IoError("model hash: model folder '" + dir + "' does not exist");
   Sha256 h;
-  h.update("vispco-model-hash-v1\n");
-  for (const char* name :
-       {"config.json", "preprocessor_config.json", "tokenizer.model", "model.safetensors.index.json"}) {
+  h.update("vispco-model-hash-v2\n");  // v2: every tokenizer and chat-template file (issue 45)
+  for (const char* name : kModelKeyFiles) {
     const fs::path p = fs::path(dir) / name;
     if (fs::exists(p)) hash_small_file(h, p);
   }
@@ -148,9 +147,11 @@ std::string canonical_plan(const std::string& plan) {
   return (lower.empty() || lower == "none") ? "none" : t;
 }
 
-std::string decoding_key(const GenerationConfig& gc, c10::ScalarType dtype) {
-  const nlohmann::json j = {
-      {"dtype", dtype_name(dtype)}, {"generation", to_json(gc)}, {"prompt", "llava-1.5"}};
+std::string decoding_key(const GenerationConfig& gc, c10::ScalarType dtype, int results_version) {
+  const nlohmann::json j = {{"dtype", dtype_name(dtype)},
+                            {"generation", to_json(gc)},
+                            {"prompt", "llava-1.5"},
+                            {"results_version", results_version}};
   return j.dump();
 }
 
