@@ -94,7 +94,7 @@ TEST(BundledModel, ShippedKPredictorGivesCountingMoreTokensThanColour) {
 // on a shared machine. It took 108 s of CPU (52 s of it in the kernel re-faulting freed activation buffers)
 // and hit the timeout on a busy machine until the test binary got the CLI's allocator settings
 // (core/allocator.h, tests/test_main.cpp). The 200 samples stay: the floor needs them (binomial standard
-// error 0.024 at 0.865, the floor 3.6 of them below).
+// error 0.024 at 0.865, the floor 3.5 of them below).
 TEST(BundledModel, AccuracyOnTheFirst200TestSamplesIsAboveTheFloorAndDependsOnTheVisualTokens) {
   const auto& split = eval::synthvqa::find_split("test");
   testing::TempDir tmp;
