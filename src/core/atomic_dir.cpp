@@ -145,7 +145,13 @@ void publish_directory(const fs::path& dest, const PublishOptions& o) {
     step(o, "rename-aside");
     rename_or_throw(dest, old);
     step(o, "rename");
-    rename_or_throw(staging, dest);
+    std::error_code ec;
+    fs::rename(staging, dest, ec);
+    if (ec) {  // put the old version back before reporting
+      std::error_code back;
+      fs::rename(old, dest, back);
+      throw IoError("cannot rename '" + staging.string() + "' to '" + dest.string() + "': " + ec.message());
+    }
     step(o, "sync-parent");
     fsync_path(parent);
     remove_old(old, o);
