@@ -1,13 +1,13 @@
 // `vispco` command-line entry point: registers the subcommands of cli/commands.h and turns every error into
 // one line on stderr and a non-zero exit code (2 for vispco errors, 3 for LibTorch errors, 1 otherwise).
 #include <c10/util/Exception.h>
-#include <malloc.h>
 
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <string>
 
 #include "cli/commands.h"
+#include "core/allocator.h"
 #include "core/errors.h"
 
 namespace {
@@ -16,10 +16,7 @@ std::string first_line(const std::string& what) { return what.substr(0, what.fin
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Keep large tensor buffers in the heap instead of fresh mmap()s: glibc's default returns every buffer over
-  // 128 KiB to the kernel, and re-faulting hundreds of MB of activations per step dominated training time.
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  vispco::keep_large_buffers_in_heap();  // large tensor buffers stay in the heap (core/allocator.h)
   CLI::App app{"vispco: visual-token pruning for vision-language models"};
   app.require_subcommand(1);
   vispco::cli::register_bench(app);

@@ -8,6 +8,7 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "core/errors.h"
+#include "core/json_file.h"
 #include "core/hash.h"
 
 namespace vispco::eval {
@@ -84,9 +85,9 @@ Sample parse_line(const std::string& text, const fs::path& root, const DatasetOp
                   const LineContext& at) {
   nlohmann::json rec;
   try {
-    rec = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    at.fail(std::string("not valid JSON (") + e.what() + ")");
+    rec = parse_json(text, "the record");
+  } catch (const FormatError& e) {
+    at.fail(e.what());
   }
   if (!rec.is_object()) at.fail(std::string("expected a JSON object, got ") + rec.type_name());
 

@@ -12,6 +12,7 @@
 #include "core/context.h"
 #include "core/errors.h"
 #include "core/hash.h"
+#include "core/json_file.h"
 #include "io/gguf.h"
 #include "model/model_source.h"
 
@@ -60,12 +61,7 @@ void hash_safetensors(Sha256& h, const fs::path& p) {
                       " bytes in a file of " + std::to_string(size));
   const std::string header = read_at(in, path, 8, n_header);
   h.update(header);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(header);
-  } catch (const nlohmann::json::exception& e) {
-    throw FormatError("model hash: '" + path + "' header is not JSON: " + e.what());
-  }
+  const nlohmann::json j = parse_json(header, "model hash: '" + path + "' header");
   // nlohmann's object keeps keys sorted, so this order is canonical whatever the file's order.
   const uint64_t data_start = 8 + n_header;
   for (const auto& [name, entry] : j.items()) {
@@ -123,9 +119,8 @@ std::string model_folder_hash(const std::string& dir) {
   }
   if (!fs::is_directory(dir)) throw IoError("model hash: model folder '" + dir + "' does not exist");
   Sha256 h;
-  h.update("vispco-model-hash-v1\n");
-  for (const char* name :
-       {"config.json", "preprocessor_config.json", "tokenizer.model", "model.safetensors.index.json"}) {
+  h.update("vispco-model-hash-v2\n");  // v2: every tokenizer and chat-template file (issue 45)
+  for (const char* name : kModelKeyFiles) {
     const fs::path p = fs::path(dir) / name;
     if (fs::exists(p)) hash_small_file(h, p);
   }
@@ -152,9 +147,11 @@ std::string canonical_plan(const std::string& plan) {
   return (lower.empty() || lower == "none") ? "none" : t;
 }
 
-std::string decoding_key(const GenerationConfig& gc, c10::ScalarType dtype) {
-  const nlohmann::json j = {
-      {"dtype", dtype_name(dtype)}, {"generation", to_json(gc)}, {"prompt", "llava-1.5"}};
+std::string decoding_key(const GenerationConfig& gc, c10::ScalarType dtype, int results_version) {
+  const nlohmann::json j = {{"dtype", dtype_name(dtype)},
+                            {"generation", to_json(gc)},
+                            {"prompt", "llava-1.5"},
+                            {"results_version", results_version}};
   return j.dump();
 }
 

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "core/json_file.h"
 #include "io/mapped_file.h"
 
 namespace vispco::io {
@@ -77,12 +78,9 @@ json parse_header(const std::string& path, const char* begin, const char* end) {
       duplicate = parsed.get<std::string>();
     return true;
   };
-  json header;
-  try {
-    header = json::parse(begin, end, on_event);
-  } catch (const json::exception& e) {
-    fail(path, std::string("header is not valid JSON: ") + e.what());
-  }
+  // Depth-limited (core/json_file.h): one_line() below dumps the header, and dump() recurses.
+  const json header = parse_json(std::string_view(begin, static_cast<size_t>(end - begin)),
+                                 "safetensors file '" + path + "': header", on_event);
   if (!header.is_object()) fail(path, "header: expected a JSON object, got " + one_line(header));
   if (!duplicate.empty()) fail(path, "header lists tensor " + json_quoted(duplicate) + " twice");
   return header;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "core/json_file.h"
 #include "io/safetensors.h"
 
 namespace vispco::io {
@@ -34,12 +35,7 @@ json read_index(const std::string& index_path) {
   if (!in) throw IoError("cannot read checkpoint index '" + index_path + "'");
   std::stringstream text;
   text << in.rdbuf();
-  json index;
-  try {
-    index = json::parse(text.str());
-  } catch (const json::exception& e) {
-    fail(index_path, std::string("not valid JSON: ") + e.what());
-  }
+  const json index = parse_json(text.str(), "checkpoint index '" + index_path + "'");
   if (!index.is_object()) fail(index_path, "expected a JSON object, got " + index.dump().substr(0, 80));
   if (index.contains("metadata") && !index["metadata"].is_object())
     fail(index_path, "field 'metadata': expected an object");

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "core/json_file.h"
 #include "model/gguf_llava.h"
 #include "model/model_source.h"
 
@@ -210,12 +211,7 @@ LlavaConfig load_llava_config(const std::string& dir) {
   const auto path = std::filesystem::path(dir) / "config.json";
   std::ifstream in(path);
   if (!in) throw IoError("cannot read " + path.string() + " (is '" + dir + "' a model folder?)");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw FormatError(path.string() + " is not valid JSON: " + e.what());
-  }
+  const json j = parse_json(in, path.string());
   LlavaConfig c;
   try {
     c = llava_config_from_json(j);

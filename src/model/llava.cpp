@@ -16,6 +16,7 @@
 
 #include "core/default_dtype.h"
 #include "core/errors.h"
+#include "core/json_file.h"
 #include "io/safetensors.h"
 #include "model/blocks.h"
 #include "model/gguf_llava.h"
@@ -137,10 +138,8 @@ io::ImagePreprocessConfig load_preprocess(const std::string& dir, const LlavaCon
   p.image_size = static_cast<int>(cfg.vision.image_size);
   const auto path = fs::path(dir) / "preprocessor_config.json";
   if (!fs::exists(path)) return p;
-  std::ifstream in(path);
-  nlohmann::json j;
+  const nlohmann::json j = read_json_file(path.string(), "image preprocessing config");
   try {
-    j = nlohmann::json::parse(in);
     if (j.contains("image_mean")) p.mean = j["image_mean"].get<std::array<float, 3>>();
     if (j.contains("image_std")) p.std = j["image_std"].get<std::array<float, 3>>();
   } catch (const nlohmann::json::exception& e) {

@@ -14,6 +14,7 @@
 #include <regex>
 #include <sstream>
 
+#include "core/atomic_dir.h"
 #include "core/context.h"
 #include "core/errors.h"
 #include "core/json_fields.h"
@@ -262,6 +263,7 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
     best.clear();
     for (const auto& p : params) best.push_back(p.detach().clone());
   };
+  recover_directory(ckpt);  // a run killed while publishing its checkpoint resumes from it
   if (fs::exists(ckpt / "position.json")) {  // resume
     const auto pos = read_json_file((ckpt / "position.json").string(), "finetune checkpoint");
     auto stored = finetune_options_from_json(pos.at("options"));  // keys added later take their defaults
@@ -290,9 +292,9 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
     say("resumed at step " + std::to_string(step));
   }
   const auto save_ckpt = [&] {
-    const fs::path tmp = out / "checkpoint.tmp";
-    fs::remove_all(tmp);
-    fs::create_directories(tmp);
+    // Written into a staging folder and published whole (core/atomic_dir.h): a kill at any instant leaves a
+    // complete checkpoint, the old or the new one.
+    const fs::path tmp = begin_staging(ckpt);
     std::vector<at::Tensor> cur;
     for (const auto& p : params) cur.push_back(p.detach().clone());
     torch::save(cur, (tmp / "params.pt").string());
@@ -309,8 +311,7 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
                                          {"train_loss", j["train_loss"]},
                                          {"stopped", rep.stopped}}
                               .dump(1));
-    fs::remove_all(ckpt);
-    fs::rename(tmp, ckpt);
+    publish_directory(ckpt);
   };
   const auto check = [&] {
     net->eval();

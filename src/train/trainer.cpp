@@ -12,7 +12,10 @@
 #include <fstream>
 #include <utility>
 
+#include "core/atomic_dir.h"
 #include "core/errors.h"
+#include "core/json_file.h"
+#include "core/text_file.h"
 #include "cost/timer.h"
 #include "eval/synthvqa/generator.h"
 #include "eval/synthvqa/rng.h"
@@ -238,9 +241,9 @@ struct Trainer::State {
       j["position"] = {{"mean_abs_error_patches", err}};
       std::fprintf(stderr, "tower probe: position mean abs error %.2f patches\n", err);
     }
-    if (final) std::ofstream(fs::path(out) / "tower_probe.json") << j.dump(2) << "\n";
+    if (final) write_text_atomically((fs::path(out) / "tower_probe.json").string(), j.dump(2) + "\n");
     j["step"] = step;
-    std::ofstream(fs::path(out) / "tower_probe.jsonl", std::ios::app) << j.dump() << "\n";
+    append_text((fs::path(out) / "tower_probe.jsonl").string(), j.dump() + "\n");
   }
 
   // The held-out probe of the decoder stages (recipe.probe_every), appended to <out>/probe.jsonl.
@@ -262,7 +265,7 @@ struct Trainer::State {
       if (pending_gate) j["gate_pending"] = gate_json(*pending_gate);
     }
     last_probe = now;
-    std::ofstream(fs::path(out) / "probe.jsonl", std::ios::app) << j.dump() << "\n";
+    append_text((fs::path(out) / "probe.jsonl").string(), j.dump() + "\n");
     std::fprintf(stderr, "probe [%s %ld] overall %.3f:", stage_name.c_str(), (long)step, r.overall);
     for (const auto& [f, a] : r.accuracy) std::fprintf(stderr, " %s %.2f", f.c_str(), a);
     std::fprintf(stderr, " (%.0f s)\n", r.seconds);
@@ -324,16 +327,16 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
   fs::create_directories(out_dir, ec);
   if (ec) throw IoError("cannot create '" + out_dir + "': " + ec.message());
   const auto tok_path = (fs::path(out_dir) / "tokenizer.model").string();
+  recover_directory(s_->ckpt());  // a run killed while publishing its checkpoint resumes from it
   const bool resume = fs::exists(s_->ckpt() / "position.json");
   bool continue_after_tower = false;
   bool stored_readout = false;  // whether the checkpoint's own recipe trains a readout head
   bool stored_glyph_value = false;  // … and a glyph value head
   if (resume) {
-    std::ifstream in(s_->ckpt() / "position.json");
-    auto pos = nlohmann::json::parse(in);
+    const auto pos = read_json_file((s_->ckpt() / "position.json").string(), "training checkpoint");
     // The same recipe, or the same with refine stages appended (a finished run continued by more stages) and
     // probe gates placed in them.
-    auto stored = recipe_from_json(pos["recipe"]);
+    auto stored = recipe_from_json(pos.at("recipe"));
     stored_readout = stored.trains_readout();
     stored_glyph_value = stored.trains_glyph_value();
     auto prefix = recipe;
@@ -369,8 +372,7 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
   if (recipe.trains_glyph_value())
     s_->glyph_value = torch::nn::Linear(recipe.model.text.d_head(), PatchLabelSizes::kChar - 1);
   if (resume) {
-    std::ifstream in(s_->ckpt() / "position.json");
-    auto pos = nlohmann::json::parse(in);
+    const auto pos = read_json_file((s_->ckpt() / "position.json").string(), "training checkpoint");
     torch::load(net, (s_->ckpt() / "net.pt").string());
     torch::load(s_->heads, (s_->ckpt() / "heads.pt").string());
     // A run continued by stages with a readout its own stages had none of keeps the freshly built head: it is
@@ -387,11 +389,11 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
       torch::load(s_->glyph_value, (s_->ckpt() / "glyph_value.pt").string());
     }
     s_->to_device();  // loaded onto the device they were saved from
-    s_->stage = pos["stage"].get<int>();
-    s_->step = pos["step"].get<int64_t>();
+    s_->stage = pos.at("stage").get<int>();
+    s_->step = pos.at("step").get<int64_t>();
     s_->last_probe = pos.value("last_probe", int64_t{0});
     s_->stopped = pos.value("stopped", std::string());
-    if (pos.contains("gate_pending")) s_->pending_gate = gate_from_json(pos["gate_pending"]);
+    if (pos.contains("gate_pending")) s_->pending_gate = gate_from_json(pos.at("gate_pending"));
     if (continue_after_tower && s_->stage >= 1) {
       s_->stage = 1;  // the first stage after the vision stage
       s_->step = 0;
@@ -906,9 +908,9 @@ StepReport Trainer::step() {
 
 void Trainer::save_checkpoint() {
   auto& s = *s_;
-  const auto tmp = fs::path(s.out) / "checkpoint.tmp";
-  fs::remove_all(tmp);
-  fs::create_directories(tmp);
+  // Written into a staging folder and published whole (core/atomic_dir.h): a kill at any instant leaves a
+  // complete checkpoint, the old or the new one.
+  const fs::path tmp = begin_staging(s.ckpt());
   torch::save(s.net(), (tmp / "net.pt").string());
   torch::save(s.heads, (tmp / "heads.pt").string());
   if (s.readout) torch::save(s.readout, (tmp / "readout.pt").string());
@@ -920,11 +922,8 @@ void Trainer::save_checkpoint() {
                           {"stopped", s.stopped},
                           {"recipe", to_json(s.recipe)}};
   if (s.pending_gate) position["gate_pending"] = gate_json(*s.pending_gate);
-  std::ofstream pos(tmp / "position.json");
-  pos << position.dump(2);
-  pos.close();
-  fs::remove_all(s.ckpt());
-  fs::rename(tmp, s.ckpt());
+  write_text_atomically((tmp / "position.json").string(), position.dump(2));
+  publish_directory(s.ckpt());
 }
 
 bool Trainer::run(double max_seconds, const std::function<void(const StepReport&)>& on_step) {

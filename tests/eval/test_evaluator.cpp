@@ -225,6 +225,47 @@ TEST(EvalRunKey, ModelHashIsStableAndSeesWeightsConfigAndTokenizer) {
   EXPECT_EQ(nlohmann::json::parse(decoding_key(gc, at::kFloat)).at("generation"), to_json(gc));
 }
 
+// Issue 45 item 8: results stored for a model folder are found again while nothing changes, and are not
+// reused once a tokenizer or preprocessing file changes (they change prompt ids or pixels). The loaded model
+// is the same throughout: what is under test is the store key evaluate() gets from model_folder_hash().
+TEST(EvalRunKey, AStoreHitBecomesAMissAfterATokenizerOrPreprocessingFileChanges) {
+  TempDir tmp;
+  const fs::path dir = tmp.path() / "m";
+  fs::copy(testing::tiny_model_dir(), dir);
+  ASSERT_TRUE(fs::exists(dir / "tokenizer_config.json"));
+  const EvalOptions o{.limit = 2, .store_path = tmp.str("r.sqlite")};
+  const auto from_store = [&] { return evaluate(tiny(), model_folder_hash(dir.string()), known(), o).n_from_store; };
+  EXPECT_EQ(from_store(), 0u);
+  EXPECT_EQ(from_store(), 2u);  // a hit: nothing changed
+  // Edited or added: each file of the list is hashed when present.
+  for (const char* name : {"tokenizer_config.json", "tokenizer.json", "special_tokens_map.json", "added_tokens.json",
+                           "preprocessor_config.json", "chat_template.jinja", "chat_template.json"}) {
+    const fs::path p = dir / name;
+    testing::write_file(p, (fs::exists(p) ? testing::read_file(p) : std::string("{}")) + "\n");
+    EXPECT_EQ(from_store(), 0u) << name << ": a miss after the edit";
+    EXPECT_EQ(from_store(), 2u) << name << ": a hit again under the new key";
+  }
+  // Files that do not change a prediction leave the key alone.
+  testing::write_file(dir / "README.md", "notes");
+  EXPECT_EQ(from_store(), 2u);
+}
+
+// Issue 45 item 8: the decoding key carries the results version, so bumping kResultsVersion (after a fix that
+// changes predictions) makes every stored result a miss.
+TEST(EvalRunKey, ABumpedResultsVersionMissesEveryStoredResult) {
+  TempDir tmp;
+  const EvalOptions o{.store_path = tmp.str("r.sqlite")};
+  const EvalReport first = evaluate(tiny(), tiny_hash(), known(), o);
+  EXPECT_EQ(first.key.decoding, decoding_key(o.generation, at::kFloat, kResultsVersion));
+  EXPECT_EQ(nlohmann::json::parse(first.key.decoding).at("results_version"), kResultsVersion);
+  ResultStore store(o.store_path);
+  EXPECT_EQ(store.done_ids(first.key).size(), 8u);  // a hit under the current version
+  RunKey bumped = first.key;
+  bumped.decoding = decoding_key(o.generation, at::kFloat, kResultsVersion + 1);
+  EXPECT_NE(bumped.decoding, first.key.decoding);
+  EXPECT_TRUE(store.done_ids(bumped).empty());  // a miss under the next one
+}
+
 TEST(EvalProgress, LinesModePrintsEveryTenPercentWithRateAndEta) {
   std::FILE* f = std::tmpfile();
   ASSERT_NE(f, nullptr);

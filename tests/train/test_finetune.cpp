@@ -168,6 +168,21 @@ TEST(Finetune, RunValidatesResumesAndRecordsItsPlan) {
   const auto again = run_finetune(testing::tiny_model_dir(), val, nullptr, o, tmp / "run", 1, {});
   EXPECT_EQ(again.checks.size(), 3u);
   EXPECT_EQ(again.best_step, rep.best_step);
+  // Issue 45 item 7: a run killed while publishing its checkpoint (between the rename-aside renames:
+  // checkpoint/ moved to checkpoint.old/, a partial checkpoint.tmp/) resumes from it rather than from step 0.
+  namespace fs = std::filesystem;
+  const fs::path ckpt = tmp.path() / "run" / "checkpoint";
+  fs::rename(ckpt, ckpt.string() + ".old");
+  fs::create_directories(ckpt.string() + ".tmp");
+  testing::write_file(ckpt.string() + ".tmp/params.pt", "partial");
+  std::string said;
+  const auto after_kill =
+      run_finetune(testing::tiny_model_dir(), val, nullptr, o, tmp / "run", 1, [&](const std::string& line) {
+        said += line + "\n";
+      });
+  EXPECT_NE(said.find("resumed at step 4"), std::string::npos) << said;
+  EXPECT_EQ(after_kill.checks.size(), 3u);
+  EXPECT_FALSE(fs::exists(ckpt.string() + ".old"));
   o.lr = 2e-3;
   EXPECT_THROW(run_finetune(testing::tiny_model_dir(), val, nullptr, o, tmp / "run", 1, {}), InvalidArgument);
   // The checkpoint holds no train_scenes key (0 is not written, nor did vispco before the key joined the JSON

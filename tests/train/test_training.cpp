@@ -169,6 +169,33 @@ TEST(Training, ResumeGivesTheSameNextStepLoss) {
   EXPECT_THROW(Trainer(other, tmp.str("a"), RunContext{}), InvalidArgument);
 }
 
+// Issue 45 item 7: a run killed while publishing its checkpoint (here between the two renames of the
+// rename-aside path: checkpoint/ moved to checkpoint.old/, and a later save's partial checkpoint.tmp/) resumes
+// from the checkpoint, not from step 0, and takes the uninterrupted run's next step.
+TEST(Training, AKillWhilePublishingTheCheckpointResumesFromIt) {
+  namespace fs = std::filesystem;
+  auto r = micro_recipe();
+  r.vision.steps = 2;
+  testing::TempDir tmp;
+  const fs::path ckpt = tmp.path() / "a" / "checkpoint";
+  double uninterrupted = 0;
+  {
+    Trainer t(r, tmp.str("a"), RunContext{});
+    for (int i = 0; i < 3; ++i) t.step();
+    t.save_checkpoint();
+    uninterrupted = t.step().loss;
+  }
+  fs::rename(ckpt, ckpt.string() + ".old");
+  fs::create_directories(ckpt.string() + ".tmp");
+  std::ofstream(ckpt.string() + ".tmp/net.pt") << "partial";
+  Trainer resumed(r, tmp.str("a"), RunContext{});
+  EXPECT_TRUE(fs::exists(ckpt / "position.json"));
+  EXPECT_FALSE(fs::exists(ckpt.string() + ".old"));
+  const double again = resumed.step().loss;
+  std::printf("next-step loss: uninterrupted %.8f, resumed after a kill %.8f\n", uninterrupted, again);
+  EXPECT_NEAR(again, uninterrupted, 1e-6 * std::abs(uninterrupted));
+}
+
 // A recipe whose decoder stage trains a training-only head: its loss part is > 0 in the first decoder steps,
 // the head is saved in the checkpoint (`file`), and a resumed run's next step loss equals the uninterrupted
 // run's.
