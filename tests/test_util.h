@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <sstream>
 #include <string>
+#include "test_paths.h"
 
 namespace vispco::testing {
 
@@ -46,7 +47,7 @@ struct CommandResult {
 inline CommandResult run_cli(const std::string& args) {
   TempDir tmp;
   const std::string err_file = tmp.str("stderr.txt");
-  const std::string cmd = std::string(VISPCO_CLI_PATH) + " " + args + " 2>" + err_file;
+  const std::string cmd = std::string(::vispco::testing::cli_path()) + " " + args + " 2>" + err_file;
   CommandResult r;
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) return r;

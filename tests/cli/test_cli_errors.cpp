@@ -9,6 +9,7 @@
 #include "io/safetensors.h"
 #include "model/tiny_model.h"
 #include "test_util.h"
+#include "test_paths.h"
 
 namespace vispco {
 namespace {
@@ -117,7 +118,7 @@ TEST(CliErrors, BadOptionValues) {
 TEST(CliErrors, TrainRejectsAnUnknownDeviceBeforeTouchingTheRunFolder) {
   TempDir tmp;
   const auto run = tmp.path() / "run";
-  expect_one_line_error(run_cli("train --recipe " + std::string(VISPCO_SOURCE_DIR) +
+  expect_one_line_error(run_cli("train --recipe " + std::string(::vispco::testing::source_dir()) +
                                 "/configs/synthvqa-small.json --out " + run.string() + " --device tpu"),
                         "unknown device 'tpu'");
   EXPECT_FALSE(fs::exists(run));

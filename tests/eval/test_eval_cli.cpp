@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "eval/eval_fixture.h"
+#include "test_paths.h"
 
 namespace vispco::eval {
 namespace {
@@ -86,7 +87,7 @@ TEST(EvalCli, SigkilledRunResumesToTheSameResultsAsAnUninterruptedRun) {
   // Interrupted: kill -9 once a few rows are committed.
   const fs::path out = tmp.path() / "killed";
   const std::string store = (out / "results.sqlite").string();
-  const std::string cmd = std::string("exec ") + VISPCO_CLI_PATH + " " + eval_args(data, out);  // before fork
+  const std::string cmd = std::string("exec ") + ::vispco::testing::cli_path() + " " + eval_args(data, out);  // before fork
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {  // only async-signal-safe calls until exec

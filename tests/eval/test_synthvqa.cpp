@@ -20,6 +20,7 @@
 #include "eval/synthvqa/scene.h"
 #include "eval/synthvqa/splits.h"
 #include "eval/temp_dir.h"
+#include "test_paths.h"
 
 namespace vispco::eval::synthvqa {
 namespace {
@@ -295,7 +296,7 @@ TEST(SynthVQA, CalibSplitReproducesItsRecordedHash) {
 }
 
 TEST(SynthVQA, CommittedSamplesMatchTheGenerator) {
-  const std::string dir = std::string(VISPCO_SOURCE_DIR) + "/data/samples";
+  const std::string dir = std::string(::vispco::testing::source_dir()) + "/data/samples";
   std::ifstream in(dir + "/data.jsonl");
   std::string line;
   size_t n = 0;
@@ -314,7 +315,7 @@ TEST(SynthVQA, CommittedSamplesMatchTheGenerator) {
 // Runs the CLI; returns its exit status and fills `out` with stdout+stderr.
 int run_cli(const std::string& args, std::string* out, const test::TempDir& tmp) {
   const std::string log = tmp / "cli.log";
-  const int status = std::system((std::string(VISPCO_CLI_PATH) + " " + args + " > " + log + " 2>&1").c_str());
+  const int status = std::system((std::string(::vispco::testing::cli_path()) + " " + args + " > " + log + " 2>&1").c_str());
   *out = read_file(log);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }

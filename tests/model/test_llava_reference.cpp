@@ -19,6 +19,7 @@
 #include "model/llava.h"
 #include "model/presets.h"
 #include "test_util.h"
+#include "test_paths.h"
 
 namespace vispco {
 namespace {
@@ -76,7 +77,7 @@ void compare_with_reference(int64_t image_token_index) {
     if (!ids_text.empty()) ids_text += ',';
     ids_text += std::to_string(id);
   }
-  const auto script = fs::path(VISPCO_SOURCE_DIR) / "tests" / "reference" / "llava_reference.py";
+  const auto script = fs::path(::vispco::testing::source_dir()) / "tests" / "reference" / "llava_reference.py";
   const auto text = run(py + " " + script.string() + " " + tmp.str("m") + " " + tmp.str("img.ppm") + " " +
                         ids_text + " 4");
   const auto ref = nlohmann::json::parse(text);

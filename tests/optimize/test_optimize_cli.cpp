@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "eval/eval_fixture.h"
+#include "test_paths.h"
 
 namespace vispco::optimize {
 namespace {
@@ -94,7 +95,7 @@ TEST(OptimizeCli, SigkilledGridResumesToTheSameReportAndARerunIsInstant) {
 
   const fs::path out = tmp.path() / "killed";
   const std::string store = (out / "results.sqlite").string();
-  const std::string cmd = std::string("exec ") + VISPCO_CLI_PATH + " " + grid_args(calib, out);
+  const std::string cmd = std::string("exec ") + ::vispco::testing::cli_path() + " " + grid_args(calib, out);
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {

@@ -7,6 +7,7 @@
 
 #include "model/generate.h"
 #include "server_fixture.h"
+#include "test_paths.h"
 
 namespace vispco {
 namespace {
@@ -14,7 +15,7 @@ namespace {
 using nlohmann::json;
 
 TEST(OpenAiNodeClient, ChatCompletionStreamedAndNot) {
-  const std::filesystem::path dir = std::filesystem::path(VISPCO_SOURCE_DIR) / "tests/serve/node";
+  const std::filesystem::path dir = std::filesystem::path(::vispco::testing::source_dir()) / "tests/serve/node";
   if (std::system("node --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "node is not installed";
   if (!std::filesystem::exists(dir / "node_modules/openai/package.json"))
     GTEST_SKIP() << "the openai npm package is not installed in " << dir

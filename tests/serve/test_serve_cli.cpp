@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "server_fixture.h"
+#include "test_paths.h"
 
 extern char** environ;
 
@@ -20,7 +21,7 @@ using nlohmann::json;
 TEST(ServeCli, SigtermFinishesTheStreamInProgressAndExitsZero) {
   testing::TempDir tmp;
   const std::string port_file = tmp / "port";
-  std::vector<std::string> args = {VISPCO_CLI_PATH, "serve", "--model", testing::tiny_model_dir(), "--port", "0",
+  std::vector<std::string> args = {::vispco::testing::cli_path(), "serve", "--model", testing::tiny_model_dir(), "--port", "0",
                                    "--port-file", port_file, "--threads", "1"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());

@@ -19,12 +19,13 @@
 #include "model/llava.h"
 #include "prune/plan.h"
 #include "test_util.h"
+#include "test_paths.h"
 
 namespace vispco {
 namespace {
 
 namespace fs = std::filesystem;
-const std::string kSource = VISPCO_SOURCE_DIR;
+const std::string kSource = ::vispco::testing::source_dir();
 const std::string kModel = kSource + "/models/synthvqa-small";
 
 // Measured when the model was shipped (recipe 15, 2026-12-04, fp32 on an AVX2 CPU): 0.865 on test samples

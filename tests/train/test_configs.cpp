@@ -5,12 +5,13 @@
 #include <filesystem>
 
 #include "train/recipe.h"
+#include "test_paths.h"
 
 namespace vispco::train {
 namespace {
 
 TEST(ShippedRecipes, LoadValidateAndKeepIssue16sFixedShape) {
-  const auto dir = std::filesystem::path(VISPCO_SOURCE_DIR) / "configs";
+  const auto dir = std::filesystem::path(::vispco::testing::source_dir()) / "configs";
   int n = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".json") continue;
