@@ -77,7 +77,8 @@ ImageHeader bmp(const std::string& b) {
   const uint32_t header_size = le32(b, 14);
   if (header_size == 12) return {"bmp", le16(b, 18), le16(b, 20)};  // BITMAPCOREHEADER: 16-bit sides
   const auto w = static_cast<int32_t>(le32(b, 18)), h = static_cast<int32_t>(le32(b, 22));
-  return {"bmp", w < 0 ? -static_cast<int64_t>(w) : w, h < 0 ? -static_cast<int64_t>(h) : h};  // h < 0: top-down
+  return {"bmp", w < 0 ? -static_cast<int64_t>(w) : w,
+          h < 0 ? -static_cast<int64_t>(h) : h};  // h < 0: top-down
 }
 
 }  // namespace

@@ -7,7 +7,7 @@ namespace vispco::serve {
 /// Connection-level limits (plain value; validate() names the bad field). Defaults: docs/serving.md,
 /// "Limits and threat model".
 struct ConnectionLimits {
-  int max_connections = 128;         ///< open connections served at once; one more gets 503 and is closed, ≥ 1
+  int max_connections = 128;  ///< open connections served at once; one more gets 503 and is closed, ≥ 1
   int64_t max_header_bytes = 16384;  ///< request line + headers, bytes (httplib: unbounded), ≥ 1024
   int max_header_lines = 100;        ///< request line + header lines (httplib: unbounded), ≥ 2
   double header_timeout_s = 10;      ///< request line + headers must arrive within this, seconds, > 0

@@ -72,9 +72,10 @@ void refuse_connection(int sock) {
   static const std::string body =
       R"({"error":{"message":"the server has too many open connections; retry later","type":"server_error",)"
       R"("param":null,"code":null}})";
-  static const std::string reply = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                                   "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
-                                   std::to_string(body.size()) + "\r\n\r\n" + body;
+  static const std::string reply =
+      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+      "Retry-After: 1\r\nConnection: close\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
   [[maybe_unused]] const auto n = ::send(sock, reply.data(), reply.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   ::shutdown(sock, SHUT_RDWR);
   ::close(sock);
@@ -101,7 +102,8 @@ void ConnectionLimits::validate() const {
 // body allowance or past its deadline, as httplib::detail::SocketStream would fail on a dead peer.
 class GuardedHttpServer::Stream : public httplib::Stream {
  public:
-  Stream(int sock, const ConnectionLimits& lim, int64_t body_limit) : sock_(sock), lim_(lim), body_limit_(body_limit) {}
+  Stream(int sock, const ConnectionLimits& lim, int64_t body_limit)
+      : sock_(sock), lim_(lim), body_limit_(body_limit) {}
 
   // A new request on the connection: header phase, fresh deadlines and counts.
   void begin_request() {
@@ -163,12 +165,18 @@ class GuardedHttpServer::Stream : public httplib::Stream {
     return static_cast<ssize_t>(size);
   }
 
-  void get_remote_ip_and_port(std::string& ip, int& port) const override { address_of(sock_, true, ip, port); }
-  void get_local_ip_and_port(std::string& ip, int& port) const override { address_of(sock_, false, ip, port); }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    address_of(sock_, true, ip, port);
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    address_of(sock_, false, ip, port);
+  }
   socket_t socket() const override { return sock_; }
 
  private:
-  Clock::time_point deadline() const { return in_headers_ ? std::min(header_deadline_, request_deadline_) : request_deadline_; }
+  Clock::time_point deadline() const {
+    return in_headers_ ? std::min(header_deadline_, request_deadline_) : request_deadline_;
+  }
   ssize_t fail() {
     violated_ = true;
     return -1;
@@ -250,7 +258,8 @@ void GuardedHttpServer::set_body_limit(int64_t bytes) {
 void GuardedHttpServer::set_listen_backlog(int backlog) {
   // Linux lets a listening socket call listen() again to change its backlog (capped by net.core.somaxconn).
   if (::listen(svr_sock_, backlog) != 0)
-    throw IoError("serve: cannot set the listen backlog to " + std::to_string(backlog) + ": " + std::strerror(errno));
+    throw IoError("serve: cannot set the listen backlog to " + std::to_string(backlog) + ": " +
+                  std::strerror(errno));
 }
 
 bool GuardedHttpServer::client_gone() {

@@ -91,7 +91,8 @@ TEST(ServerLimits, BodiesWithoutALengthOrCompressedAreRefusedBeforeReadingOnEver
       {"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5000\r\n"
        "Transfer-Encoding: chunked\r\n\r\n",
        411},
-      {"PUT /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Encoding: gzip\r\nContent-Length: 100000\r\n\r\n",
+      {"PUT /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Encoding: gzip\r\nContent-Length: "
+       "100000\r\n\r\n",
        415},
       {"PATCH /x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n", 413},
       {"PUT /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n", 405},
@@ -234,7 +235,8 @@ TEST(ServerLimits, LongHeaderLinesAndTooManyHeadersAreCutOff) {
   many += "\r\n";
   const int st = status_of_head(f.port(), many);
   EXPECT_TRUE(st == 400 || st == 0) << st;
-  EXPECT_EQ(status_of_head(f.port(), "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"), 200);
+  EXPECT_EQ(status_of_head(f.port(), "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"),
+            200);
 }
 
 TEST(ServerLimits, SlowHeadersAreClosedAtTheirDeadlineAndHealthAnswersMeanwhile) {
@@ -287,9 +289,10 @@ TEST(ServerLimits, ANonStreamedClientThatLeavesStopsItsGeneration) {
   const std::string body = b.dump();
   const int fd = connect_to(f.port());
   ASSERT_GE(fd, 0);
-  ASSERT_TRUE(send_all(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
-                           "application/json\r\nContent-Length: " +
-                               std::to_string(body.size()) + "\r\n\r\n" + body));
+  ASSERT_TRUE(send_all(fd,
+                       "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                       "application/json\r\nContent-Length: " +
+                           std::to_string(body.size()) + "\r\n\r\n" + body));
   for (int i = 0; i < 2000 && f.scheduler().queue_depth() == 0; ++i) {  // until it is queued or running
     const auto m = f.metrics().render();
     if (m.find("vispco_batch_size_count 1") != std::string::npos) break;
@@ -300,7 +303,8 @@ TEST(ServerLimits, ANonStreamedClientThatLeavesStopsItsGeneration) {
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const auto metrics = f.metrics().render();
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(metrics, m, std::regex("vispco_generated_tokens_total ([0-9.e+]+)"))) << metrics;
+  ASSERT_TRUE(std::regex_search(metrics, m, std::regex("vispco_generated_tokens_total ([0-9.e+]+)")))
+      << metrics;
   EXPECT_LT(std::stod(m[1]), 400.0) << "the generation ran to its end after the client left";
 }
 
@@ -322,8 +326,9 @@ TEST(ServerLimits, ApiKeyAndHostCheck) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;
   // A page on another site reaching the loopback server through DNS rebinding sends its own Host.
-  EXPECT_EQ(status_of_head(f.port(), "GET /health HTTP/1.1\r\nHost: evil.example:80\r\nConnection: close\r\n\r\n"),
-            403);
+  EXPECT_EQ(
+      status_of_head(f.port(), "GET /health HTTP/1.1\r\nHost: evil.example:80\r\nConnection: close\r\n\r\n"),
+      403);
   EXPECT_EQ(status_of_head(f.port(), "GET /health HTTP/1.1\r\nHost: localhost:" + std::to_string(f.port()) +
                                          "\r\nConnection: close\r\n\r\n"),
             200);
