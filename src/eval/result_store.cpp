@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 
 #include "core/errors.h"
+#include "core/json_file.h"
 
 namespace vispco::eval {
 namespace {
@@ -229,7 +230,7 @@ std::vector<SampleResult> ResultStore::results(const RunKey& key) {
     r.prefill_ms = q.real(4);
     r.decode_ms = q.real(5);
     r.total_ms = q.real(6);
-    r.extra = nlohmann::json::parse(q.text(7));
+    r.extra = parse_json(q.text(7), "result store: the extra field of a stored result");
     out.push_back(std::move(r));
   }
   return out;

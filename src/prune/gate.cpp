@@ -10,6 +10,7 @@
 
 #include "core/errors.h"
 #include "core/json_fields.h"
+#include "core/json_file.h"
 #include "io/safetensors.h"
 #include "prune/scorers/scorers.h"
 
@@ -101,7 +102,7 @@ TokenGate load_gate(const std::string& path, int64_t expect_d_model) {
     throw FormatError("'" + path + "' is not a vispco gate file (metadata format=vispco-gate missing)");
   GateConfig cfg;
   try {
-    cfg = gate_config_from_json(nlohmann::json::parse(meta.at("gate_config")));
+    cfg = gate_config_from_json(parse_json(meta.at("gate_config"), "'" + path + "': gate_config"));
   } catch (const nlohmann::json::exception& e) {
     throw FormatError("'" + path + "': gate_config is not JSON: " + e.what());
   }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "core/json_file.h"
 #include "core/seed_guard.h"
 #include "io/safetensors.h"
 
@@ -178,7 +179,7 @@ KPredictor load_k_predictor(const std::string& path) {
                       "' is not a vispco K predictor file (metadata format=vispco-k-predictor missing)");
   KPredictorMeta m;
   try {
-    m = meta_from_json(nlohmann::json::parse(md.at("meta")));
+    m = meta_from_json(parse_json(md.at("meta"), "'" + path + "': K predictor metadata"));
   } catch (const nlohmann::json::exception& e) {
     throw FormatError("'" + path + "': K predictor metadata is malformed: " + e.what());
   }

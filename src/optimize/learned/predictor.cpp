@@ -14,6 +14,7 @@
 
 #include "core/errors.h"
 #include "core/json_fields.h"
+#include "core/json_file.h"
 
 namespace vispco::optimize::learned {
 
@@ -144,7 +145,7 @@ Predictor load_predictor(const std::string& dir, nlohmann::json* meta_out) {
   nlohmann::json j;
   try {
     std::ifstream in(json_path);
-    j = nlohmann::json::parse(in);
+    j = parse_json(in, json_path.string());
   } catch (const nlohmann::json::exception& e) {
     throw FormatError(json_path.string() + ": " + e.what());
   }

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "core/json_file.h"
 #include "core/text_file.h"
 #include "optimize/plots.h"
 
@@ -164,7 +165,7 @@ std::vector<std::pair<double, double>> read_frontier_csv(std::istream& in, const
 GridFrontier read_frontier_optimize_json(std::istream& in, const std::string& path) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = parse_json(in, path);
   } catch (const nlohmann::json::exception& e) {
     throw FormatError(path + ": not valid JSON (" + e.what() + ")");
   }
