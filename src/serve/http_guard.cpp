@@ -262,6 +262,13 @@ void GuardedHttpServer::set_listen_backlog(int backlog) {
                   std::strerror(errno));
 }
 
+void GuardedHttpServer::stop_listening() {
+  const socket_t sock = svr_sock_.exchange(INVALID_SOCKET);  // listen_internal() loops while it is valid
+  if (sock == INVALID_SOCKET) return;
+  ::shutdown(sock, SHUT_RDWR);
+  ::close(sock);
+}
+
 bool GuardedHttpServer::client_gone() {
   if (t_socket < 0) return false;
   char c = 0;

@@ -32,6 +32,9 @@ class GuardedHttpServer : public httplib::Server {
   /// connections has its SYNs dropped and retried after 1, 3, 7 … s, normal clients' included). Call after
   /// bind. @throws IoError when listen() fails.
   void set_listen_backlog(int backlog);
+  /// Closes the listening socket: listen() returns, or returns at once if it has not started yet (httplib's
+  /// stop() does nothing before listen() has set its running flag, so a stop right after bind was lost).
+  void stop_listening();
   /// Connections open now (served; the refused ones are not counted).
   int open_connections() const { return open_.load(); }
   /// Connections refused with 503 for the cap since start.

@@ -438,7 +438,7 @@ int ChatServer::bind() {
 void ChatServer::listen() { impl_->http.listen_after_bind(); }
 
 void ChatServer::stop() {
-  if (impl_ && impl_->http.is_running()) impl_->http.stop();
+  if (impl_) impl_->http.stop_listening();  // also before listen() has started (then it returns at once)
 }
 
 void ChatServer::shutdown() {
