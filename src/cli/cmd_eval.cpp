@@ -18,7 +18,8 @@
 #include "eval/evaluator.h"
 #include "eval/plan_evaluation.h"
 #include "eval/run_key.h"
-#include "model/llava.h"
+#include "model/family.h"
+#include "model/vlm.h"
 #include "model/quant.h"
 #include "optimize/dynamic_k/auto_keep.h"
 #include "optimize/dynamic_k/auto_keep_eval.h"
@@ -56,18 +57,18 @@ void run_eval(const EvalArgs& a) {
   std::tie(o.shard_index, o.shard_count) = parse_shard(a.shard);
   o.batch_size = static_cast<size_t>(a.batch);
   o.generation.max_new_tokens = a.max_new_tokens;
-  const LlavaConfig cfg = load_llava_config(a.model);  // cheap: checks the plan before the slow steps
+  const ModelShape shape = load_model_shape(a.model);  // cheap: checks the plan before the slow steps
   const bool auto_keep = optimize::is_auto_keep(a.plan);
   std::optional<optimize::AutoKeepPlan> auto_plan;
   std::optional<optimize::KPredictor> predictor;
   if (auto_keep) {
-    auto_plan = optimize::parse_auto_keep(a.plan, cfg);
-    predictor = optimize::load_plan_predictor(*auto_plan, a.model, cfg);
+    auto_plan = optimize::parse_auto_keep(a.plan, shape);
+    predictor = optimize::load_plan_predictor(*auto_plan, a.model, shape);
   }
   const ScorerEnv env{a.model};
   // The plan bound once: its scorers check it before the slow steps; its key (+ a learned gate's hash) keys
   // the results.
-  eval::BoundPlan bound(auto_keep ? PruningPlan{} : parse_plan(eval::canonical_plan(a.plan), cfg), cfg, env);
+  eval::BoundPlan bound(auto_keep ? PruningPlan{} : parse_plan(eval::canonical_plan(a.plan), shape), shape, env);
   o.plan = auto_keep ? auto_plan->to_string() : bound.key();
   o.out_dir = a.out;
   o.store_path = a.store.empty() ? (std::filesystem::path(a.out) / "results.sqlite").string() : a.store;

@@ -11,7 +11,7 @@
 #include "core/errors.h"
 #include "eval/dataset.h"
 #include "eval/progress.h"
-#include "model/config.h"
+#include "model/family.h"
 #include "model/model_source.h"
 #include "prune/plan.h"
 #include "train/finetune.h"
@@ -84,8 +84,8 @@ void register_finetune(CLI::App& app) {
     if (resolve_model_source(a->model).is_gguf())
       throw InvalidArgument("finetune: --model must be a Hugging Face folder (the tuned model is written as one); '" +
                             a->model + "' is a GGUF pair");
-    const LlavaConfig cfg = load_llava_config(a->model);
-    a->o.plan = parse_plan(a->plan, cfg).to_string();
+    const ModelShape shape = load_model_shape(a->model);
+    a->o.plan = parse_plan(a->plan, shape).to_string();
     a->o.validate();
     const auto val = eval::load_dataset(a->val);
     std::unique_ptr<eval::Dataset> test;

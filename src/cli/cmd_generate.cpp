@@ -10,7 +10,8 @@
 #include "cost/timer.h"
 #include "io/image.h"
 #include "model/generate.h"
-#include "model/llava.h"
+#include "model/family.h"
+#include "model/vlm.h"
 #include "model/logprobs.h"
 #include "optimize/dynamic_k/auto_keep.h"
 #include "optimize/dynamic_k/k_features.h"
@@ -62,16 +63,16 @@ void register_generate(CLI::App& app) {
     DtypeChoice dtype_choice;
     RunContext ctx = inference_context(o->device, o->dtype, o->threads, &dtype_choice);
     ctx.seed = o->gen.seed;
-    const LlavaConfig cfg = load_llava_config(o->model);  // cheap: checks the plan before the slow steps
+    const ModelShape shape = load_model_shape(o->model);  // cheap: checks the plan before the slow steps
     const bool auto_keep = optimize::is_auto_keep(o->plan);
     std::optional<optimize::AutoKeepPlan> auto_plan;
     std::optional<optimize::KPredictor> predictor;
     if (auto_keep) {
-      auto_plan = optimize::parse_auto_keep(o->plan, cfg);
-      predictor = optimize::load_plan_predictor(*auto_plan, o->model, cfg);
+      auto_plan = optimize::parse_auto_keep(o->plan, shape);
+      predictor = optimize::load_plan_predictor(*auto_plan, o->model, shape);
     }
     std::optional<PlanHook> hook_slot;
-    if (!auto_keep) hook_slot.emplace(parse_plan(o->plan, cfg), cfg, o->gen.seed, ScorerEnv{o->model});
+    if (!auto_keep) hook_slot.emplace(parse_plan(o->plan, shape), shape, o->gen.seed, ScorerEnv{o->model});
     auto rgb = io::load_image_rgb(o->image);
     auto model = VisionLanguageModel::load(o->model, ctx);
     apply_quant(model, o->quant);
@@ -84,7 +85,7 @@ void register_generate(CLI::App& app) {
       req.visual = {vt.embeds[0], vt.cls_attention[0], vt.keys[0]};  // generate() re-uses the tower's output
       predict_ms = sw.ms();
       const int64_t k = (*predictor)->meta.ladder.at(rung);  // N_v runs unpruned, as in eval and serve
-      hook_slot.emplace(k >= cfg.n_visual_tokens() ? PruningPlan{} : auto_plan->at(k, cfg), cfg, o->gen.seed,
+      hook_slot.emplace(k >= shape.n_visual_tokens ? PruningPlan{} : auto_plan->at(k, shape), shape, o->gen.seed,
                         ScorerEnv{o->model});
     }
     PlanHook& hook = *hook_slot;
@@ -99,7 +100,7 @@ void register_generate(CLI::App& app) {
       for (const auto& t : hook.traces())
         if (!scores.defined() && !t.scores[0].isnan().all().item<bool>()) scores = t.scores[0];
       if (!scores.defined()) scores = hook.traces().front().scores[0];
-      write_token_heatmap(o->heatmap, rgb, model.config().vision.grid(), scores,
+      write_token_heatmap(o->heatmap, rgb, model.shape().grid_side(), scores,
                           hook.traces().back().kept[0]);
     }
     const auto& s = res.stats;
@@ -121,7 +122,7 @@ void register_generate(CLI::App& app) {
       std::printf(
           "[keep=auto: K = %ld → plan %s (tower + features + predictor %.1f ms; the tower's output is "
           "re-used)]\n",
-          (long)(hook.plan().empty() ? cfg.n_visual_tokens() : hook.plan().stages.at(0).keep),
+          (long)(hook.plan().empty() ? shape.n_visual_tokens : hook.plan().stages.at(0).keep),
           hook.plan().to_string().c_str(), predict_ms);
     for (size_t i = 0; i < logprobs.size(); ++i) {  // one line per generated token
       const auto& p = logprobs[i];

@@ -19,7 +19,8 @@
 #include "core/text_file.h"
 #include "eval/dataset.h"
 #include "eval/run_key.h"
-#include "model/llava.h"
+#include "model/family.h"
+#include "model/vlm.h"
 #include "optimize/coverage_run.h"
 #include "optimize/dynamic_k/auto_keep.h"
 #include "optimize/dynamic_k/dynamic_k.h"
@@ -168,9 +169,9 @@ void run_dynamic_k_cmd(const OptimizeArgs& a) {
   for (const auto& [path, flag] :
        {std::pair{a.model, "--model"}, {a.train, "--train"}, {a.calib, "--calib"}, {a.test, "--test"}})
     require_folder(path, flag);
-  const LlavaConfig cfg = load_llava_config(a.model);
+  const ModelShape shape = load_model_shape(a.model);
   optimize::parse_auto_keep(
-      o.template_text + (o.template_text.find(':') == std::string::npos ? ":" : ",") + "keep=auto", cfg);
+      o.template_text + (o.template_text.find(':') == std::string::npos ? ":" : ",") + "keep=auto", shape);
   if (!a.no_plots) optimize::check_gnuplot(a.gnuplot);
   DtypeChoice dtype_choice;
   const RunContext ctx = inference_context(a.device, a.dtype, a.threads, &dtype_choice);
@@ -224,9 +225,9 @@ void run_coverage_cmd(const OptimizeArgs& a) {
   if (a.test.empty()) throw InvalidArgument("optimize: --test DIR is required");
   for (const auto& [path, flag] : {std::pair{a.model, "--model"}, {a.train, "--train"}, {a.test, "--test"}})
     require_folder(path, flag);
-  const LlavaConfig cfg = load_llava_config(a.model);
+  const ModelShape shape = load_model_shape(a.model);
   optimize::parse_auto_keep(o.template_text + (o.template_text.find(':') == std::string::npos ? ":" : ",") + "keep=auto",
-                            cfg);
+                            shape);
   DtypeChoice dtype_choice;
   const RunContext ctx = inference_context(a.device, a.dtype, a.threads, &dtype_choice);
   const auto log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
@@ -281,8 +282,8 @@ void run_optimize_cmd(const OptimizeArgs& a) {
     if (a.test.empty()) throw InvalidArgument("optimize: --test DIR is required (or pass --no-test)");
     require_folder(a.test, "--test");
   }
-  const LlavaConfig cfg = load_llava_config(a.model);
-  o.validate(cfg);  // templates, K values: before the slow steps
+  const ModelShape shape = load_model_shape(a.model);
+  o.validate(shape);  // templates, K values: before the slow steps
   if (!a.no_plots) optimize::check_gnuplot(a.gnuplot);
 
   DtypeChoice dtype_choice;

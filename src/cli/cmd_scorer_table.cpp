@@ -12,7 +12,7 @@
 #include "core/context.h"
 #include "core/errors.h"
 #include "core/text_file.h"
-#include "model/llava.h"
+#include "model/vlm.h"
 #include "optimize/scorer_table.h"
 
 namespace vispco::cli {

@@ -15,7 +15,7 @@
 #include "core/context.h"
 #include "core/errors.h"
 #include "core/text_file.h"
-#include "model/llava.h"
+#include "model/vlm.h"
 #include "serve/server.h"
 
 namespace vispco::cli {

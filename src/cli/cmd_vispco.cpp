@@ -21,7 +21,7 @@
 #include "cost/timer.h"
 #include "eval/dataset.h"
 #include "eval/run_key.h"
-#include "model/llava.h"
+#include "model/vlm.h"
 #include "optimize/learned/ddp.h"
 #include "optimize/learned/evaluate.h"
 #include "optimize/learned/options.h"

@@ -1,4 +1,4 @@
-// FLOPs model of LLaVA-style VLMs; formulas and conventions in flops.h.
+// FLOPs model of VLMs; formulas and conventions in flops.h.
 #include "cost/flops.h"
 
 #include <nlohmann/json.hpp>
@@ -41,21 +41,21 @@ nlohmann::json PrefillFlops::to_json() const {
           {"total", total}};
 }
 
-int64_t vision_layer_flops(const VisionConfig& v, int64_t n_tokens) {
+int64_t vision_layer_flops(int64_t hidden_size, int64_t intermediate_size, int64_t n_tokens) {
   require_count(n_tokens >= 1, "vision layer token count", n_tokens, "≥ 1");
-  const int64_t n = n_tokens, d = v.hidden_size, m = v.intermediate_size;
+  const int64_t n = n_tokens, d = hidden_size, m = intermediate_size;
   const int64_t projections = 4 * 2 * n * d * d;  // q, k, v, out: [n, D_v] × [D_v, D_v]
   const int64_t attention = 2 * 2 * n * n * d;    // QKᵀ and P·V over all heads (H_v·D_h = D_v)
   const int64_t mlp = 2 * 2 * n * d * m;          // fc1 [n, D_v] × [D_v, m_v], fc2 back
   return projections + attention + mlp;
 }
 
-DecoderLayerFlops decoder_layer_flops(const TextConfig& t, int64_t n_tokens, int64_t n_keys) {
+DecoderLayerFlops decoder_layer_flops(const DecoderFlopsSpec& t, int64_t n_tokens, int64_t n_keys) {
   require_count(n_tokens >= 1, "decoder layer token count", n_tokens, "≥ 1");
   require_count(n_keys >= n_tokens, "decoder layer key count", n_keys,
                 "≥ the token count " + std::to_string(n_tokens));
   const int64_t n = n_tokens, d = t.hidden_size, m = t.intermediate_size;
-  const int64_t q_width = t.num_attention_heads * t.d_head(), kv_width = t.n_kv_heads() * t.d_head();
+  const int64_t q_width = t.num_heads * t.head_dim, kv_width = t.num_kv_heads * t.head_dim;
   DecoderLayerFlops f;
   f.n_tokens = n;
   f.n_keys = n_keys;
@@ -65,29 +65,25 @@ DecoderLayerFlops decoder_layer_flops(const TextConfig& t, int64_t n_tokens, int
   return f;
 }
 
-int64_t lm_head_flops(const TextConfig& t, int64_t n_positions) {
+int64_t lm_head_flops(const DecoderFlopsSpec& t, int64_t n_positions) {
   require_count(n_positions >= 0, "LM head position count", n_positions, "≥ 0");
   return 2 * n_positions * t.hidden_size * t.vocab_size;
 }
 
-std::vector<int64_t> unpruned_tokens_per_layer(const LlavaConfig& cfg, int64_t n_text) {
+std::vector<int64_t> unpruned_tokens_per_layer(const FlopsSpec& spec, int64_t n_text) {
   require_count(n_text >= 0, "text token count", n_text, "≥ 0");
-  return std::vector<int64_t>(static_cast<size_t>(cfg.text.num_hidden_layers),
-                              n_text + cfg.n_visual_tokens());
+  return std::vector<int64_t>(static_cast<size_t>(spec.decoder.num_layers), n_text + spec.n_visual_tokens);
 }
 
-PrefillFlops prefill_flops(const LlavaConfig& cfg, const std::vector<int64_t>& tokens_per_layer,
+PrefillFlops prefill_flops(const FlopsSpec& spec, const std::vector<int64_t>& tokens_per_layer,
                            const FlopsOptions& opts) {
-  const auto& v = cfg.vision;
-  const auto& t = cfg.text;
-  require_layers(tokens_per_layer, t.num_hidden_layers, "tokens_per_layer");
+  const auto& t = spec.decoder;
+  require_layers(tokens_per_layer, t.num_layers, "tokens_per_layer");
   PrefillFlops f;
-  const int64_t n_patches = v.grid() * v.grid();
-  f.vision_patch_embed = 2 * n_patches * v.hidden_size * (v.num_channels * v.patch_size * v.patch_size);
-  f.vision_layers = cfg.n_vision_layers_used() * vision_layer_flops(v, n_patches + 1);  // + [CLS]
+  f.vision_patch_embed = spec.vision_patch_embed;
+  f.vision_layers = spec.vision_layers;
   f.vision = f.vision_patch_embed + f.vision_layers;
-  const int64_t n_v = cfg.n_visual_tokens();
-  f.projector = 2 * n_v * v.hidden_size * t.hidden_size + 2 * n_v * t.hidden_size * t.hidden_size;
+  f.projector = spec.projector;
   for (size_t i = 0; i < tokens_per_layer.size(); ++i) {
     const int64_t n = tokens_per_layer[i];
     require_count(n >= 1, "tokens_per_layer[" + std::to_string(i) + "]", n, "≥ 1");
@@ -100,16 +96,16 @@ PrefillFlops prefill_flops(const LlavaConfig& cfg, const std::vector<int64_t>& t
   return f;
 }
 
-DecodeFlops decode_step_flops(const LlavaConfig& cfg, const std::vector<int64_t>& cache_len_per_layer) {
-  require_layers(cache_len_per_layer, cfg.text.num_hidden_layers, "cache_len_per_layer");
+DecodeFlops decode_step_flops(const FlopsSpec& spec, const std::vector<int64_t>& cache_len_per_layer) {
+  require_layers(cache_len_per_layer, spec.decoder.num_layers, "cache_len_per_layer");
   DecodeFlops f;
   for (size_t i = 0; i < cache_len_per_layer.size(); ++i) {
     const int64_t s = cache_len_per_layer[i];
     require_count(s >= 0, "cache_len_per_layer[" + std::to_string(i) + "]", s, "≥ 0");
-    f.decoder.push_back(decoder_layer_flops(cfg.text, 1, s + 1));  // the new token also attends to itself
+    f.decoder.push_back(decoder_layer_flops(spec.decoder, 1, s + 1));  // the new token also attends to itself
     f.decoder_total += f.decoder.back().total();
   }
-  f.lm_head = lm_head_flops(cfg.text, 1);
+  f.lm_head = lm_head_flops(spec.decoder, 1);
   f.total = f.decoder_total + f.lm_head;
   return f;
 }
@@ -121,8 +117,8 @@ int64_t simplified_layer_flops(int64_t n, int64_t d, int64_t m) {
   return 4 * n * d * d + 2 * n * n * d + 2 * n * d * m;
 }
 
-int64_t simplified_decoder_flops(const TextConfig& t, const std::vector<int64_t>& tokens_per_layer) {
-  require_layers(tokens_per_layer, t.num_hidden_layers, "tokens_per_layer");
+int64_t simplified_decoder_flops(const DecoderFlopsSpec& t, const std::vector<int64_t>& tokens_per_layer) {
+  require_layers(tokens_per_layer, t.num_layers, "tokens_per_layer");
   int64_t sum = 0;
   for (const int64_t n : tokens_per_layer)
     sum += simplified_layer_flops(n, t.hidden_size, t.intermediate_size);

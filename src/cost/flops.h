@@ -1,5 +1,6 @@
-// Analytic FLOPs model of a LLaVA-style VLM (DESIGN.md §1): CLIP vision tower, projector, Llama decoder with
-// GQA and SwiGLU at a per-layer token count (so pruning plans can be costed), LM head, and one decode step.
+// Analytic FLOPs model of a VLM (DESIGN.md §1): the per-image encoder cost a model family states (FlopsSpec;
+// LLaVA's CLIP tower and projector in model/llava_flops.h), a Llama-style decoder with GQA and SwiGLU at a
+// per-layer token count (so pruning plans can be costed), the LM head, and one decode step.
 // Also the simplified per-layer formula of FastV (Chen et al., ECCV 2024 §4) / PyramidDrop for comparability.
 //
 // Conventions (all functions): one multiply–add = 2 FLOPs; only matrix products are counted (biases,
@@ -12,9 +13,31 @@
 #include <nlohmann/json_fwd.hpp>
 #include <vector>
 
-#include "model/config.h"
-
 namespace vispco {
+
+/// Decoder dimensions the FLOPs model reads (a Llama-style decoder: GQA attention, SwiGLU MLP, LM head).
+/// A model family fills it from its config (model/shape.h); the formulas below need nothing else.
+struct DecoderFlopsSpec {
+  int64_t hidden_size = 0;        ///< D
+  int64_t intermediate_size = 0;  ///< SwiGLU width m
+  int64_t num_layers = 0;         ///< L
+  int64_t num_heads = 0;          ///< H
+  int64_t num_kv_heads = 0;       ///< H_kv
+  int64_t head_dim = 0;           ///< D_h
+  int64_t vocab_size = 0;         ///< V, rows of the LM head
+  bool operator==(const DecoderFlopsSpec&) const = default;
+};
+
+/// What one image and the decoder cost, as a model family describes them: the per-image encoder parts
+/// are counted by the family (it knows its tower), the decoder parts by prefill_flops() per layer.
+struct FlopsSpec {
+  int64_t n_visual_tokens = 0;     ///< N_v, visual tokens one image puts into the decoder
+  int64_t vision_patch_embed = 0;  ///< patch embedding of one image, FLOPs
+  int64_t vision_layers = 0;       ///< the encoder layers that run for one image, FLOPs
+  int64_t projector = 0;           ///< the projector at N_v tokens, FLOPs
+  DecoderFlopsSpec decoder;
+  bool operator==(const FlopsSpec&) const = default;
+};
 
 /// FLOPs of one decoder layer.
 struct DecoderLayerFlops {
@@ -29,10 +52,10 @@ struct DecoderLayerFlops {
 
 /// FLOPs of one prefill, broken down by part.
 struct PrefillFlops {
-  int64_t vision_patch_embed = 0;  ///< patch conv: 2·grid²·D_v·(C·p²)
-  int64_t vision_layers = 0;       ///< the n_vision_layers_used() CLIP layers, each at grid² + 1 tokens
+  int64_t vision_patch_embed = 0;  ///< FlopsSpec::vision_patch_embed (LLaVA: 2·grid²·D_v·(C·p²))
+  int64_t vision_layers = 0;       ///< FlopsSpec::vision_layers (LLaVA: the used CLIP layers at grid² + 1)
   int64_t vision = 0;              ///< vision_patch_embed + vision_layers
-  int64_t projector = 0;           ///< linear_1 + linear_2 at N_v tokens: 2·N_v·(D_v·D + D·D)
+  int64_t projector = 0;           ///< FlopsSpec::projector (LLaVA: 2·N_v·(D_v·D + D·D))
   std::vector<DecoderLayerFlops> decoder;  ///< one entry per decoder layer ℓ = 0..L−1
   int64_t decoder_total = 0;               ///< sum of decoder[ℓ].total()
   int64_t lm_head = 0;                     ///< 2·D·V per position computed (the last one, or all n_{L−1})
@@ -55,31 +78,32 @@ struct FlopsOptions {
   bool lm_head_all_positions = false;
 };
 
-/// One CLIP encoder layer at `n_tokens` tokens: q,k,v,out projections 4·2·n·D_v², attention 2·2·n²·D_v,
-/// MLP fc1 + fc2 2·2·n·D_v·m_v. @throws InvalidArgument when n_tokens < 1.
-int64_t vision_layer_flops(const VisionConfig& v, int64_t n_tokens);
+/// One ViT encoder layer (CLIP's) of width `hidden_size` = D_v and MLP width `intermediate_size` = m_v at
+/// `n_tokens` tokens: q,k,v,out projections 4·2·n·D_v², attention 2·2·n²·D_v, MLP fc1 + fc2 2·2·n·D_v·m_v.
+/// @throws InvalidArgument when n_tokens < 1.
+int64_t vision_layer_flops(int64_t hidden_size, int64_t intermediate_size, int64_t n_tokens);
 
 /// One decoder layer with `n_tokens` queries attending to `n_keys` keys (prefill: n_keys = n_tokens).
 /// @throws InvalidArgument when n_tokens < 1 or n_keys < n_tokens.
-DecoderLayerFlops decoder_layer_flops(const TextConfig& t, int64_t n_tokens, int64_t n_keys);
+DecoderLayerFlops decoder_layer_flops(const DecoderFlopsSpec& t, int64_t n_tokens, int64_t n_keys);
 
 /// The LM head on `n_positions` positions: 2·n·D·V. @throws InvalidArgument when n_positions < 0.
-int64_t lm_head_flops(const TextConfig& t, int64_t n_positions);
+int64_t lm_head_flops(const DecoderFlopsSpec& t, int64_t n_positions);
 
 /// Tokens entering each decoder layer without pruning: L copies of n_text + N_v.
 /// @param n_text text tokens of the prompt (BOS included, the image placeholder excluded), ≥ 0.
-std::vector<int64_t> unpruned_tokens_per_layer(const LlavaConfig& cfg, int64_t n_text);
+std::vector<int64_t> unpruned_tokens_per_layer(const FlopsSpec& spec, int64_t n_text);
 
 /// Prefill FLOPs of one image + prompt (batch 1).
 /// @param tokens_per_layer [L] tokens entering each decoder layer (after any pruning before it), each ≥ 1.
 /// @throws InvalidArgument when tokens_per_layer does not hold L entries or an entry is < 1.
-PrefillFlops prefill_flops(const LlavaConfig& cfg, const std::vector<int64_t>& tokens_per_layer,
+PrefillFlops prefill_flops(const FlopsSpec& spec, const std::vector<int64_t>& tokens_per_layer,
                            const FlopsOptions& opts = {});
 
 /// FLOPs of generating one token after the prefill.
 /// @param cache_len_per_layer [L] positions already cached at each layer (pruned layers hold fewer), ≥ 0.
 /// @throws InvalidArgument when the vector does not hold L entries or an entry is negative.
-DecodeFlops decode_step_flops(const LlavaConfig& cfg, const std::vector<int64_t>& cache_len_per_layer);
+DecodeFlops decode_step_flops(const FlopsSpec& spec, const std::vector<int64_t>& cache_len_per_layer);
 
 /// The simplified per-layer count of FastV / PyramidDrop, 4·n·d² + 2·n²·d + 2·n·d·m, kept verbatim for
 /// comparison with those papers. It counts a multiply–add as ONE operation, assumes MHA and a 2-matrix FFN,
@@ -88,6 +112,6 @@ DecodeFlops decode_step_flops(const LlavaConfig& cfg, const std::vector<int64_t>
 int64_t simplified_layer_flops(int64_t n, int64_t d, int64_t m);
 
 /// Sum of simplified_layer_flops(n_ℓ, D, m) over the decoder layers. @throws as prefill_flops().
-int64_t simplified_decoder_flops(const TextConfig& t, const std::vector<int64_t>& tokens_per_layer);
+int64_t simplified_decoder_flops(const DecoderFlopsSpec& t, const std::vector<int64_t>& tokens_per_layer);
 
 }  // namespace vispco

@@ -8,13 +8,13 @@
 
 namespace vispco::eval {
 
-std::string plan_store_key(const PruningPlan& plan, const LlavaConfig& cfg, const ScorerEnv& env) {
-  return BoundPlan(plan, cfg, env).key();
+std::string plan_store_key(const PruningPlan& plan, const ModelShape& shape, const ScorerEnv& env) {
+  return BoundPlan(plan, shape, env).key();
 }
 
-BoundPlan::BoundPlan(PruningPlan plan, const LlavaConfig& cfg, const ScorerEnv& env, uint64_t seed)
+BoundPlan::BoundPlan(PruningPlan plan, const ModelShape& shape, const ScorerEnv& env, uint64_t seed)
     : plan_(std::move(plan)) {
-  if (!plan_.empty()) hook_ = std::make_unique<PlanHook>(plan_, cfg, seed, env);
+  if (!plan_.empty()) hook_ = std::make_unique<PlanHook>(plan_, shape, seed, env);
   key_ = hook_ ? hook_->store_key() : plan_.to_string();
 }
 BoundPlan::BoundPlan(BoundPlan&&) noexcept = default;
@@ -29,7 +29,7 @@ EvalReport evaluate_plan(VisionLanguageModel& model, const std::string& model_ha
 
 EvalReport evaluate_plan(VisionLanguageModel& model, const std::string& model_hash, const Dataset& dataset,
                          EvalOptions options, const PruningPlan& plan, const ScorerEnv& env, uint64_t seed) {
-  BoundPlan bound(plan, model.config(), env, seed);
+  BoundPlan bound(plan, model.shape(), env, seed);
   return evaluate_plan(model, model_hash, dataset, std::move(options), bound);
 }
 

@@ -13,7 +13,7 @@
 
 #include "eval/dataset.h"
 #include "eval/evaluator.h"
-#include "model/llava.h"
+#include "model/vlm.h"
 #include "prune/plan.h"
 #include "prune/scorer.h"
 
@@ -30,7 +30,7 @@ namespace vispco::eval {
 class BoundPlan {
  public:
   /// @throws what plan_store_key() throws.
-  BoundPlan(PruningPlan plan, const LlavaConfig& cfg, const ScorerEnv& env, uint64_t seed = 0);
+  BoundPlan(PruningPlan plan, const ModelShape& shape, const ScorerEnv& env, uint64_t seed = 0);
   BoundPlan(BoundPlan&&) noexcept;
   BoundPlan& operator=(BoundPlan&&) noexcept;
   ~BoundPlan();
@@ -49,14 +49,14 @@ class BoundPlan {
 /// The result-store key of `plan` with its scorers bound to `env`: "none" for the empty plan, else
 /// PlanHook::store_key(). @throws InvalidArgument for a plan the model cannot run, what binding a scorer
 /// throws (e.g. a missing gate file).
-std::string plan_store_key(const PruningPlan& plan, const LlavaConfig& cfg, const ScorerEnv& env);
+std::string plan_store_key(const PruningPlan& plan, const ModelShape& shape, const ScorerEnv& env);
 
 /// evaluate() with a bound plan (its hook; empty = unpruned), options.plan set to its key.
 /// @throws what evaluate() throws.
 EvalReport evaluate_plan(VisionLanguageModel& model, const std::string& model_hash, const Dataset& dataset,
                          EvalOptions options, BoundPlan& plan);
 
-/// evaluate_plan() of BoundPlan(plan, model.config(), env, seed). @throws what binding and evaluate() throw.
+/// evaluate_plan() of BoundPlan(plan, model.shape(), env, seed). @throws what binding and evaluate() throw.
 EvalReport evaluate_plan(VisionLanguageModel& model, const std::string& model_hash, const Dataset& dataset,
                          EvalOptions options, const PruningPlan& plan, const ScorerEnv& env,
                          uint64_t seed = 0);

@@ -13,6 +13,7 @@
 #include "cost/timer.h"
 #include "io/tokenizer.h"
 #include "model/generate.h"
+#include "model/family.h"
 #include "model/presets.h"
 #include "model/saliency.h"
 
@@ -42,39 +43,24 @@ std::string PrefillBenchConfig::model_label() const {
   return model_dir.empty() ? "preset " + preset + " (random weights)" : "model " + model_dir;
 }
 
-LlavaConfig bench_model_config(const PrefillBenchConfig& cfg) {
+ModelShape bench_model_shape(const PrefillBenchConfig& cfg) {
   cfg.validate();
-  if (!cfg.model_dir.empty()) return load_llava_config(cfg.model_dir);
-  return truncated_config(find_preset(cfg.preset).config, cfg.n_layers);
+  if (!cfg.model_dir.empty()) return load_model_shape(cfg.model_dir);
+  return preset_shape(cfg.preset, cfg.n_layers);
 }
 
-LlavaConfig truncated_config(const LlavaConfig& cfg, int64_t n_layers) {
-  if (n_layers < 0)
-    throw InvalidArgument("layers must be ≥ 0, 0 = full depth (got " + std::to_string(n_layers) + ")");
-  if (n_layers == 0) return cfg;
-  LlavaConfig c = cfg;
-  c.text.num_hidden_layers = std::min(n_layers, cfg.text.num_hidden_layers);
-  const int64_t n_vision = std::min(n_layers, cfg.n_vision_layers_used());
-  if (n_vision < cfg.n_vision_layers_used()) {
-    // Build exactly the layers that run: the feature layer becomes the last one (−1) of a shorter tower.
-    c.vision.num_hidden_layers = n_vision;
-    c.vision_feature_layer = -1;
-  }
-  return c;
-}
-
-std::vector<int64_t> synthetic_prompt_ids(const LlavaConfig& cfg, int64_t n_text) {
+std::vector<int64_t> synthetic_prompt_ids(const ModelShape& shape, int64_t n_text) {
   if (n_text < 1)
     throw InvalidArgument("n_text must be ≥ 1 (BOS counts; got " + std::to_string(n_text) + ")");
-  const int64_t hi = std::min(cfg.text.vocab_size, cfg.image_token_index);
+  const int64_t hi = std::min(shape.vocab_size, shape.image_token_id);
   if (hi <= 3)
     throw InvalidArgument("vocab_size / image_token_index leave no text ids above the specials (min = " +
                           std::to_string(hi) + ")");
-  std::vector<int64_t> ids{cfg.text.bos_token_id};
+  std::vector<int64_t> ids{shape.bos_token_id};
   const auto filler = [&](int64_t i) { return 3 + (i * 7919) % (hi - 3); };
   const int64_t n_before = std::min<int64_t>(4, n_text - 1);  // "USER: " is four pieces in Llama's vocabulary
   for (int64_t i = 1; i <= n_before; ++i) ids.push_back(filler(i));
-  ids.push_back(cfg.image_token_index);
+  ids.push_back(shape.image_token_id);
   for (int64_t i = n_before + 1; i < n_text; ++i) ids.push_back(filler(i));
   return ids;
 }
@@ -89,12 +75,12 @@ std::vector<VlmRequest> requests(const at::Tensor& pixels, const std::vector<int
 }  // namespace
 
 PrefillBenchSetup::PrefillBenchSetup(const PrefillBenchConfig& cfg) : bench_(cfg) {
-  const auto model_cfg = bench_model_config(bench_);  // validates
-  const int64_t n = bench_.n_text + model_cfg.n_visual_tokens();
-  if (n > model_cfg.text.max_position_embeddings)
+  const ModelShape shape = bench_model_shape(bench_);  // validates
+  const int64_t n = bench_.n_text + shape.n_visual_tokens;
+  if (n > shape.max_positions)
     throw InvalidArgument("n_text " + std::to_string(bench_.n_text) + " + N_v " +
-                          std::to_string(model_cfg.n_visual_tokens()) + " exceeds the preset's " +
-                          std::to_string(model_cfg.text.max_position_embeddings) + " positions");
+                          std::to_string(shape.n_visual_tokens) + " exceeds the preset's " +
+                          std::to_string(shape.max_positions) + " positions");
   RunContext ctx;
   ctx.device = bench_.device;
   ctx.dtype = bench_.dtype;
@@ -103,25 +89,24 @@ PrefillBenchSetup::PrefillBenchSetup(const PrefillBenchConfig& cfg) : bench_(cfg
   apply_threads(ctx);
   if (bench_.model_dir.empty()) {
     // Empty tokenizer (its methods throw): the prompt is built from ids directly.
-    auto net = random_llava_net(model_cfg, bench_.seed, bench_.dtype);
-    net->to(bench_.device);
-    model_ = std::make_unique<VisionLanguageModel>(model_cfg, net, io::Tokenizer{}, ctx);
+    model_ = std::make_unique<VisionLanguageModel>(
+        random_preset_model(bench_.preset, bench_.n_layers, bench_.seed, ctx));
   } else {
     model_ = std::make_unique<VisionLanguageModel>(VisionLanguageModel::load(bench_.model_dir, ctx));
   }
-  flops_ = prefill_flops(model_cfg, unpruned_tokens_per_layer(model_cfg, bench_.n_text));
+  flops_ = prefill_flops(shape.flops, unpruned_tokens_per_layer(shape.flops, bench_.n_text));
   auto gen = at::make_generator<at::CPUGeneratorImpl>(bench_.seed + 1);
-  const int64_t s = model_cfg.vision.image_size, d = model_cfg.text.hidden_size;
-  pixels_ = at::randn({bench_.batch, model_cfg.vision.num_channels, s, s}, gen);
-  prompt_ids_ = synthetic_prompt_ids(model_cfg, bench_.n_text);
+  const int64_t s = shape.image_size, d = shape.hidden_size;
+  pixels_ = at::randn({bench_.batch, shape.num_channels, s, s}, gen);
+  prompt_ids_ = synthetic_prompt_ids(shape, bench_.n_text);
   const auto opts = at::TensorOptions().dtype(bench_.dtype).device(bench_.device);
   mm_a_ = at::randn({bench_.batch * n, d}, gen).to(opts);
-  mm_b_ = (at::randn({d, model_cfg.text.intermediate_size}, gen) * 0.02).to(opts);
+  mm_b_ = (at::randn({d, shape.flops.decoder.intermediate_size}, gen) * 0.02).to(opts);
 }
 
-int64_t PrefillBenchSetup::n_decoder_layers() const { return model_config().text.num_hidden_layers; }
-int64_t PrefillBenchSetup::n_vision_layers() const { return model_config().n_vision_layers_used(); }
-int64_t PrefillBenchSetup::n_tokens() const { return bench_.n_text + model_config().n_visual_tokens(); }
+int64_t PrefillBenchSetup::n_decoder_layers() const { return model_shape().n_layers; }
+int64_t PrefillBenchSetup::n_vision_layers() const { return model_shape().n_vision_layers; }
+int64_t PrefillBenchSetup::n_tokens() const { return bench_.n_text + model_shape().n_visual_tokens; }
 
 at::Tensor PrefillBenchSetup::run_vision() {
   auto v = model_->encode_images(pixels_).embeds;
@@ -138,7 +123,7 @@ VisualTokens PrefillBenchSetup::run_vision_tokens(bool want_cls_attention) {
 at::Tensor PrefillBenchSetup::run_prefill(const at::Tensor& visual, PrefillHook* hook,
                                           PrefillRunStats* stats) {
   c10::InferenceMode guard;
-  auto& lm = model_->net()->language_model;
+  auto& lm = model_->language_model();
   auto state = build_prefill_state(*model_, requests(pixels_, prompt_ids_), visual);
   KvCache cache(n_decoder_layers());
   DecoderStats dstats;
@@ -218,7 +203,7 @@ PrefillBenchResult run_prefill_bench(const PrefillBenchConfig& cfg,
   r.n_decoder_layers = setup.n_decoder_layers();
   r.n_vision_layers = setup.n_vision_layers();
   r.n_layers_limit = cfg.n_layers;
-  r.n_visual = setup.model_config().n_visual_tokens();
+  r.n_visual = setup.model_shape().n_visual_tokens;
   r.n_text = cfg.n_text;
   r.batch = cfg.batch;
   r.repeats = cfg.repeats;

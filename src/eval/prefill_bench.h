@@ -15,8 +15,8 @@
 
 #include "core/context.h"
 #include "cost/flops.h"
-#include "model/config.h"
-#include "model/llava.h"
+#include "model/shape.h"
+#include "model/vlm.h"
 
 namespace vispco::eval {
 
@@ -55,20 +55,16 @@ struct PrefillBenchConfig {
   std::string model_label() const;
 };
 
-/// The config of the model a benchmark runs: the preset's, truncated by n_layers, or model_dir's config.json.
-/// Cheap (builds no weights), so plans can be checked before the model is built.
+/// The shape of the model a benchmark runs: the preset's, truncated by n_layers (model/presets.h), or
+/// model_dir's config. Cheap (builds no weights), so plans can be checked before the model is built.
 /// @throws InvalidArgument, IoError, FormatError, ConfigError.
-LlavaConfig bench_model_config(const PrefillBenchConfig& cfg);
-
-/// The preset's config with depth truncated as PrefillBenchConfig::n_layers describes (unchanged for 0).
-/// @throws InvalidArgument when n_layers < 0.
-LlavaConfig truncated_config(const LlavaConfig& cfg, int64_t n_layers);
+ModelShape bench_model_shape(const PrefillBenchConfig& cfg);
 
 /// Prompt ids for `n_text` text tokens around one image placeholder: BOS, up to four filler ids (as
-/// "USER: "), config.image_token_index, then the rest. Filler ids are deterministic, in [3, min(V, image
+/// "USER: "), shape.image_token_id, then the rest. Filler ids are deterministic, in [3, min(V, image
 /// id)).
 /// @throws InvalidArgument when n_text < 1.
-std::vector<int64_t> synthetic_prompt_ids(const LlavaConfig& cfg, int64_t n_text);
+std::vector<int64_t> synthetic_prompt_ids(const ModelShape& shape, int64_t n_text);
 
 /// What one run_prefill() did (a pruning hook makes layers differ).
 struct PrefillRunStats {
@@ -86,7 +82,7 @@ class PrefillBenchSetup {
   explicit PrefillBenchSetup(const PrefillBenchConfig& cfg);
 
   const PrefillBenchConfig& bench_config() const { return bench_; }
-  const LlavaConfig& model_config() const { return model_->config(); }
+  const ModelShape& model_shape() const { return model_->shape(); }
   /// FLOPs of one prefill of this setup (unpruned, LM head at the last position).
   const PrefillFlops& flops() const { return flops_; }
   /// Decoder layers run and vision layers run (after truncation).

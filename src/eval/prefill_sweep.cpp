@@ -78,21 +78,21 @@ PruningPlan sweep_plan(const std::string& plan_template, int64_t keep, int64_t n
   }
 }
 
-void PrefillSweepSpec::validate(const LlavaConfig& cfg) const {
+void PrefillSweepSpec::validate(const ModelShape& shape) const {
   if (keeps.empty()) throw InvalidArgument("a sweep needs at least one K (--sweep-keep 576,288,64)");
   if (plan_templates.empty())
     throw InvalidArgument("a sweep needs at least one plan template (--sweep-plan fastv:layer=2)");
-  const int64_t n_v = cfg.n_visual_tokens();
+  const int64_t n_v = shape.n_visual_tokens;
   for (const auto k : keeps)
     if (k < 1 || k > n_v)
       throw InvalidArgument("sweep K " + std::to_string(k) + " is outside [1, N_v = " + std::to_string(n_v) +
                             "]");
   for (const auto& t : plan_templates)
     for (const auto k : keeps) {
-      const auto plan = sweep_plan(t, k, n_v, cfg.text.num_hidden_layers);
+      const auto plan = sweep_plan(t, k, n_v, shape.n_layers);
       if (plan.empty()) throw InvalidArgument("sweep plan '" + t + "' is empty (the reference runs anyway)");
       try {
-        plan.validate(cfg);
+        plan.validate(shape);
       } catch (const InvalidArgument& e) {
         rethrow_for(t, k, e);
       }
@@ -190,9 +190,9 @@ PrefillSweepResult run_prefill_sweep(const PrefillBenchConfig& cfg, const Prefil
   const auto say = [&](const std::string& s) {
     if (progress) progress(s);
   };
-  const auto model_cfg = bench_model_config(cfg);
-  spec.validate(model_cfg);  // before the (slow) build
-  const int64_t n_v = model_cfg.n_visual_tokens();
+  const ModelShape shape = bench_model_shape(cfg);
+  spec.validate(shape);  // before the (slow) build
+  const int64_t n_v = shape.n_visual_tokens;
   say((cfg.model_dir.empty() ? "building random-weight " + cfg.preset : "loading " + cfg.model_dir) + " in " +
       dtype_name(cfg.dtype) + " ...");
   PrefillBenchSetup setup(cfg);
@@ -213,7 +213,7 @@ PrefillSweepResult run_prefill_sweep(const PrefillBenchConfig& cfg, const Prefil
   bool any_cls = false;
   for (const auto& t : spec.plan_templates)
     any_cls =
-        any_cls || PlanHook(sweep_plan(t, spec.keeps.front(), n_v, model_cfg.text.num_hidden_layers), model_cfg, 0, ScorerEnv{cfg.model_dir})
+        any_cls || PlanHook(sweep_plan(t, spec.keeps.front(), n_v, shape.n_layers), shape, 0, ScorerEnv{cfg.model_dir})
                        .wants_vision_attention();
   say("vision encode ...");
   at::Tensor visual;
@@ -243,7 +243,7 @@ PrefillSweepResult run_prefill_sweep(const PrefillBenchConfig& cfg, const Prefil
     row.tokens_per_layer = stats.tokens_per_layer;
     row.n_visual_kept = stats.n_visual_kept;
     row.kv_cache_bytes = stats.kv_cache_bytes;
-    row.flops = prefill_flops(model_cfg, row.tokens_per_layer);
+    row.flops = prefill_flops(shape.flops, row.tokens_per_layer);
     row.flops_llm = row.flops.decoder_total + row.flops.lm_head;
   };
 
@@ -259,7 +259,7 @@ PrefillSweepResult run_prefill_sweep(const PrefillBenchConfig& cfg, const Prefil
       PrefillSweepRow row;
       row.plan_template = t;
       row.keep = k;
-      PlanHook hook(sweep_plan(t, k, n_v, model_cfg.text.num_hidden_layers), model_cfg, cfg.seed, ScorerEnv{cfg.model_dir});
+      PlanHook hook(sweep_plan(t, k, n_v, shape.n_layers), shape, cfg.seed, ScorerEnv{cfg.model_dir});
       row.plan = hook.plan().to_string();
       say("prefill, " + row.plan + " ...");
       measure(row, &hook);

@@ -11,7 +11,7 @@
 
 #include "cost/flops.h"
 #include "eval/prefill_bench.h"
-#include "model/config.h"
+#include "model/shape.h"
 #include "prune/plan.h"
 
 namespace vispco::eval {
@@ -24,9 +24,9 @@ struct PrefillSweepSpec {
   /// ("fastv:layer=2": ",keep=K" is appended) or any plan text with "{K}" where K goes
   /// ("fastv:layer=2,keep={K}+random:layer=10,keep=8"). At least one.
   std::vector<std::string> plan_templates;
-  /// Checks that the lists are non-empty and every (template, K) plan parses and fits `cfg`
+  /// Checks that the lists are non-empty and every (template, K) plan parses and fits `shape`
   /// (PruningPlan::validate). @throws InvalidArgument naming the template, K and the problem.
-  void validate(const LlavaConfig& cfg) const;
+  void validate(const ModelShape& shape) const;
   bool operator==(const PrefillSweepSpec&) const = default;
 };
 

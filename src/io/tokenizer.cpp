@@ -221,20 +221,4 @@ void train_sentencepiece(const std::vector<std::string>& sentences, int vocab_si
   if (!out) throw IoError("error while writing tokenizer model: '" + out_path + "'");
 }
 
-std::vector<int64_t> encode_llava_prompt(const Tokenizer& tok, const std::string& question,
-                                         int64_t image_token_index) {
-  if (image_token_index >= 0 && image_token_index < tok.vocab_size() && !tok.added_token(image_token_index))
-    throw InvalidArgument("encode_llava_prompt: image_token_index " + std::to_string(image_token_index) +
-                          " is a text piece of the tokenizer (vocab_size " + std::to_string(tok.vocab_size()) +
-                          "); expected an id >= vocab_size (HF: 32000), < 0 (LLaVA: -200), or an added token "
-                          "declared in tokenizer_config.json's added_tokens_decoder");
-  // Each text segment around <image> gets its own dummy prefix, as LLaVA's tokenizer_image_token and HF's
-  // legacy Llama tokenizers do: "USER: " -> ▁US ER : ▁ ; "\n..." -> ▁ <0x0A> ...
-  std::vector<int64_t> ids = tok.encode("USER: ", /*add_bos=*/true);
-  ids.push_back(image_token_index);
-  const std::vector<int64_t> tail = tok.encode("\n" + question + " ASSISTANT:", /*add_bos=*/false);
-  ids.insert(ids.end(), tail.begin(), tail.end());
-  return ids;
-}
-
 }  // namespace vispco::io

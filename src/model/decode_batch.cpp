@@ -45,7 +45,7 @@ VisualTokens group_visual_tokens(VisionLanguageModel& m, const std::vector<VlmRe
 
 }  // namespace
 
-DecodeBatch::DecodeBatch(VisionLanguageModel& m) : m_(m), cache_(m.config().text.num_hidden_layers) {}
+DecodeBatch::DecodeBatch(VisionLanguageModel& m) : m_(m), cache_(m.shape().n_layers) {}
 
 std::vector<int64_t> DecodeBatch::ids() const {
   std::vector<int64_t> out;
@@ -90,9 +90,9 @@ GenerationStats DecodeBatch::add(const std::vector<VlmRequest>& reqs,
   }
 
   Stopwatch prefill;
-  auto& lm = m_.net()->language_model;
+  auto& lm = m_.language_model();
   auto state = build_prefill_state(m_, reqs, vis.embeds);
-  KvCache group_cache(m_.config().text.num_hidden_layers);
+  KvCache group_cache(m_.shape().n_layers);
   DecoderStats dstats;
   auto h = lm->forward(state, group_cache, hook, &dstats);
   auto logits = lm->logits(h.narrow(1, h.size(1) - 1, 1)).squeeze(1);  // [B, V]
@@ -188,7 +188,7 @@ std::vector<FinishedRow> DecodeBatch::sample(const RowTokenCallback& on_token) {
   rows_ = std::move(kept_rows);
   pending_logits_ = at::Tensor();
   if (rows_.empty()) {  // a fresh cache for the next group
-    cache_ = KvCache(m_.config().text.num_hidden_layers);
+    cache_ = KvCache(m_.shape().n_layers);
     next_pos_ = at::Tensor();
   }
   return finished;
@@ -199,7 +199,7 @@ void DecodeBatch::advance() {
   if (to_feed_.size() != rows_.size()) throw Error("decode batch: advance() without sample()");
   c10::InferenceMode guard;
   const auto dev = m_.context().device;
-  auto& lm = m_.net()->language_model;
+  auto& lm = m_.language_model();
   const int64_t B = rows();
   const auto on = at::TensorOptions().device(dev);
   TokenState s;

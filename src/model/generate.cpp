@@ -58,7 +58,7 @@ nlohmann::json GenerationStats::to_json() const {
 TokenState build_prefill_state(VisionLanguageModel& m, const std::vector<VlmRequest>& reqs,
                                const at::Tensor& visual) {
   const int64_t B = static_cast<int64_t>(reqs.size()), n_v = visual.size(1);
-  const int64_t image_id = m.config().image_token_index;
+  const int64_t image_id = m.shape().image_token_id;
   std::vector<int64_t> lengths, image_pos;
   for (const auto& r : reqs) {
     const auto n_img = std::count(r.prompt_ids.begin(), r.prompt_ids.end(), image_id);
@@ -70,7 +70,7 @@ TokenState build_prefill_state(VisionLanguageModel& m, const std::vector<VlmRequ
   }
   const int64_t T = *std::max_element(lengths.begin(), lengths.end());
   auto dev = visual.device();
-  auto& lm = m.net()->language_model;
+  auto& lm = m.language_model();
   std::vector<at::Tensor> rows;
   auto valid = at::zeros({B, T}, at::TensorOptions().dtype(at::kBool));
   auto is_visual = at::zeros({B, T}, at::TensorOptions().dtype(at::kBool));

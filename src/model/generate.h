@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "model/llava.h"
+#include "model/vlm.h"
 
 namespace vispco {
 

@@ -1,5 +1,6 @@
 // The preset table and random-weight model folders.
 #include "model/presets.h"
+#include "model/llava_shape.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -82,6 +83,33 @@ const std::vector<ModelPreset>& model_presets() {
 
 const ModelPreset& find_preset(const std::string& name) {
   return find_named(model_presets(), name, "preset");
+}
+
+LlavaConfig truncated_config(const LlavaConfig& cfg, int64_t n_layers) {
+  if (n_layers < 0)
+    throw InvalidArgument("layers must be ≥ 0, 0 = full depth (got " + std::to_string(n_layers) + ")");
+  if (n_layers == 0) return cfg;
+  LlavaConfig c = cfg;
+  c.text.num_hidden_layers = std::min(n_layers, cfg.text.num_hidden_layers);
+  const int64_t n_vision = std::min(n_layers, cfg.n_vision_layers_used());
+  if (n_vision < cfg.n_vision_layers_used()) {
+    // Build exactly the layers that run: the feature layer becomes the last one (−1) of a shorter tower.
+    c.vision.num_hidden_layers = n_vision;
+    c.vision_feature_layer = -1;
+  }
+  return c;
+}
+
+ModelShape preset_shape(const std::string& name, int64_t n_layers) {
+  return llava_shape(truncated_config(find_preset(name).config, n_layers));
+}
+
+VisionLanguageModel random_preset_model(const std::string& name, int64_t n_layers, uint64_t seed,
+                                        const RunContext& ctx) {
+  const LlavaConfig cfg = truncated_config(find_preset(name).config, n_layers);
+  auto net = random_llava_net(cfg, seed, ctx.dtype);
+  net->to(ctx.device);
+  return VisionLanguageModel(cfg, net, io::Tokenizer{}, ctx);
 }
 
 LlavaNet random_llava_net(const LlavaConfig& cfg, uint64_t seed, c10::ScalarType dtype) {

@@ -6,6 +6,7 @@
 
 #include "model/config.h"
 #include "model/llava.h"
+#include "model/shape.h"
 
 namespace vispco {
 
@@ -26,6 +27,21 @@ const ModelPreset& find_preset(const std::string& name);
 /// A network with random weights, HF-style initialisation (normal(0, 0.02) matrices and embeddings, zero
 /// biases, unit norm weights), built directly in `dtype` to keep peak memory at one copy. Deterministic by seed.
 LlavaNet random_llava_net(const LlavaConfig& cfg, uint64_t seed, c10::ScalarType dtype);
+
+/// `cfg` with depth truncated to N ≥ 1 layers for a quick benchmark: the decoder to min(N, L) layers and the
+/// vision tower to min(N, n_vision_layers_used()) layers (the feature layer becomes the last one built),
+/// keeping every width; unchanged for N = 0. @throws InvalidArgument when n_layers < 0.
+LlavaConfig truncated_config(const LlavaConfig& cfg, int64_t n_layers);
+
+/// The shape of preset `name` truncated by `n_layers` (truncated_config). @throws InvalidArgument (unknown
+/// name, listing the valid ones; n_layers < 0).
+ModelShape preset_shape(const std::string& name, int64_t n_layers);
+
+/// A random-weight model of preset `name` truncated by `n_layers`, built in ctx.dtype on ctx.device with an
+/// empty tokenizer (prompt ids must be built directly). Deterministic by seed (random_llava_net).
+/// @throws InvalidArgument as preset_shape().
+VisionLanguageModel random_preset_model(const std::string& name, int64_t n_layers, uint64_t seed,
+                                        const RunContext& ctx);
 
 /// image_token_index that puts "<image>" inside the SentencePiece vocabulary (the first id after unk, BOS, EOS).
 inline constexpr int64_t kImageTokenInsideVocab = 3;

@@ -20,8 +20,8 @@ VisualSaliency visual_token_saliency(VisionLanguageModel& m, const std::vector<V
   // A normal (non-inference) leaf copy of the visual tokens: inference tensors cannot be saved for backward.
   auto v = visual.detach().clone().requires_grad_(true);
   auto state = build_prefill_state(m, reqs, v);
-  KvCache cache(m.config().text.num_hidden_layers);
-  auto& lm = m.net()->language_model;
+  KvCache cache(m.shape().n_layers);
+  auto& lm = m.language_model();
   auto h = lm->forward(state, cache);
   auto logits = lm->logits(h.narrow(1, h.size(1) - 1, 1)).squeeze(1);  // [B, V] fp32, last prompt position
   auto logp = at::log_softmax(logits, -1);

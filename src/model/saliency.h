@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "model/generate.h"
-#include "model/llava.h"
+#include "model/vlm.h"
 
 namespace vispco {
 

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "model/config.h"
+#include "model/shape.h"
 #include "optimize/plan_flops.h"
 #include "optimize/plan_template.h"
 
@@ -45,7 +45,7 @@ struct BudgetPlan {
 /// Bisects the template's parameter against the FLOPs model so that the LLM FLOPs ratio (FlopsRatio::llm)
 /// over prompts of lengths `n_texts` is ≤ `budget`.
 /// @param budget in (0, 1]. @throws InvalidArgument for a budget outside (0, 1] or an empty `n_texts`.
-BudgetPlan budget_plan(const PlanTemplate& tmpl, const LlavaConfig& cfg, const std::vector<int64_t>& n_texts,
+BudgetPlan budget_plan(const PlanTemplate& tmpl, const ModelShape& shape, const std::vector<int64_t>& n_texts,
                        double budget);
 
 }  // namespace vispco::optimize

@@ -65,8 +65,8 @@ CoverageRunReport run_coverage(VisionLanguageModel& model, const std::string& mo
                                const std::function<void(const std::string&)>& log) {
   options.validate();
   Stopwatch wall;
-  const LlavaConfig& cfg = model.config();
-  const int64_t n_v = cfg.n_visual_tokens();
+  const ModelShape& shape = model.shape();
+  const int64_t n_v = shape.n_visual_tokens;
   CoverageRunReport rep;
   rep.options = options;
   for (const int64_t k : options.ladder) {
@@ -78,7 +78,7 @@ CoverageRunReport run_coverage(VisionLanguageModel& model, const std::string& mo
   if (rep.ladder.back() != n_v) rep.ladder.push_back(n_v);
   if (rep.ladder.size() < 2) throw InvalidArgument("optimize --method coverage: the ladder needs a rung below N_v");
   const AutoKeepPlan plan = parse_auto_keep(
-      options.template_text + (options.template_text.find(':') == std::string::npos ? ":" : ",") + "keep=auto", cfg);
+      options.template_text + (options.template_text.find(':') == std::string::npos ? ":" : ",") + "keep=auto", shape);
   rep.options.template_text = plan.template_text;
   const ScorerEnv env{model_dir};
   const auto tagged = [&](const char* split) {

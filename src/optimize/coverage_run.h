@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "eval/dataset.h"
-#include "model/llava.h"
+#include "model/vlm.h"
 #include "optimize/epsilon_coverage.h"
 #include "prune/scorer.h"
 

@@ -69,9 +69,9 @@ ConstraintOptions OptimizeOptions::constraints() const {
   return c;
 }
 
-void OptimizeOptions::validate(const LlavaConfig& cfg) const {
+void OptimizeOptions::validate(const ModelShape& shape) const {
   validate();
-  const int64_t n_v = cfg.n_visual_tokens();
+  const int64_t n_v = shape.n_visual_tokens;
   for (const int64_t k : keeps)
     if (k > n_v)
       throw InvalidArgument("optimize: K " + std::to_string(k) + " is outside [1, N_v = " + std::to_string(n_v) + "]");
@@ -79,13 +79,13 @@ void OptimizeOptions::validate(const LlavaConfig& cfg) const {
     throw InvalidArgument("optimize: the min-K range [" + std::to_string(k_min) + ", " + std::to_string(k_max) +
                           "] leaves [1, N_v = " + std::to_string(n_v) + "]");
   for (const auto& t : templates) {
-    const PlanTemplate pt = PlanTemplate::parse(t, cfg);
+    const PlanTemplate pt = PlanTemplate::parse(t, shape);
     if (method != "budget" && pt.param() != TemplateParam::kKeep)
       throw InvalidArgument("optimize --method " + method + ": template '" + t +
                             "' has no K to vary (PyramidDrop ratio templates work with --method budget)");
   }
   if (method == "min-k") {
-    const PlanTemplate pt = PlanTemplate::parse(templates[0], cfg);
+    const PlanTemplate pt = PlanTemplate::parse(templates[0], shape);
     for (const int64_t k : min_k_options(n_v).candidates()) {
       std::string why;
       if (!pt.valid_at(k, &why))
@@ -260,8 +260,8 @@ namespace {
 
 // FLOPs-model curves of the K templates seen in the search, at the calibration prompts.
 std::vector<FlopsCurve> flops_curves(const SearchOutcome& s, PlanEvaluator& ev) {
-  const LlavaConfig& cfg = ev.config();
-  const int64_t n_v = cfg.n_visual_tokens();
+  const ModelShape& shape = ev.shape();
+  const int64_t n_v = shape.n_visual_tokens;
   std::vector<FlopsCurve> out;
   std::vector<std::string> seen;
   for (const auto& p : s.points) {
@@ -269,7 +269,7 @@ std::vector<FlopsCurve> flops_curves(const SearchOutcome& s, PlanEvaluator& ev) 
         std::find(seen.begin(), seen.end(), p.template_text) != seen.end())
       continue;
     seen.push_back(p.template_text);
-    const PlanTemplate t = PlanTemplate::parse(p.template_text, cfg);
+    const PlanTemplate t = PlanTemplate::parse(p.template_text, shape);
     if (t.param() != TemplateParam::kKeep) continue;
     FlopsCurve c{p.template_text, {}};
     std::set<int64_t> ks{n_v};
@@ -277,7 +277,7 @@ std::vector<FlopsCurve> flops_curves(const SearchOutcome& s, PlanEvaluator& ev) 
     for (const auto& q : s.points)
       if (q.template_text == p.template_text) ks.insert(q.param);
     for (const int64_t k : ks)
-      if (t.valid_at(k)) c.points.emplace_back(k, plan_flops_ratio(t.at(k), cfg, ev.text_lengths(Split::kCalib)).llm);
+      if (t.valid_at(k)) c.points.emplace_back(k, plan_flops_ratio(t.at(k), shape, ev.text_lengths(Split::kCalib)).llm);
     out.push_back(std::move(c));
   }
   return out;
@@ -286,12 +286,12 @@ std::vector<FlopsCurve> flops_curves(const SearchOutcome& s, PlanEvaluator& ev) 
 }  // namespace
 
 OptimizeReport run_optimize(const OptimizeOptions& options, PlanEvaluator& ev, const OptimizeLog& log) {
-  const LlavaConfig& cfg = ev.config();
-  options.validate(cfg);
+  const ModelShape& shape = ev.shape();
+  options.validate(shape);
   Stopwatch wall;
   OptimizeReport r;
   r.options = options;
-  r.n_visual = cfg.n_visual_tokens();
+  r.n_visual = shape.n_visual_tokens;
   r.search = find_search(options.method).run(options, ev, log);
   const auto count = [&](const EvalPoint& p) {
     r.n_evaluated += p.n_evaluated;

@@ -59,7 +59,7 @@ struct OptimizeOptions {
   /// Checks everything that does not need the model. @throws InvalidArgument naming the bad value.
   void validate() const;
   /// Also checks the templates and K values against the model (N_v, layers, scorer hook points).
-  void validate(const LlavaConfig& cfg) const;
+  void validate(const ModelShape& shape) const;
   /// The min-K settings these options imply for a model with `n_visual` tokens.
   MinKOptions min_k_options(int64_t n_visual) const;
   bool operator==(const OptimizeOptions&) const = default;

@@ -52,19 +52,19 @@ nlohmann::json EvalPoint::to_json() const {
   return j;
 }
 
-void fill_plan_figures(EvalPoint& point, const PruningPlan& plan, const LlavaConfig& cfg, Split split,
+void fill_plan_figures(EvalPoint& point, const PruningPlan& plan, const ModelShape& shape, Split split,
                        const std::vector<int64_t>& n_text, const std::vector<std::string>& family,
                        const std::string& template_text, int64_t param) {
   point.plan = plan.to_string();
   point.template_text = plan.empty() ? "none" : template_text;
-  point.param = plan.empty() ? cfg.n_visual_tokens() : param;
-  point.keep = plan.empty() ? cfg.n_visual_tokens() : plan.stages.back().keep;
+  point.param = plan.empty() ? shape.n_visual_tokens : param;
+  point.keep = plan.empty() ? shape.n_visual_tokens : plan.stages.back().keep;
   point.split = split_name(split);
-  point.flops = plan_flops_ratio(plan, cfg, n_text);
+  point.flops = plan_flops_ratio(plan, shape, n_text);
   std::map<std::string, std::vector<int64_t>> by_family;
   for (size_t i = 0; i < n_text.size() && i < family.size(); ++i) by_family[family[i]].push_back(n_text[i]);
   for (const auto& [name, lengths] : by_family)
-    point.per_family[name].flops_ratio = plan_flops_ratio(plan, cfg, lengths).llm;
+    point.per_family[name].flops_ratio = plan_flops_ratio(plan, shape, lengths).llm;
 }
 
 ModelPlanEvaluator::ModelPlanEvaluator(VisionLanguageModel& model, std::string model_hash,
@@ -96,7 +96,7 @@ const std::vector<int64_t>& ModelPlanEvaluator::text_lengths(Split split) const 
 EvalPoint ModelPlanEvaluator::evaluate(const PruningPlan& plan, Split split, const std::string& template_text,
                                        int64_t param) {
   const SplitData& d = data(split);
-  plan.validate(model_.config());
+  plan.validate(model_.shape());
   eval::EvalOptions o;
   o.limit = d.limit;
   o.batch_size = settings_.batch_size;
@@ -105,7 +105,7 @@ EvalPoint ModelPlanEvaluator::evaluate(const PruningPlan& plan, Split split, con
   const eval::EvalReport rep = eval::evaluate_plan(model_, model_hash_, *d.dataset, o, plan, settings_.env);
 
   EvalPoint p;
-  fill_plan_figures(p, plan, model_.config(), split, d.n_text, d.family, template_text, param);
+  fill_plan_figures(p, plan, model_.shape(), split, d.n_text, d.family, template_text, param);
   p.n = rep.rows.size();
   p.accuracy = rep.metrics.overall.accuracy();
   p.mean_prefill_ms = rep.mean_prefill_ms;
@@ -140,7 +140,7 @@ EvalPoint ModelPlanEvaluator::evaluate(const PruningPlan& plan, Split split, con
 }
 
 std::string ModelPlanEvaluator::result_key(const PruningPlan& plan) {
-  return eval::plan_store_key(plan, model_.config(), settings_.env);
+  return eval::plan_store_key(plan, model_.shape(), settings_.env);
 }
 
 std::vector<std::string> ModelPlanEvaluator::complete_plans(Split split) {

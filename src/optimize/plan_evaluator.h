@@ -15,8 +15,8 @@
 
 #include "eval/dataset.h"
 #include "eval/evaluator.h"
-#include "model/config.h"
-#include "model/llava.h"
+#include "model/shape.h"
+#include "model/vlm.h"
 #include "optimize/confidence.h"
 #include "optimize/plan_flops.h"
 #include "prune/plan.h"
@@ -67,10 +67,10 @@ struct EvalPoint {
 class PlanEvaluator {
  public:
   virtual ~PlanEvaluator() = default;
-  virtual const LlavaConfig& config() const = 0;
+  virtual const ModelShape& shape() const = 0;
   /// Text tokens per selected sample of the split (BOS included, image placeholder excluded).
   virtual const std::vector<int64_t>& text_lengths(Split split) const = 0;
-  /// Evaluates `plan` (validated against config()) on the split. `template_text`/`param` are recorded in the
+  /// Evaluates `plan` (validated against shape()) on the split. `template_text`/`param` are recorded in the
   /// point. @throws what the underlying evaluation throws.
   virtual EvalPoint evaluate(const PruningPlan& plan, Split split, const std::string& template_text = "",
                              int64_t param = 0) = 0;
@@ -108,7 +108,7 @@ class ModelPlanEvaluator : public PlanEvaluator {
   /// @throws InvalidArgument when the store path is empty or a split has no samples after its limit.
   ModelPlanEvaluator(VisionLanguageModel& model, std::string model_hash, const eval::Dataset& calib,
                      const eval::Dataset& test, ModelEvalSettings settings);
-  const LlavaConfig& config() const override { return model_.config(); }
+  const ModelShape& shape() const override { return model_.shape(); }
   const std::vector<int64_t>& text_lengths(Split split) const override;
   EvalPoint evaluate(const PruningPlan& plan, Split split, const std::string& template_text = "",
                      int64_t param = 0) override;
@@ -133,7 +133,7 @@ class ModelPlanEvaluator : public PlanEvaluator {
 /// Fills `point` (plan, template, param, keep, split, flops and per-family flops) for a plan from prompt
 /// lengths and families — the part every PlanEvaluator shares. Accuracy and timings are left to the caller.
 /// @param n_text, family one entry per sample of the split.
-void fill_plan_figures(EvalPoint& point, const PruningPlan& plan, const LlavaConfig& cfg, Split split,
+void fill_plan_figures(EvalPoint& point, const PruningPlan& plan, const ModelShape& shape, Split split,
                        const std::vector<int64_t>& n_text, const std::vector<std::string>& family,
                        const std::string& template_text, int64_t param);
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/config.h"
+#include "model/shape.h"
 #include "prune/plan.h"
 
 namespace vispco::optimize {
@@ -14,8 +14,8 @@ namespace vispco::optimize {
 /// image placeholder excluded): layer i sees n_text + K_i, where K_i is the keep of the last stage with
 /// layer ≤ i (N_v before the first stage). Plans keep exactly K tokens per stage (merged tokens count in K),
 /// so this equals DecoderStats::tokens_per_layer of a batch-1 prefill.
-/// @return [L] token counts. @throws InvalidArgument when the plan does not fit `cfg` or n_text < 0.
-std::vector<int64_t> plan_tokens_per_layer(const PruningPlan& plan, const LlavaConfig& cfg, int64_t n_text);
+/// @return [L] token counts. @throws InvalidArgument when the plan does not fit `shape` or n_text < 0.
+std::vector<int64_t> plan_tokens_per_layer(const PruningPlan& plan, const ModelShape& shape, int64_t n_text);
 
 /// The plan's FLOPs relative to the unpruned model over a set of prompts.
 struct FlopsRatio {
@@ -32,7 +32,7 @@ struct FlopsRatio {
 /// FLOPs ratio of `plan` over prompts with the given text lengths (one entry per sample: each sample is
 /// costed at its own N_t, and the ratio is of the sums, i.e. of the mean FLOPs per sample).
 /// @param n_texts text tokens per prompt, each ≥ 0, at least one.
-/// @throws InvalidArgument for an empty list, a negative length or a plan that does not fit `cfg`.
-FlopsRatio plan_flops_ratio(const PruningPlan& plan, const LlavaConfig& cfg, const std::vector<int64_t>& n_texts);
+/// @throws InvalidArgument for an empty list, a negative length or a plan that does not fit `shape`.
+FlopsRatio plan_flops_ratio(const PruningPlan& plan, const ModelShape& shape, const std::vector<int64_t>& n_texts);
 
 }  // namespace vispco::optimize

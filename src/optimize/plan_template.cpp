@@ -23,21 +23,21 @@ std::string ratio_text(int64_t p) {
 
 }  // namespace
 
-PlanTemplate PlanTemplate::parse(const std::string& text, const LlavaConfig& cfg) {
+PlanTemplate PlanTemplate::parse(const std::string& text, const ModelShape& shape) {
   PlanTemplate t;
   t.text_ = text;
-  t.cfg_ = cfg;
+  t.shape_ = shape;
   if (text.empty() || text == "none") throw InvalidArgument("plan template is empty (e.g. fastv:layer=2)");
   if (is_pdrop_ratio_template(text)) {
     t.param_ = TemplateParam::kPdropRatio;
     t.param_max_ = 1000;
   } else {
     t.param_ = TemplateParam::kKeep;
-    t.param_max_ = cfg.n_visual_tokens();
+    t.param_max_ = shape.n_visual_tokens;
   }
   const PruningPlan top = t.at(t.param_max_);
   try {
-    top.validate(cfg);
+    top.validate(shape);
   } catch (const InvalidArgument& e) {
     throw InvalidArgument("plan template '" + text + "': " + e.what());
   }
@@ -53,17 +53,17 @@ PruningPlan PlanTemplate::at(int64_t p) const {
                           std::to_string(param_min()) + ", " + std::to_string(param_max_) + "]");
   if (param_ == TemplateParam::kPdropRatio) {
     try {
-      return parse_plan(text_ + ",ratio=" + ratio_text(p), cfg_);
+      return parse_plan(text_ + ",ratio=" + ratio_text(p), shape_);
     } catch (const InvalidArgument& e) {
       throw InvalidArgument("plan template '" + text_ + "': " + e.what());
     }
   }
-  return eval::sweep_plan(text_, p, cfg_.n_visual_tokens());
+  return eval::sweep_plan(text_, p, shape_.n_visual_tokens);
 }
 
 bool PlanTemplate::valid_at(int64_t p, std::string* why) const {
   try {
-    at(p).validate(cfg_);
+    at(p).validate(shape_);
     return true;
   } catch (const InvalidArgument& e) {
     if (why != nullptr) *why = e.what();

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "model/config.h"
+#include "model/shape.h"
 #include "prune/plan.h"
 
 namespace vispco::optimize {
@@ -22,10 +22,10 @@ class PlanTemplate {
  public:
   /// Parses `text`: "scorer:layer=ℓ" (one stage, keep appended), a plan with "{K}" where K goes, or
   /// "pdrop:layers=a/b/c[,scorer=s]" without ratio (λ free). Checks that the plan at the largest parameter
-  /// fits `cfg` (PruningPlan::validate).
+  /// fits `shape` (PruningPlan::validate).
   /// @throws InvalidArgument naming the template and the problem (e.g. it fixes keep= itself, unknown scorer,
   ///         layer outside the model).
-  static PlanTemplate parse(const std::string& text, const LlavaConfig& cfg);
+  static PlanTemplate parse(const std::string& text, const ModelShape& shape);
 
   const std::string& text() const { return text_; }
   TemplateParam param() const { return param_; }
@@ -47,7 +47,7 @@ class PlanTemplate {
   TemplateParam param_ = TemplateParam::kKeep;
   int64_t param_max_ = 0;
   bool pre_llm_ = false;
-  LlavaConfig cfg_;
+  ModelShape shape_;
 };
 
 /// Splits a ';'-separated list of templates (empty pieces dropped).

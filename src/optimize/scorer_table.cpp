@@ -35,11 +35,11 @@ std::string strf(const char* f, ...) {
 }
 
 // Visual tokens alive entering each layer under `plan`, plus n_text, for the FLOPs model.
-std::vector<int64_t> plan_tokens_per_layer(const PruningPlan& plan, const LlavaConfig& cfg, int64_t n_text) {
+std::vector<int64_t> plan_tokens_per_layer(const PruningPlan& plan, const ModelShape& shape, int64_t n_text) {
   std::vector<int64_t> out;
-  int64_t alive = cfg.n_visual_tokens();
+  int64_t alive = shape.n_visual_tokens;
   size_t next = 0;
-  for (int64_t l = 0; l < cfg.text.num_hidden_layers; ++l) {
+  for (int64_t l = 0; l < shape.n_layers; ++l) {
     while (next < plan.stages.size() && plan.stages[next].layer == l) alive = plan.stages[next++].keep;
     out.push_back(n_text + alive);
   }
@@ -60,11 +60,11 @@ void ScorerTableOptions::validate() const {
   eval.validate();
 }
 
-std::string scorer_table_plan(const std::string& scorer, int64_t keep, const LlavaConfig& cfg,
+std::string scorer_table_plan(const std::string& scorer, int64_t keep, const ModelShape& shape,
                               int64_t llm_layer) {
   const std::string k = std::to_string(keep);
   if (scorer == "pdrop") {
-    const int64_t L = cfg.text.num_hidden_layers, n_v = cfg.n_visual_tokens();
+    const int64_t L = shape.n_layers, n_v = shape.n_visual_tokens;
     std::string plan;
     int64_t prev_layer = 0;
     for (int i = 1; i <= 3; ++i) {
@@ -116,14 +116,14 @@ ScorerTable run_scorer_table(VisionLanguageModel& model, const std::string& mode
                              const eval::Dataset& dataset, const ScorerTableOptions& options,
                              const std::function<void(const ScorerTableCell&)>& on_cell) {
   options.validate();
-  const auto& cfg = model.config();
+  const auto& shape = model.shape();
   ScorerTable t;
   t.model_dir = model_dir;
   t.model_hash = eval::model_folder_hash(model_dir);
   t.dataset = dataset.jsonl_path;
   t.dataset_hash = dataset.hash;
   t.batch = options.eval.batch_size;
-  t.n_visual = cfg.n_visual_tokens();
+  t.n_visual = shape.n_visual_tokens;
   for (auto k : options.keeps)
     if (k >= t.n_visual)
       t.notes.push_back("K = " + std::to_string(k) + " is not below N_v = " + std::to_string(t.n_visual) +
@@ -150,14 +150,14 @@ ScorerTable run_scorer_table(VisionLanguageModel& model, const std::string& mode
   };
   const ScorerEnv env{model_dir};
   std::vector<Job> jobs;
-  jobs.push_back({"none", t.n_visual, eval::BoundPlan(PruningPlan(), cfg, env)});
+  jobs.push_back({"none", t.n_visual, eval::BoundPlan(PruningPlan(), shape, env)});
   for (const auto& s : scorers)
     for (auto k : t.keeps) {
-      const std::string text = scorer_table_plan(s, k, cfg, options.llm_layer);
+      const std::string text = scorer_table_plan(s, k, shape, options.llm_layer);
       if (s == "pool" && text != "pool:layer=0,keep=" + std::to_string(k))
         t.notes.push_back("pool at K = " + std::to_string(k) + " keeps the largest square ≤ K: `" + text +
                           "`");
-      jobs.push_back({s, k, eval::BoundPlan(parse_plan(text, cfg), cfg, env)});
+      jobs.push_back({s, k, eval::BoundPlan(parse_plan(text, shape), shape, env)});
     }
   for (auto& job : jobs) {
     eval::EvalOptions o = options.eval;
@@ -179,8 +179,8 @@ ScorerTable run_scorer_table(VisionLanguageModel& model, const std::string& mode
     const double n = std::max<double>(1.0, static_cast<double>(rep.rows.size()));
     c.mean_prepass_ms = prepass / n;
     const int64_t nt = std::llround(n_text / n);
-    const auto full = prefill_flops(cfg, unpruned_tokens_per_layer(cfg, nt));
-    const auto pruned = prefill_flops(cfg, plan_tokens_per_layer(job.plan.plan(), cfg, nt));
+    const auto full = prefill_flops(shape.flops, unpruned_tokens_per_layer(shape.flops, nt));
+    const auto pruned = prefill_flops(shape.flops, plan_tokens_per_layer(job.plan.plan(), shape, nt));
     double flops = static_cast<double>(pruned.total);
     // The gradient pre-pass: an unpruned decoder forward and its backward (≈ 2 forwards).
     if (std::any_of(job.plan.plan().stages.begin(), job.plan.plan().stages.end(),

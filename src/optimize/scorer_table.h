@@ -12,7 +12,7 @@
 #include "eval/dataset.h"
 #include "eval/evaluator.h"
 #include "eval/metrics.h"
-#include "model/llava.h"
+#include "model/vlm.h"
 
 namespace vispco::optimize {
 
@@ -67,7 +67,7 @@ struct ScorerTable {
 /// The plan a scorer is tabulated with at K, as text: ℓ = 0 scorers "S:layer=0,keep=K"; fastv, sparsevlm
 /// and dart "S:layer=<llm_layer>,keep=K"; pool at the largest square ≤ K; pdrop three stages at layers ⌊L/4⌋,
 /// ⌊L/2⌋, ⌊3L/4⌋ keeping N_v·(K/N_v)^(i/3) (ending at K). @throws InvalidArgument for an unknown scorer.
-std::string scorer_table_plan(const std::string& scorer, int64_t keep, const LlavaConfig& cfg,
+std::string scorer_table_plan(const std::string& scorer, int64_t keep, const ModelShape& shape,
                               int64_t llm_layer);
 
 /// Evaluates the reference and every (scorer, K) cell. @param model_dir the folder `model` was loaded from

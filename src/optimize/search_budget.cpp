@@ -11,14 +11,14 @@
 namespace vispco::optimize {
 
 SearchOutcome search_budget(const OptimizeOptions& o, PlanEvaluator& ev, const OptimizeLog& log) {
-  const LlavaConfig& cfg = ev.config();
+  const ModelShape& shape = ev.shape();
   SearchOutcome out;
   emit(log, "budget: unpruned reference on calibration");
   out.points.push_back(ev.evaluate(PruningPlan{}, Split::kCalib));
   nlohmann::json candidates = nlohmann::json::array();
   for (const std::string& text : o.templates) {
-    const PlanTemplate t = PlanTemplate::parse(text, cfg);
-    const BudgetPlan bp = budget_plan(t, cfg, ev.text_lengths(Split::kCalib), o.flops_budget);
+    const PlanTemplate t = PlanTemplate::parse(text, shape);
+    const BudgetPlan bp = budget_plan(t, shape, ev.text_lengths(Split::kCalib), o.flops_budget);
     nlohmann::json c = bp.to_json();
     if (!bp.plan) {
       char buf[200];

@@ -55,9 +55,9 @@ nlohmann::json rank_pre_llm(const SearchOutcome& out, const std::vector<PlanTemp
 }  // namespace
 
 SearchOutcome search_grid(const OptimizeOptions& o, PlanEvaluator& ev, const OptimizeLog& log) {
-  const LlavaConfig& cfg = ev.config();
+  const ModelShape& shape = ev.shape();
   std::vector<PlanTemplate> templates;
-  for (const auto& text : o.templates) templates.push_back(PlanTemplate::parse(text, cfg));
+  for (const auto& text : o.templates) templates.push_back(PlanTemplate::parse(text, shape));
   // The plan list first, so the log can count.
   std::vector<std::pair<const PlanTemplate*, int64_t>> plans;
   nlohmann::json skipped = nlohmann::json::array();
@@ -120,7 +120,7 @@ SearchOutcome search_grid(const OptimizeOptions& o, PlanEvaluator& ev, const Opt
                  {"confidence", o.confidence},
                  {"n_plans", plans.size()},
                  {"skipped", skipped},
-                 {"pre_llm", rank_pre_llm(out, templates, cfg.n_visual_tokens())}};
+                 {"pre_llm", rank_pre_llm(out, templates, shape.n_visual_tokens)}};
   return out;
 }
 

@@ -10,9 +10,9 @@
 namespace vispco::optimize {
 
 SearchOutcome search_min_k(const OptimizeOptions& o, PlanEvaluator& ev, const OptimizeLog& log) {
-  const LlavaConfig& cfg = ev.config();
-  const int64_t n_v = cfg.n_visual_tokens();
-  const PlanTemplate t = PlanTemplate::parse(o.templates.at(0), cfg);
+  const ModelShape& shape = ev.shape();
+  const int64_t n_v = shape.n_visual_tokens;
+  const PlanTemplate t = PlanTemplate::parse(o.templates.at(0), shape);
   if (t.param() != TemplateParam::kKeep)
     throw InvalidArgument("optimize --method min-k: template '" + t.text() + "' has no K to search");
   const MinKOptions mk = o.min_k_options(n_v);

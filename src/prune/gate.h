@@ -12,7 +12,6 @@
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 
-#include "model/config.h"
 #include "model/token_state.h"
 
 namespace vispco {

@@ -130,8 +130,8 @@ std::string PruningPlan::to_string() const {
   return out;
 }
 
-void PruningPlan::validate(const LlavaConfig& cfg) const {
-  const int64_t n_layers = cfg.text.num_hidden_layers, n_v = cfg.n_visual_tokens();
+void PruningPlan::validate(const ModelShape& shape) const {
+  const int64_t n_layers = shape.n_layers, n_v = shape.n_visual_tokens;
   int64_t prev_layer = -1, prev_keep = n_v;
   for (size_t i = 0; i < stages.size(); ++i) {
     const auto& s = stages[i];
@@ -148,14 +148,14 @@ void PruningPlan::validate(const LlavaConfig& cfg) const {
     if (s.keep > prev_keep)
       throw InvalidArgument(where + ": keep " + std::to_string(s.keep) + " exceeds the previous stage's " +
                             std::to_string(prev_keep) + " (K must not increase)");
-    make_scorer(s.scorer)->check(s, cfg);
+    make_scorer(s.scorer)->check(s, shape);
     prev_layer = s.layer;
     prev_keep = s.keep;
   }
 }
 
-PruningPlan parse_plan(const std::string& text, const LlavaConfig& cfg) {
-  return parse_plan(text, cfg.n_visual_tokens(), cfg.text.num_hidden_layers);
+PruningPlan parse_plan(const std::string& text, const ModelShape& shape) {
+  return parse_plan(text, shape.n_visual_tokens, shape.n_layers);
 }
 
 PruningPlan parse_plan(const std::string& text, int64_t n_visual, int64_t n_layers) {

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "model/config.h"
+#include "model/shape.h"
 
 namespace vispco {
 
@@ -42,7 +42,7 @@ struct PruningPlan {
   /// Checks the plan against a model: layers in [0, L) and strictly increasing, keep in [1, N_v] and
   /// non-increasing, known scorers whose hook point allows the layer, known options.
   /// @throws InvalidArgument naming the stage and the problem.
-  void validate(const LlavaConfig& cfg) const;
+  void validate(const ModelShape& shape) const;
   bool operator==(const PruningPlan&) const = default;
 };
 
@@ -53,7 +53,7 @@ struct PruningPlan {
 /// bad .json file.
 PruningPlan parse_plan(const std::string& text, int64_t n_visual, int64_t n_layers = 0);
 /// parse_plan() with N_v and L from the model's config.
-PruningPlan parse_plan(const std::string& text, const LlavaConfig& cfg);
+PruningPlan parse_plan(const std::string& text, const ModelShape& shape);
 
 nlohmann::json to_json(const PruningPlan& plan);
 /// @throws InvalidArgument for a malformed object.

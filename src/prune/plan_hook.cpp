@@ -10,12 +10,12 @@
 
 namespace vispco {
 
-PlanHook::PlanHook(PruningPlan plan, const LlavaConfig& cfg, uint64_t seed, const ScorerEnv& env)
-    : plan_(std::move(plan)), grid_(cfg.vision.grid()), n_visual_(cfg.n_visual_tokens()), seed_(seed) {
-  plan_.validate(cfg);
+PlanHook::PlanHook(PruningPlan plan, const ModelShape& shape, uint64_t seed, const ScorerEnv& env)
+    : plan_(std::move(plan)), grid_(shape.grid_side()), n_visual_(shape.n_visual_tokens), seed_(seed) {
+  plan_.validate(shape);
   for (const auto& st : plan_.stages) {
     scorers_.push_back(make_scorer(st.scorer));
-    scorers_.back()->bind(st, cfg, env);
+    scorers_.back()->bind(st, shape, env);
     auto sel = st.options.find("select");
     selectors_.push_back(sel == st.options.end() ? nullptr : make_selector(sel->second));
   }

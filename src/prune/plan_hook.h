@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "model/config.h"
+#include "model/shape.h"
 #include "model/token_state.h"
 #include "prune/plan.h"
 #include "prune/scorer.h"
@@ -30,7 +30,7 @@ class PlanHook : public PrefillHook {
   /// @param env where scorers find their resources (the learned gate's file beside the model).
   /// @throws InvalidArgument when the plan does not fit the model (PruningPlan::validate); what a scorer's
   ///         bind() throws (a missing or mismatched gate file).
-  PlanHook(PruningPlan plan, const LlavaConfig& cfg, uint64_t seed = 0, const ScorerEnv& env = {});
+  PlanHook(PruningPlan plan, const ModelShape& shape, uint64_t seed = 0, const ScorerEnv& env = {});
 
   bool wants_vision_attention() const override;
   void begin(const at::Tensor& cls_attention, const at::Tensor& vision_keys) override;

@@ -55,7 +55,7 @@ std::unique_ptr<Scorer> make_scorer(const std::string& name) { return entry(name
 
 int64_t default_layer(const std::string& name) { return entry(name).default_layer; }
 
-void Scorer::check(const PruneStage& stage, const LlavaConfig& cfg) const {
+void Scorer::check(const PruneStage& stage, const ModelShape& shape) const {
   const std::string where = "plan stage " + stage.scorer + ":layer=" + std::to_string(stage.layer);
   if (hook_point() == HookPoint::kPreLlm && stage.layer != 0)
     throw InvalidArgument(where + ": " + stage.scorer + " acts before the LLM only (layer=0)");
@@ -85,7 +85,7 @@ void Scorer::check(const PruneStage& stage, const LlavaConfig& cfg) const {
   if (selector)
     selector->check(stage);
   else
-    check_extra(stage, cfg);
+    check_extra(stage, shape);
 }
 
 Selection Scorer::select(const ScoreInput& in) const {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "model/config.h"
+#include "model/shape.h"
 #include "model/token_state.h"
 #include "prune/plan.h"
 
@@ -105,7 +105,7 @@ class Scorer {
   virtual AttentionQueries attention_queries(const ScoreInput& in) const;
   /// Loads what the stage needs besides the model (the learned gate's weights). Called once per stage by
   /// PlanHook before any select(). @throws IoError/FormatError/InvalidArgument naming the file and a hint.
-  virtual void bind(const PruneStage& stage, const LlavaConfig& cfg, const ScorerEnv& env) {}
+  virtual void bind(const PruneStage& stage, const ModelShape& shape, const ScorerEnv& env) {}
   /// Identifies what bind() loaded, for result-store keys ("" when nothing), e.g. "gate=sha256:<hex>".
   virtual std::string resource_key() const { return ""; }
   /// Option names this scorer accepts in a stage.
@@ -122,7 +122,7 @@ class Scorer {
   /// Stage checks beyond the plan's own (hook point, options, method-specific K limits, and a select=NAME
   /// option: a known selector, a scorer that provides scores, the selector's own options).
   /// @throws InvalidArgument naming the stage's problem.
-  void check(const PruneStage& stage, const LlavaConfig& cfg) const;
+  void check(const PruneStage& stage, const ModelShape& shape) const;
   /// Chooses stage->keep tokens by the method's own rule. Default: the top K of score() (FastV, grad,
   /// random).
   /// @throws InvalidArgument for inputs the method cannot use.
@@ -130,7 +130,7 @@ class Scorer {
 
  protected:
   /// Checks of the method's own options (skipped when the stage's select= replaces its selection).
-  virtual void check_extra(const PruneStage& stage, const LlavaConfig& cfg) const {}
+  virtual void check_extra(const PruneStage& stage, const ModelShape& shape) const {}
 };
 
 /// One row of the scorer registry.

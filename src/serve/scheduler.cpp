@@ -31,13 +31,13 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 
 // Decoder prefill FLOPs of one row of a batch over its unpruned FLOPs. The batch's per-layer token counts
 // include the row's left padding (T_max − T_row positions in every layer).
-double row_flops_ratio(const LlavaConfig& cfg, const GenerationStats& st, int64_t n_text) {
+double row_flops_ratio(const ModelShape& shape, const GenerationStats& st, int64_t n_text) {
   const int64_t pad = st.n_text_max - n_text;
   std::vector<int64_t> row = st.tokens_per_layer;
   for (auto& n : row) n -= pad;
-  const double pruned = static_cast<double>(prefill_flops(cfg, row).decoder_total);
+  const double pruned = static_cast<double>(prefill_flops(shape.flops, row).decoder_total);
   const double full =
-      static_cast<double>(prefill_flops(cfg, unpruned_tokens_per_layer(cfg, n_text)).decoder_total);
+      static_cast<double>(prefill_flops(shape.flops, unpruned_tokens_per_layer(shape.flops, n_text)).decoder_total);
   return pruned / full;
 }
 
@@ -106,17 +106,17 @@ struct BatchScheduler::AutoPredictor {
 
 std::shared_ptr<const BatchScheduler::AutoPredictor> BatchScheduler::auto_predictor(const std::string& text) const {
   auto a = std::make_shared<AutoPredictor>();
-  a->plan = optimize::parse_auto_keep(text, model_.config());
+  a->plan = optimize::parse_auto_keep(text, model_.shape());
   const std::string key = a->plan.to_string();  // canonical: "keep=0064"-style spellings share one entry
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto it = auto_predictors_.find(key); it != auto_predictors_.end()) return it->second;
   }
-  a->predictor = optimize::load_plan_predictor(a->plan, model_dir_, model_.config());
+  a->predictor = optimize::load_plan_predictor(a->plan, model_dir_, model_.shape());
   for (const auto k :
        a->predictor->meta.ladder)  // every rung binds (e.g. a gate file) before any request runs
-    if (k < model_.config().n_visual_tokens())
-      PlanHook(a->plan.at(k, model_.config()), model_.config(), 0, ScorerEnv{model_dir_});
+    if (k < model_.shape().n_visual_tokens)
+      PlanHook(a->plan.at(k, model_.shape()), model_.shape(), 0, ScorerEnv{model_dir_});
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = auto_predictors_.find(key); it != auto_predictors_.end()) return it->second;
   if (auto_predictors_.size() >= kMaxAutoPlans) {  // jobs hold their own reference: eviction is safe
@@ -130,12 +130,12 @@ std::shared_ptr<const BatchScheduler::AutoPredictor> BatchScheduler::auto_predic
 std::string BatchScheduler::resolve_plan(const std::string& plan) const {
   const std::string text = plan.empty() ? opts_.default_plan : plan;
   if (optimize::is_auto_keep(text)) return auto_predictor(text)->plan.to_string();
-  const std::string canonical = parse_plan(text, model_.config()).to_string();
+  const std::string canonical = parse_plan(text, model_.shape()).to_string();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (valid_plans_.count(canonical) > 0) return canonical;
   }
-  PlanHook hook(parse_plan(canonical, model_.config()), model_.config(), 0,
+  PlanHook hook(parse_plan(canonical, model_.shape()), model_.shape(), 0,
                 ScorerEnv{model_dir_});  // binds scorers
   std::lock_guard<std::mutex> lock(mu_);
   if (valid_plans_.size() >= kMaxCachedPlans) valid_plans_.clear();
@@ -226,7 +226,7 @@ std::vector<std::unique_ptr<BatchScheduler::Pending>> BatchScheduler::take_plan(
 }
 
 int64_t BatchScheduler::prompt_tokens(const Pending& p) const {
-  return static_cast<int64_t>(p.job.request.prompt_ids.size()) - 1 + model_.config().n_visual_tokens();
+  return static_cast<int64_t>(p.job.request.prompt_ids.size()) - 1 + model_.shape().n_visual_tokens;
 }
 
 void BatchScheduler::worker() {
@@ -313,8 +313,8 @@ void BatchScheduler::resolve_auto_keep(std::unique_lock<std::mutex>& lock) {
       const auto a = auto_predictor(todo[i]->auto_text);
       const int rung = a->predictor->predict(features.slice(0, i, i + 1)).at(0);
       const int64_t k = a->predictor->meta.ladder.at(rung);
-      todo[i]->plan_key = k >= model_.config().n_visual_tokens() ? std::string("none")
-                                                                 : a->plan.at(k, model_.config()).to_string();
+      todo[i]->plan_key = k >= model_.shape().n_visual_tokens ? std::string("none")
+                                                                 : a->plan.at(k, model_.shape()).to_string();
     }
   } catch (const std::exception& e) {
     for (auto* p : todo) failed[p] = std::string("keep=auto: ") + e.what();
@@ -346,7 +346,7 @@ struct BatchScheduler::Active {
 
 void BatchScheduler::admit(std::vector<std::unique_ptr<Pending>>& group) {
   const auto start = Clock::now();
-  const auto& cfg = model_.config();
+  const ModelShape& shape = model_.shape();
   const auto decode = [this](const std::vector<int64_t>& ids) { return model_.tokenizer().decode(ids); };
   std::vector<std::unique_ptr<Active>> joining;
   std::vector<VlmRequest> reqs;
@@ -365,7 +365,7 @@ void BatchScheduler::admit(std::vector<std::unique_ptr<Pending>>& group) {
   GenerationStats st;
   std::string plan;
   try {
-    PlanHook hook(parse_plan(joining[0]->p->plan_key, cfg), cfg, 0, ScorerEnv{model_dir_});
+    PlanHook hook(parse_plan(joining[0]->p->plan_key, shape), shape, 0, ScorerEnv{model_dir_});
     plan = hook.plan().to_string();
     st = batch_->add(reqs, configs, ids, hook.plan().empty() ? nullptr : &hook,
                      std::vector<bool>(reqs.size(), false), top_logprobs);
@@ -384,7 +384,7 @@ void BatchScheduler::admit(std::vector<std::unique_ptr<Pending>>& group) {
     r.n_visual = st.n_visual;
     r.n_visual_kept = st.n_visual_kept;
     try {  // the rows are in the batch now: a failure here must not lose them
-      r.prefill_flops_ratio = row_flops_ratio(cfg, st, n_text);
+      r.prefill_flops_ratio = row_flops_ratio(shape, st, n_text);
     } catch (const std::exception&) {
       r.prefill_flops_ratio = std::nan("");
     }

@@ -24,7 +24,7 @@
 
 #include "model/decode_batch.h"
 #include "model/generate.h"
-#include "model/llava.h"
+#include "model/vlm.h"
 #include "serve/metrics.h"
 
 namespace vispco::serve {

@@ -175,16 +175,16 @@ struct ChatServer::Impl {
       throw bad_request(std::string("prompt: ") + e.what(), "messages");
     }
     const auto& ids = job.request.prompt_ids;
-    if (std::count(ids.begin(), ids.end(), model.config().image_token_index) != 1)
+    if (std::count(ids.begin(), ids.end(), model.shape().image_token_id) != 1)
       throw bad_request("the text may not contain the image token itself (the image goes in an image_url part)",
                         "messages");
-    const int64_t n_positions = static_cast<int64_t>(ids.size()) - 1 + model.config().n_visual_tokens() +
+    const int64_t n_positions = static_cast<int64_t>(ids.size()) - 1 + model.shape().n_visual_tokens +
                                 cr.gen.max_new_tokens;
-    if (n_positions > model.config().text.max_position_embeddings)
+    if (n_positions > model.shape().max_positions)
       throw bad_request("prompt (" + std::to_string(ids.size() - 1) + " text tokens + the image's " +
-                            std::to_string(model.config().n_visual_tokens()) + ") plus max_tokens (" +
+                            std::to_string(model.shape().n_visual_tokens) + ") plus max_tokens (" +
                             std::to_string(cr.gen.max_new_tokens) + ") exceeds the model's context of " +
-                            std::to_string(model.config().text.max_position_embeddings) + " positions",
+                            std::to_string(model.shape().max_positions) + " positions",
                         "max_tokens");
     job.gen = cr.gen;
     job.plan = cr.plan;

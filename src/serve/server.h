@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "model/llava.h"
+#include "model/vlm.h"
 #include "serve/chat_request.h"
 #include "serve/connection_limits.h"
 #include "serve/metrics.h"

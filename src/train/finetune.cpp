@@ -222,12 +222,12 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
   apply_threads(ctx);
   auto m = VisionLanguageModel::load(model_dir, ctx);
   const auto& cfg = m.config();
-  const PruningPlan plan = parse_plan(options.plan, cfg);
-  plan.validate(cfg);
+  const PruningPlan plan = parse_plan(options.plan, m.shape());
+  plan.validate(m.shape());
   if (plan.empty()) throw InvalidArgument("finetune: --plan must prune something");
   {  // a plan whose stages merge tokens cannot be replayed: refuse it before any file is written
     const auto s0 = eval::synthvqa::make_sample(options.data_seed, 0);
-    PlanHook probe(plan, cfg, 0, ScorerEnv{model_dir});
+    PlanHook probe(plan, m.shape(), 0, ScorerEnv{model_dir});
     GenerationConfig one;
     one.max_new_tokens = 1;
     generate(m, {{m.preprocess(s0.rgb), m.prompt_ids(s0.question)}}, one, &probe);
@@ -351,7 +351,7 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
       turns.push_back({{samples.back().question, samples.back().answer}});
     }
     // The plan's decisions, from an inference prefill of the prompts (exactly what inference would keep).
-    PlanHook hook(plan, cfg, 0, ScorerEnv{model_dir});
+    PlanHook hook(plan, m.shape(), 0, ScorerEnv{model_dir});
     GenerationConfig one;
     one.max_new_tokens = 1;
     generate(m, reqs, one, &hook);

@@ -71,7 +71,7 @@ GateLoss gate_loss(VisionLanguageModel& m, TokenGate& gate, const std::vector<Ga
   auto vis_pos = at::nonzero(state.visual).select(1, 1).view({B, n_v});
   // Key gate: g at visual keys, 1 elsewhere, from layer 0 on, on every query's logit of the key.
   GateKeyHook hook(at::ones({B, T}, log_g.options()).scatter(1, vis_pos, log_g.exp()));
-  auto& lm = m.net()->language_model;
+  auto& lm = m.language_model();
   auto logits = lm->logits(lm->forward_gated(state, hook));  // [B, T, V] fp32
   auto task = torch::nn::functional::cross_entropy(
       logits.view({B * T, -1}), target.view({-1}).to(dev),

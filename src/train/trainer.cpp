@@ -22,6 +22,7 @@
 #include "io/image.h"
 #include "model/answer_targets.h"
 #include "model/generate.h"
+#include "model/llava_prompt.h"
 #include "model/presets.h"
 #include "train/grounding.h"
 #include "train/heldout_probe.h"
@@ -521,8 +522,8 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
       throw InvalidArgument("conversation_loss: turn_answers must have one entry per turn");
     for (size_t t = 0; t < turns[b].size(); ++t) {
       const auto& [q, a] = turns[b][t];
-      auto prompt = t == 0 ? io::encode_llava_prompt(tok, q, cfg.image_token_index)
-                           : tok.encode("USER: " + q + " ASSISTANT:", false);
+      auto prompt = t == 0 ? llava_prompt_ids(tok, q, cfg.image_token_index)
+                           : llava_followup_ids(tok, q);
       if (ground)
         for (auto i : object_word_ends(tok, prompt, 0, prompt.size()))
           words[b].push_back({static_cast<int64_t>(ids.size()) + i, t});

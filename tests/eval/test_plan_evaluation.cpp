@@ -27,15 +27,15 @@ TEST(PlanEvaluation, KeysByTheGatesHashSoARetrainedGateIsEvaluatedAfresh) {
   const ScorerEnv env{tmp.str("")};  // a model folder holding only the gate: the gate scorer's default file
   const std::string gate_path = default_gate_path(env.model_dir);
   GateConfig gc;
-  gc.d_model = model.config().text.hidden_size;
+  gc.d_model = model.shape().hidden_size;
   gc.hidden = 8;
   TokenGate gate1(gc, 1);
   save_gate(gate_path, gate1);
 
-  const PruningPlan plan = parse_plan("gate:layer=0,keep=4", model.config());
-  const std::string key1 = plan_store_key(plan, model.config(), env);
+  const PruningPlan plan = parse_plan("gate:layer=0,keep=4", model.shape());
+  const std::string key1 = plan_store_key(plan, model.shape(), env);
   EXPECT_EQ(key1, "gate:layer=0,keep=4 @gate=sha256:" + sha256_file_hex(gate_path).substr(0, 16));
-  EXPECT_EQ(plan_store_key(PruningPlan{}, model.config(), env), "none");
+  EXPECT_EQ(plan_store_key(PruningPlan{}, model.shape(), env), "none");
 
   EvalOptions o;
   o.store_path = tmp.str("results.sqlite");
@@ -49,7 +49,7 @@ TEST(PlanEvaluation, KeysByTheGatesHashSoARetrainedGateIsEvaluatedAfresh) {
 
   TokenGate gate2(gc, 2);  // "retrained": other weights, same file name
   save_gate(gate_path, gate2);
-  const std::string key2 = plan_store_key(plan, model.config(), env);
+  const std::string key2 = plan_store_key(plan, model.shape(), env);
   EXPECT_NE(key2, key1);
   const EvalReport retrained = evaluate_plan(model, model_hash, ds, o, plan, env);
   EXPECT_EQ(retrained.key.plan, key2);
@@ -57,7 +57,7 @@ TEST(PlanEvaluation, KeysByTheGatesHashSoARetrainedGateIsEvaluatedAfresh) {
 
   const EvalReport unpruned = evaluate_plan(model, model_hash, ds, o, PruningPlan{}, env);
   EXPECT_EQ(unpruned.key.plan, "none");
-  EXPECT_THROW(plan_store_key(plan, model.config(), ScorerEnv{tmp.str("elsewhere")}),
+  EXPECT_THROW(plan_store_key(plan, model.shape(), ScorerEnv{tmp.str("elsewhere")}),
                IoError);  // no gate there
 }
 
@@ -67,7 +67,7 @@ TEST(PlanEvaluation, GroupsMergeInTheGivenOrderAndEqualEachSampleEvaluatedAloneU
   const Dataset ds = load_dataset(testing::known_dataset().dir.string());
   ASSERT_GE(ds.samples.size(), 3u);
   const ScorerEnv env{};
-  const PruningPlan pruned = parse_plan("uniform:layer=0,keep=4", model.config());  // deterministic per row
+  const PruningPlan pruned = parse_plan("uniform:layer=0,keep=4", model.shape());  // deterministic per row
   // Sample 0 and the last sample unpruned, the others pruned; merged rows in reverse sample order.
   const size_t n = ds.samples.size();
   std::map<std::string, PlanGroup> groups;

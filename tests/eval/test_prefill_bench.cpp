@@ -39,7 +39,7 @@ TEST(PrefillBench, TruncatesDepthKeepingWidths) {
 }
 
 TEST(PrefillBench, SyntheticPromptHoldsOneImagePlaceholder) {
-  const auto& cfg = find_preset("llava-tinyllama-1.1b").config;  // BOS 1, image 32000
+  const auto cfg = preset_shape("llava-tinyllama-1.1b", 0);  // BOS 1, image 32000
   EXPECT_EQ(synthetic_prompt_ids(cfg, 1), (std::vector<int64_t>{1, 32000}));
   const auto ids = synthetic_prompt_ids(cfg, 40);
   ASSERT_EQ(ids.size(), 41u);  // 40 text + the placeholder
@@ -127,8 +127,8 @@ TEST(PrefillBench, TinyRunReportsTimesAndModelFlops) {
   EXPECT_GT(r.prefill_ms, 0);
   EXPECT_GT(r.matmul_gflops, 0);
   // FLOPs are the model's for 9 + 16 = 25 tokens at each of the 4 layers.
-  const auto& cfg = find_preset("tiny").config;
-  EXPECT_EQ(r.flops.total, prefill_flops(cfg, std::vector<int64_t>(4, 25)).total);
+  const auto cfg = preset_shape("tiny", 0);
+  EXPECT_EQ(r.flops.total, prefill_flops(cfg.flops, std::vector<int64_t>(4, 25)).total);
   EXPECT_NEAR(r.prefill_gflops, (r.flops.decoder_total + r.flops.lm_head) / (r.prefill_ms * 1e6), 1e-9);
   EXPECT_EQ(r.matmul_shape, "[25, 64] x [64, 128]");
   const auto j = r.to_json();

@@ -180,7 +180,7 @@ TEST(PrefillSweep, PlanTemplates) {
 }
 
 TEST(PrefillSweep, SpecValidationNamesTemplateAndK) {
-  const auto& cfg = find_preset("tiny").config;
+  const auto cfg = preset_shape("tiny", 0);
   const auto message = [&](const PrefillSweepSpec& s) {
     try {
       s.validate(cfg);

@@ -10,6 +10,7 @@
 
 #include "core/errors.h"
 #include "io/tokenizer.h"
+#include "model/llava_prompt.h"
 
 namespace vispco::io {
 namespace {
@@ -109,7 +110,7 @@ TEST_F(TokenizerTest, DecodeSkipsSpecialAndImageIds) {
 
 TEST_F(TokenizerTest, LlavaPromptHasOneImageIdAfterUserPrefix) {
   const int64_t image_id = tok().vocab_size();  // as HF LLaVA: 32000 for a 32000-piece model
-  const auto ids = encode_llava_prompt(tok(), "What is this?", image_id);
+  const auto ids = llava_prompt_ids(tok(), "What is this?", image_id);
   const auto prefix = tok().encode("USER: ", /*add_bos=*/true);
   ASSERT_GT(ids.size(), prefix.size() + 2);
   EXPECT_EQ(std::count(ids.begin(), ids.end(), image_id), 1);
@@ -128,10 +129,10 @@ TEST_F(TokenizerTest, LlavaPromptHasOneImageIdAfterUserPrefix) {
 }
 
 TEST_F(TokenizerTest, LlavaPromptTreatsImageTagInQuestionAsText) {
-  const auto ids = encode_llava_prompt(tok(), "<image> twice?", -200);
+  const auto ids = llava_prompt_ids(tok(), "<image> twice?", -200);
   EXPECT_EQ(std::count(ids.begin(), ids.end(), -200), 1);
   EXPECT_EQ(tok().decode(ids), "USER:  \n<image> twice? ASSISTANT:");  // "▁" either side of the image id
-  EXPECT_THROW(encode_llava_prompt(tok(), "x", 5), InvalidArgument);
+  EXPECT_THROW(llava_prompt_ids(tok(), "x", 5), InvalidArgument);
 }
 
 TEST_F(TokenizerTest, TrainingIsDeterministic) {

@@ -85,7 +85,7 @@ struct Alone {
 
 Alone alone(VisionLanguageModel& m, const VlmRequest& r, const GenerationConfig& gc,
             const std::string& plan) {
-  PlanHook hook(parse_plan(plan, m.config()), m.config());
+  PlanHook hook(parse_plan(plan, m.shape()), m.shape());
   auto out = generate(m, {r}, gc, plan == "none" ? nullptr : &hook, true);
   Alone a{out.tokens[0], {}};
   for (const auto& l : out.step_logits) a.logits.push_back(l[0]);
@@ -115,7 +115,7 @@ TEST(DecodeBatch, RowsJoiningARunningBatchEqualAlone) {
   };
   batch.add({reqs[0]}, {cfg[0]}, {0}, nullptr, {true});
   run_steps(2);
-  PlanHook fastv(parse_plan(plans[1], m.config()), m.config());
+  PlanHook fastv(parse_plan(plans[1], m.shape()), m.shape());
   const auto st = batch.add({reqs[1], reqs[2]}, {cfg[1], cfg[2]}, {1, 2}, &fastv, {true, true});
   EXPECT_EQ(st.n_visual_kept, 6);
   EXPECT_EQ(batch.rows(), 3);

@@ -89,7 +89,7 @@ TEST(Generate, PrecomputedVisualTokensEqualRunningTheTower) {
   auto vt = m.encode_images(at::stack({reqs[0].pixels, reqs[1].pixels}), true);
   for (int64_t i = 0; i < 2; ++i) pre[i].visual = {vt.embeds[i], vt.cls_attention[i], vt.keys[i]};
   for (const std::string plan : {"none", "visionzip:keep=6", "fastv:layer=2,keep=5"}) {
-    PlanHook h1(parse_plan(plan, m.config()), m.config()), h2(parse_plan(plan, m.config()), m.config());
+    PlanHook h1(parse_plan(plan, m.shape()), m.shape()), h2(parse_plan(plan, m.shape()), m.shape());
     auto a = generate(m, reqs, gc, plan == "none" ? nullptr : &h1, true);
     auto b = generate(m, pre, gc, plan == "none" ? nullptr : &h2, true);
     EXPECT_EQ(a.tokens, b.tokens) << plan;

@@ -70,7 +70,7 @@ Run run(VisionLanguageModel& m, const std::string& plan_text, int64_t n_new) {
   GenerationConfig gc;
   gc.max_new_tokens = n_new;
   gc.stop_at_eos = false;
-  PlanHook hook(parse_plan(plan_text, m.config()), m.config(), 0);
+  PlanHook hook(parse_plan(plan_text, m.shape()), m.shape(), 0);
   auto out = generate(m, {{px, m.prompt_ids("What colour is the cube?")}}, gc,
                       hook.plan().empty() ? nullptr : &hook, true);
   return {out.tokens, out.step_logits[0]};
@@ -107,13 +107,13 @@ TEST(Quant, PrunedQuantisedDecodeEqualsRecomputation) {
   GenerationConfig gc;
   gc.max_new_tokens = 4;
   gc.stop_at_eos = false;
-  PlanHook hook(parse_plan(plan, m.config()), m.config(), 0);
+  PlanHook hook(parse_plan(plan, m.shape()), m.shape(), 0);
   auto cached = generate(m, {{px, ids}}, gc, &hook, true);
   ASSERT_EQ(cached.tokens[0].size(), 4u);
   for (size_t t = 0; t < 4; ++t) {
     GenerationConfig one = gc;
     one.max_new_tokens = 1;
-    PlanHook h(parse_plan(plan, m.config()), m.config(), 0);
+    PlanHook h(parse_plan(plan, m.shape()), m.shape(), 0);
     auto out = generate(m, {{px, ids}}, one, &h, true);
     const auto a = cached.step_logits[t][0], b = out.step_logits[0][0];
     const double diff = (a - b).abs().max().item<double>(), scale = a.abs().max().item<double>();

@@ -15,7 +15,10 @@
 namespace vispco::optimize {
 namespace {
 
-const LlavaConfig& tiny() { return find_preset("tiny").config; }  // N_v = 16, L = 4
+const ModelShape& tiny() {
+  static const ModelShape s = preset_shape("tiny", 0);
+  return s;
+}  // N_v = 16, L = 4
 
 TEST(PlanFlops, TokensPerLayerByHand) {
   // fastv at ℓ = 2 keeps 4 of 16: layers 0, 1 see 10 + 16 = 26, layers 2, 3 see 10 + 4 = 14.
@@ -34,8 +37,8 @@ TEST(PlanFlops, RatioIsTheRatioOfSumsOverPrompts) {
   const std::vector<int64_t> lengths{10, 12, 10};
   double num = 0, den = 0, vision = 0;
   for (const int64_t n : lengths) {
-    const auto p = prefill_flops(tiny(), {n + 16, n + 16, n + 4, n + 4});
-    const auto u = prefill_flops(tiny(), {n + 16, n + 16, n + 16, n + 16});
+    const auto p = prefill_flops(tiny().flops, {n + 16, n + 16, n + 4, n + 4});
+    const auto u = prefill_flops(tiny().flops, {n + 16, n + 16, n + 16, n + 16});
     num += static_cast<double>(p.decoder_total + p.lm_head);
     den += static_cast<double>(u.decoder_total + u.lm_head);
     vision += static_cast<double>(p.vision + p.projector);

@@ -26,11 +26,11 @@ class FakeEvaluator : public PlanEvaluator {
  public:
   using AccuracyFn = std::function<double(const std::string& tmpl, int64_t keep)>;
   explicit FakeEvaluator(AccuracyFn acc) : acc_(std::move(acc)) {
-    cfg_ = find_preset("tiny").config;  // N_v = 16, L = 4
+    cfg_ = preset_shape("tiny", 0);  // N_v = 16, L = 4
     lengths_ = {10, 12, 10, 14};
     families_ = {"a", "b", "a", "b"};
   }
-  const LlavaConfig& config() const override { return cfg_; }
+  const ModelShape& shape() const override { return cfg_; }
   const std::vector<int64_t>& text_lengths(Split) const override { return lengths_; }
   EvalPoint evaluate(const PruningPlan& plan, Split split, const std::string& tmpl, int64_t param) override {
     plan.validate(cfg_);
@@ -53,7 +53,7 @@ class FakeEvaluator : public PlanEvaluator {
 
  private:
   AccuracyFn acc_;
-  LlavaConfig cfg_;
+  ModelShape cfg_;
   std::vector<int64_t> lengths_;
   std::vector<std::string> families_;
 };
@@ -133,10 +133,10 @@ TEST(OptimizeJob, BudgetPicksTheMostAccurateCandidateWithinTheBudget) {
   int64_t want_k = 0;
   double want_ratio = 2;
   for (const auto& t : o.templates) {
-    const PlanTemplate pt = PlanTemplate::parse(t, ev.config());
+    const PlanTemplate pt = PlanTemplate::parse(t, ev.shape());
     for (int64_t k = 16; k >= 1; --k) {
       if (!pt.valid_at(k)) continue;
-      const double ratio = plan_flops_ratio(pt.at(k), ev.config(), ev.text_lengths(Split::kCalib)).llm;
+      const double ratio = plan_flops_ratio(pt.at(k), ev.shape(), ev.text_lengths(Split::kCalib)).llm;
       if (ratio > 0.8) continue;
       std::printf("%s: largest K within the budget %ld (FLOPs ratio %.4f)\n", t.c_str(), static_cast<long>(k), ratio);
       if (k > want_k || (k == want_k && ratio < want_ratio)) want_k = k, want_template = t, want_ratio = ratio;

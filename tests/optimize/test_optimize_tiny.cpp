@@ -35,7 +35,7 @@ TEST(OptimizeTiny, BinarySearchMatchesTheExhaustiveCurveOfARealModel) {
   st.store_path = tmp.str("store.sqlite");
   st.batch_size = 4;
   ModelPlanEvaluator ev(model, hash, ds, ds, st);
-  const PlanTemplate t = PlanTemplate::parse("fastv:layer=2", model.config());
+  const PlanTemplate t = PlanTemplate::parse("fastv:layer=2", model.shape());
 
   const EvalPoint ref = ev.evaluate(PruningPlan{}, Split::kCalib);
   EXPECT_DOUBLE_EQ(ref.accuracy, 1.0) << "answers are the unpruned outputs";

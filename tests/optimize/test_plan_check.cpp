@@ -28,13 +28,13 @@ class StoredEvaluator : public PlanEvaluator {
     double prefill_ms = 10;
   };
   explicit StoredEvaluator(std::map<std::string, Stored> store) : store_(std::move(store)) {
-    cfg_ = find_preset("tiny").config;  // N_v = 16
+    cfg_ = preset_shape("tiny", 0);  // N_v = 16
     for (int i = 0; i < 200; ++i) {
       lengths_.push_back(10);
       families_.push_back(i < 100 ? "color" : "text");
     }
   }
-  const LlavaConfig& config() const override { return cfg_; }
+  const ModelShape& shape() const override { return cfg_; }
   const std::vector<int64_t>& text_lengths(Split) const override { return lengths_; }
   EvalPoint evaluate(const PruningPlan& plan, Split split, const std::string& tmpl, int64_t param) override {
     EvalPoint p;
@@ -59,7 +59,7 @@ class StoredEvaluator : public PlanEvaluator {
 
  private:
   std::map<std::string, Stored> store_;
-  LlavaConfig cfg_;
+  ModelShape cfg_;
   std::vector<int64_t> lengths_;
   std::vector<std::string> families_;
 };

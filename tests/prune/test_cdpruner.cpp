@@ -127,7 +127,7 @@ TEST(CdPruner, TinyModelKeptSetEqualsGreedyMapOfAKernelRebuiltByHand) {
   testing::RecordHook rec(0);
   generate(m, {req}, gc, &rec);
   for (const std::string opt : {"", ",theta=0.5"}) {
-    PlanHook cd(parse_plan("cdpruner:layer=0,keep=5" + opt, 16), m.config());
+    PlanHook cd(parse_plan("cdpruner:layer=0,keep=5" + opt, 16), m.shape());
     generate(m, {req}, gc, &cd);
     ASSERT_EQ(cd.traces().size(), 1u);
     // Kernel by hand: cosine similarity of the visual tokens, relevance = mean cosine to the instruction
@@ -155,8 +155,8 @@ TEST(CdPruner, TinyModelKeptSetEqualsGreedyMapOfAKernelRebuiltByHand) {
     for (auto i : pick) expect.insert(rec.seen.grid_index[0][vis[i]].item<int64_t>());
     EXPECT_EQ(testing::kept_patches(cd.traces()[0].kept[0]), expect) << opt;
   }
-  EXPECT_THROW(PlanHook(parse_plan("cdpruner:layer=0,keep=5,theta=1", 16), m.config()), InvalidArgument);
-  EXPECT_THROW(PlanHook(parse_plan("cdpruner:layer=0,keep=5,theta=abc", 16), m.config()), InvalidArgument);
+  EXPECT_THROW(PlanHook(parse_plan("cdpruner:layer=0,keep=5,theta=1", 16), m.shape()), InvalidArgument);
+  EXPECT_THROW(PlanHook(parse_plan("cdpruner:layer=0,keep=5,theta=abc", 16), m.shape()), InvalidArgument);
 }
 
 }  // namespace

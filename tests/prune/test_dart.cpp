@@ -59,7 +59,7 @@ TEST(Dart, TinyModelKeptSetEqualsBruteForceFromLayerKeys) {
   testing::RecordHook rec(layer, /*keys=*/true);
   generate(m, {req}, gc, &rec);
   ASSERT_TRUE(rec.keys.defined());
-  PlanHook dart(parse_plan("dart:layer=2,keep=6,pivots=2,text_pivots=2", 16), m.config());
+  PlanHook dart(parse_plan("dart:layer=2,keep=6,pivots=2,text_pivots=2", 16), m.shape());
   generate(m, {req}, gc, &dart);
   ASSERT_EQ(dart.traces().size(), 1u);
 
@@ -99,12 +99,12 @@ TEST(Dart, HiddenNormPivotsAndBadOptions) {
   GenerationConfig gc;
   gc.max_new_tokens = 2;
   VlmRequest req{testing::test_pixels(56, 22), m.prompt_ids("What color is the cube?")};
-  PlanHook dart(parse_plan("dart:layer=1,keep=4,pivot=hidden", 16), m.config());
+  PlanHook dart(parse_plan("dart:layer=1,keep=4,pivot=hidden", 16), m.shape());
   auto out = generate(m, {req}, gc, &dart);
   EXPECT_EQ(out.stats.n_visual_kept, 4);
   for (const char* bad : {"dart:layer=1,keep=4,pivot=value", "dart:layer=1,keep=4,pivots=0,text_pivots=0",
                           "dart:layer=1,keep=4,pivots=x", "dart:layer=0,keep=4", "dart:layer=1,keep=4,foo=1"})
-    EXPECT_THROW(PlanHook(parse_plan(bad, 16), m.config()), InvalidArgument) << bad;
+    EXPECT_THROW(PlanHook(parse_plan(bad, 16), m.shape()), InvalidArgument) << bad;
 }
 
 }  // namespace

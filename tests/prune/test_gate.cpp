@@ -28,7 +28,7 @@ TEST(Gate, KeyGateOfZeroEqualsRemovingTheToken) {
   c10::InferenceMode guard;
   auto vis = m.encode_images(req.pixels.unsqueeze(0)).embeds;
   auto& lm = m.net()->language_model;
-  const int64_t L = m.config().text.num_hidden_layers;
+  const int64_t L = m.shape().n_layers;
   auto state = build_prefill_state(m, {req}, vis);
   const int64_t T = state.hidden.size(1);
   const auto visual = testing::visual_tokens(state);
@@ -99,7 +99,7 @@ TEST(Gate, FileRoundTripAndScorer) {
   auto m = testing::load_tiny();
   testing::TempDir tmp;
   GateConfig cfg;
-  cfg.d_model = m.config().text.hidden_size;
+  cfg.d_model = m.shape().hidden_size;
   cfg.hidden = 8;
   cfg.use_question = true;
   cfg.temperature = 0.5;
@@ -123,7 +123,7 @@ TEST(Gate, FileRoundTripAndScorer) {
   VlmRequest req{testing::test_pixels(56, 72), m.prompt_ids("Is the cube red?")};
   testing::RecordHook rec(0);
   generate(m, {req}, gc, &rec);
-  PlanHook h(parse_plan("gate:layer=0,keep=4,file=" + path, 16), m.config());
+  PlanHook h(parse_plan("gate:layer=0,keep=4,file=" + path, 16), m.shape());
   EXPECT_NE(h.store_key().find(" @gate=sha256:"), std::string::npos) << h.store_key();
   generate(m, {req}, gc, &h);
   const auto vis = testing::visual_tokens(rec.seen), txt = testing::instruction_tokens(rec.seen);
@@ -139,13 +139,13 @@ TEST(Gate, FileRoundTripAndScorer) {
   EXPECT_EQ(testing::kept_patches(h.traces()[0].kept[0]), expect);
   // No file anywhere: one clear error naming train-gate.
   try {
-    PlanHook none(parse_plan("gate:layer=0,keep=4", 16), m.config(), 0, ScorerEnv{tmp.str()});
+    PlanHook none(parse_plan("gate:layer=0,keep=4", 16), m.shape(), 0, ScorerEnv{tmp.str()});
     FAIL() << "expected an error";
   } catch (const IoError& e) {
     EXPECT_NE(std::string(e.what()).find("train-gate"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(PlanHook(parse_plan("gate:layer=0,keep=4", 16), m.config()), InvalidArgument);
-  EXPECT_THROW(PlanHook(parse_plan("gate:layer=1,keep=4,file=" + path, 16), m.config()), InvalidArgument);
+  EXPECT_THROW(PlanHook(parse_plan("gate:layer=0,keep=4", 16), m.shape()), InvalidArgument);
+  EXPECT_THROW(PlanHook(parse_plan("gate:layer=1,keep=4,file=" + path, 16), m.shape()), InvalidArgument);
 }
 
 }  // namespace

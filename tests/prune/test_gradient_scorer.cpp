@@ -20,7 +20,7 @@ namespace {
 double log_prob(VisionLanguageModel& m, const VlmRequest& req, const at::Tensor& visual, int64_t y) {
   c10::InferenceMode guard;
   auto state = build_prefill_state(m, {req}, visual);
-  KvCache cache(m.config().text.num_hidden_layers);
+  KvCache cache(m.shape().n_layers);
   auto& lm = m.net()->language_model;
   auto h = lm->forward(state, cache);
   auto logits = lm->logits(h.narrow(1, h.size(1) - 1, 1)).squeeze(1).to(at::kDouble);
@@ -69,7 +69,7 @@ TEST(GradientScorer, KeepsTheTopSaliencyPatchesAndTimesThePrePass) {
   std::set<int64_t> expect;
   for (int64_t i = 0; i < 5; ++i) expect.insert(top[i].item<int64_t>());
   for (const char* plan : {"grad:layer=0,keep=5", "grad:layer=2,keep=5"}) {
-    PlanHook h(parse_plan(plan, 16), m.config());
+    PlanHook h(parse_plan(plan, 16), m.shape());
     ASSERT_TRUE(h.wants_visual_saliency());
     auto out = generate(m, {req}, gc, &h);
     EXPECT_EQ(testing::kept_patches(h.traces()[0].kept[0]), expect) << plan;
@@ -77,10 +77,10 @@ TEST(GradientScorer, KeepsTheTopSaliencyPatchesAndTimesThePrePass) {
     EXPECT_EQ(out.stats.n_visual_kept, 5);
   }
   // Without generate() there is no pre-pass: one clear error.
-  PlanHook h(parse_plan("grad:layer=0,keep=5", 16), m.config());
+  PlanHook h(parse_plan("grad:layer=0,keep=5", 16), m.shape());
   c10::InferenceMode guard;
   auto state = build_prefill_state(m, {req}, vis);
-  KvCache cache(m.config().text.num_hidden_layers);
+  KvCache cache(m.shape().n_layers);
   h.begin({}, {});
   EXPECT_THROW(m.net()->language_model->forward(state, cache, &h), InvalidArgument);
 }

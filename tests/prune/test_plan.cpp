@@ -11,7 +11,7 @@
 namespace vispco {
 namespace {
 
-const LlavaConfig& tiny_cfg() { return find_preset("tiny").config; }  // 4 decoder layers, N_v = 16
+const ModelShape tiny_cfg() { return preset_shape("tiny", 0); }  // 4 decoder layers, N_v = 16
 
 std::string error_of(const std::string& text) {
   try {

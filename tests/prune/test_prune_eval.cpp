@@ -23,7 +23,7 @@ TEST(PruneEval, PlanPredictionsMatchGenerateAndKeyTheStore) {
   o.batch_size = 3;
   const auto plan = parse_plan("fastv:layer=2,keep=4", 16);
   o.plan = plan.to_string();
-  PlanHook hook(plan, m.config());
+  PlanHook hook(plan, m.shape());
   const auto pruned = eval::evaluate(m, hash, ds, o, &hook);
   EXPECT_EQ(pruned.key.plan, "fastv:layer=2,keep=4");
   EXPECT_DOUBLE_EQ(pruned.mean_n_visual_kept, 4.0);
@@ -32,7 +32,7 @@ TEST(PruneEval, PlanPredictionsMatchGenerateAndKeyTheStore) {
   for (size_t i = 0; i < ds.samples.size(); ++i) {
     const auto& smp = ds.samples[i];
     VlmRequest req{m.preprocess(io::load_image_rgb(smp.image_path)), m.prompt_ids(smp.question)};
-    PlanHook h1(plan, m.config());
+    PlanHook h1(plan, m.shape());
     auto gc = o.generation;
     auto direct = generate(m, {req}, gc, &h1);
     EXPECT_EQ(pruned.rows[i].result.prediction, direct.texts[0]) << smp.id;

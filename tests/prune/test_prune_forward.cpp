@@ -29,7 +29,7 @@ GenerationConfig greedy(int64_t n) {
 }
 
 PlanHook hook_for(const VisionLanguageModel& m, const std::string& plan, uint64_t seed = 0) {
-  return PlanHook(parse_plan(plan, m.config().n_visual_tokens()), m.config(), seed);
+  return PlanHook(parse_plan(plan, m.shape().n_visual_tokens), m.shape(), seed);
 }
 
 // Passes every token through gather_tokens before layer 2: the removal machinery with nothing removed.
@@ -132,7 +132,7 @@ TEST(PruneForward, DecodeOnPrunedCacheEqualsRecomputationOfThePrunedSequence) {
   auto vis = m.encode_images(req.pixels.unsqueeze(0));
   auto state = build_prefill_state(m, {longer}, vis.embeds);
   const int64_t T0 = state.hidden.size(1) - static_cast<int64_t>(gen.size());
-  KvCache cache(m.config().text.num_hidden_layers);
+  KvCache cache(m.shape().n_layers);
   plan2.begin({}, {});
   auto& lm = m.net()->language_model;
   auto logits = lm->logits(lm->forward(state, cache, &plan2));  // [1, T', V] with 11 visual tokens gone
@@ -162,7 +162,7 @@ TEST(PruneForward, LayerZeroPruningEqualsFeedingOnlyTheKeptTokens) {
   }
   ASSERT_EQ(idx.size(), full.hidden.size(1) - 16 + 6u);
   auto only = gather_tokens(full, at::tensor(idx, at::kLong).unsqueeze(0));  // original positions kept
-  KvCache cache(m.config().text.num_hidden_layers);
+  KvCache cache(m.shape().n_layers);
   auto& lm = m.net()->language_model;
   auto h = lm->forward(only, cache);
   auto first = lm->logits(h.narrow(1, h.size(1) - 1, 1)).squeeze(1);

@@ -82,7 +82,7 @@ struct Tiny {
   std::set<int64_t> kept(const std::string& plan) {
     GenerationConfig gc;
     gc.max_new_tokens = 1;
-    PlanHook hook(parse_plan(plan, 16), m.config());
+    PlanHook hook(parse_plan(plan, 16), m.shape());
     generate(m, {req}, gc, &hook);
     EXPECT_EQ(hook.traces().size(), 1u) << plan;
     return testing::kept_patches(hook.traces().back().kept[0]);
@@ -184,7 +184,7 @@ TEST(SelectOption, MergeRunsInsideTheLlmAndWithoutContextualTokensIsTopK) {
 std::string error_of(const std::string& plan) {
   auto m = testing::load_tiny();
   try {
-    PlanHook hook(parse_plan(plan, 16), m.config());
+    PlanHook hook(parse_plan(plan, 16), m.shape());
   } catch (const InvalidArgument& e) {
     return e.what();
   }

@@ -108,7 +108,7 @@ TEST(SparseVlm, TinyModelKeptSetEqualsRaterAttentionRecomputedByHand) {
   testing::RecordHook in0(0), in1(layer - 1);
   generate(m, {req}, gc, &in0);
   generate(m, {req}, gc, &in1);
-  PlanHook sv(parse_plan("sparsevlm:layer=2,keep=5,recycle=0", 16), m.config());
+  PlanHook sv(parse_plan("sparsevlm:layer=2,keep=5,recycle=0", 16), m.shape());
   generate(m, {req}, gc, &sv);
   ASSERT_EQ(sv.traces().size(), 1u);
 
@@ -150,17 +150,17 @@ TEST(SparseVlm, TinyModelKeptSetEqualsRaterAttentionRecomputedByHand) {
   std::printf("SparseVLM margin between ranks K and K+1: %.3g\n", ranked[K - 1].first - ranked[K].first);
 
   // Default recycling: K = 5 of 16 → M = ⌊(⌊0.3·11⌋ + 1)/10⌋ + 1 = 1 merged token; 5 visual tokens in all.
-  PlanHook rec(parse_plan("sparsevlm:layer=2,keep=5", 16), m.config());
+  PlanHook rec(parse_plan("sparsevlm:layer=2,keep=5", 16), m.shape());
   auto out = generate(m, {req}, gc, &rec);
   EXPECT_EQ(out.stats.n_visual_kept, 5);
   // Progressive: two stages.
-  PlanHook prog(parse_plan("sparsevlm:layer=1,keep=10+sparsevlm:layer=3,keep=4", 16), m.config());
+  PlanHook prog(parse_plan("sparsevlm:layer=1,keep=10+sparsevlm:layer=3,keep=4", 16), m.shape());
   out = generate(m, {req}, gc, &prog);
   EXPECT_EQ(out.stats.n_visual_kept, 4);
   EXPECT_EQ(out.stats.tokens_per_layer[1] - out.stats.tokens_per_layer[3], 6);
   for (const char* bad : {"sparsevlm:layer=0,keep=4", "sparsevlm:layer=2,keep=4,recycle=4",
                           "sparsevlm:layer=2,keep=4,recycle=-1", "sparsevlm:layer=2,keep=4,raters=3"})
-    EXPECT_THROW(PlanHook(parse_plan(bad, 16), m.config()), InvalidArgument) << bad;
+    EXPECT_THROW(PlanHook(parse_plan(bad, 16), m.shape()), InvalidArgument) << bad;
 }
 
 TEST(SparseVlm, BatchedRowsWithDifferentRaterCountsEqualEachRowAlone) {
@@ -172,10 +172,10 @@ TEST(SparseVlm, BatchedRowsWithDifferentRaterCountsEqualEachRowAlone) {
       {testing::test_pixels(56, 51), m.prompt_ids("What shape?")},
       {testing::test_pixels(56, 52), m.prompt_ids("Is there a small green cube left of "
                                                   "the big red sphere in the picture?")}};
-  PlanHook both(parse_plan("sparsevlm:layer=2,keep=6", 16), m.config());
+  PlanHook both(parse_plan("sparsevlm:layer=2,keep=6", 16), m.shape());
   auto batch = generate(m, reqs, gc, &both, true);
   for (int b = 0; b < 2; ++b) {
-    PlanHook one(parse_plan("sparsevlm:layer=2,keep=6", 16), m.config());
+    PlanHook one(parse_plan("sparsevlm:layer=2,keep=6", 16), m.shape());
     auto alone = generate(m, {reqs[b]}, gc, &one, true);
     EXPECT_EQ(batch.tokens[b], alone.tokens[0]) << b;
     EXPECT_EQ(testing::kept_patches(both.traces()[0].kept[b]), testing::kept_patches(one.traces()[0].kept[0]))

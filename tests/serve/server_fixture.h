@@ -57,9 +57,13 @@ inline std::vector<std::string> sse_events(const std::string& body) {
 class ServerFixture {
  public:
   explicit ServerFixture(serve::SchedulerOptions sched = {}, serve::ServerOptions opts = {})
-      : model_(load_tiny()) {
+      : ServerFixture(load_tiny(), tiny_model_dir(), sched, opts) {}
+  /// The stack on another model (e.g. the test family of model/linear_projector_family.h).
+  ServerFixture(VisionLanguageModel model, const std::string& model_dir, serve::SchedulerOptions sched,
+                serve::ServerOptions opts)
+      : model_(std::move(model)) {
     serve::declare_server_metrics(metrics_);
-    scheduler_ = std::make_unique<serve::BatchScheduler>(model_, tiny_model_dir(), sched, &metrics_);
+    scheduler_ = std::make_unique<serve::BatchScheduler>(model_, model_dir, sched, &metrics_);
     opts.port = 0;
     opts.model_name = "tiny";
     server_ = std::make_unique<serve::ChatServer>(model_, *scheduler_, metrics_, opts);

@@ -33,7 +33,7 @@ serve::GenerationJob job(VisionLanguageModel& m, uint64_t seed, const std::strin
 }
 
 std::vector<int64_t> alone(VisionLanguageModel& m, const serve::GenerationJob& j, const std::string& plan) {
-  PlanHook hook(parse_plan(plan, m.config()), m.config(), 0, ScorerEnv{testing::tiny_model_dir()});
+  PlanHook hook(parse_plan(plan, m.shape()), m.shape(), 0, ScorerEnv{testing::tiny_model_dir()});
   return generate(m, {j.request}, j.gen, hook.plan().empty() ? nullptr : &hook).tokens[0];
 }
 
@@ -133,7 +133,7 @@ TEST(Scheduler, PrefillTokenBudgetPrefillsNewcomersOneByOne) {
     auto b = job(m, 72, "What colour?", 5), c = job(m, 73, "What shape?", 5);
     // 16 visual + their text tokens each: B and C together do not fit in 40, each alone does.
     const auto tokens = [&](const serve::GenerationJob& j) {
-      return m.config().n_visual_tokens() + static_cast<int64_t>(j.request.prompt_ids.size()) - 1;
+      return m.shape().n_visual_tokens + static_cast<int64_t>(j.request.prompt_ids.size()) - 1;
     };
     ASSERT_GT(tokens(b) + tokens(c), 40);
     ASSERT_LE(std::max(tokens(b), tokens(c)), 40);

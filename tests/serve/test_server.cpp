@@ -33,7 +33,7 @@ GenerationOutput expected(VisionLanguageModel& m, const std::string& png, const 
                           int max_tokens, const std::string& plan = "none", bool logits = false) {
   GenerationConfig gc;
   gc.max_new_tokens = max_tokens;
-  PlanHook hook(parse_plan(plan, m.config()), m.config(), 0, ScorerEnv{testing::tiny_model_dir()});
+  PlanHook hook(parse_plan(plan, m.shape()), m.shape(), 0, ScorerEnv{testing::tiny_model_dir()});
   VlmRequest req{m.preprocess(io::decode_image_rgb(png)), m.prompt_ids(q)};
   return generate(m, {req}, gc, hook.plan().empty() ? nullptr : &hook, logits);
 }
@@ -92,7 +92,7 @@ TEST(Server, ChatCompletionAnswersWhatGenerateAnswers) {
       EXPECT_DOUBLE_EQ(r["vispco"]["prefill_flops_ratio"].get<double>(), 1.0);
     else
       EXPECT_LT(r["vispco"]["prefill_flops_ratio"].get<double>(), 1.0);
-    EXPECT_EQ(r["vispco"]["plan"], parse_plan(plan, f.model().config()).to_string());
+    EXPECT_EQ(r["vispco"]["plan"], parse_plan(plan, f.model().shape()).to_string());
   }
 }
 
@@ -194,7 +194,7 @@ TEST(Server, KeepAutoBatchesByPredictedKAndAnswersAsTheStaticPlanAlone) {
     optimize::KPredictorMeta meta;
     meta.template_text = "fastv:layer=2";
     meta.ladder = {2, 4, 8, 16};
-    meta.n_features = optimize::k_feature_width(m.config());
+    meta.n_features = optimize::k_feature_width(m.shape());
     meta.features = optimize::kKFeatureRecipe;
     optimize::KPredictor p(meta, 11);
     std::vector<at::Tensor> px;

@@ -142,7 +142,7 @@ TEST(BundledModel, AccuracyOnTheFirst200TestSamplesIsAboveTheFloorAndDependsOnTh
   o.shuffle_images.reset();
   const auto random32 =
       eval::evaluate_plan(m, eval::model_folder_hash(kModel), ds, o,
-                          parse_plan("random:layer=0,keep=32", m.config()), ScorerEnv{kModel});
+                          parse_plan("random:layer=0,keep=32", m.shape()), ScorerEnv{kModel});
   const double acc_random32 = random32.metrics.overall.accuracy();
   std::printf("bundled model, test samples 0-199 at random:layer=0,keep=32: accuracy %.4f\n", acc_random32);
   EXPECT_LE(acc_random32, acc - kMinRandom32Drop);

@@ -56,7 +56,7 @@ TEST(Finetune, ReplayedPlanGivesTheInferencePrefillsFirstTokenLogits) {
   auto b = batch(m, 3);  // questions of different lengths: left padding in both forwards
   for (const std::string text :
        {"fastv:layer=2,keep=4", "divprune:keep=5", "fastv:layer=1,keep=8+fastv:layer=3,keep=3"}) {
-    PlanHook hook(parse_plan(text, cfg), cfg);
+    PlanHook hook(parse_plan(text, m.shape()), m.shape());
     GenerationConfig one;
     one.max_new_tokens = 1;
     const auto inf = generate(m, b.prompts, one, &hook, true);
@@ -84,7 +84,7 @@ TEST(Finetune, AKeepAllPlanLeavesTheLossUnchangedAndMergingPlansAreRefused) {
   auto m = testing::load_tiny();
   const auto& cfg = m.config();
   auto b = batch(m, 2);
-  PlanHook all(parse_plan("fastv:layer=2,keep=16", cfg), cfg);
+  PlanHook all(parse_plan("fastv:layer=2,keep=16", m.shape()), m.shape());
   GenerationConfig one;
   one.max_new_tokens = 1;
   generate(m, b.prompts, one, &all);
@@ -95,7 +95,7 @@ TEST(Finetune, AKeepAllPlanLeavesTheLossUnchangedAndMergingPlansAreRefused) {
   const double with = conversation_loss(m, b.images, b.turns, co).total.item<double>();
   const double without = conversation_loss(m, b.images, b.turns, ConversationOptions{}).total.item<double>();
   EXPECT_NEAR(with, without, 1e-6);
-  PlanHook vz(parse_plan("visionzip:keep=6", cfg), cfg);
+  PlanHook vz(parse_plan("visionzip:keep=6", m.shape()), m.shape());
   generate(m, b.prompts, one, &vz);
   EXPECT_THROW(ReplayHook{vz.traces()}, InvalidArgument);
 }
@@ -104,7 +104,7 @@ TEST(Finetune, AFewStepsWithThePlanFitOneBatch) {
   auto m = testing::load_tiny();
   const auto& cfg = m.config();
   auto b = batch(m, 4);
-  PlanHook hook(parse_plan("fastv:layer=2,keep=4", cfg), cfg);
+  PlanHook hook(parse_plan("fastv:layer=2,keep=4", m.shape()), m.shape());
   GenerationConfig one;
   one.max_new_tokens = 1;
   generate(m, b.prompts, one, &hook);

@@ -12,6 +12,7 @@
 #include "eval/synthvqa/generator.h"
 #include "model/generate.h"
 #include "model/kv_cache.h"
+#include "model/llava_prompt.h"
 #include "model/presets.h"
 #include "test_util.h"
 #include "train/grounding.h"
@@ -119,7 +120,7 @@ struct OneTurn {
         m(cfg, random_llava_net(cfg, 3, at::kFloat), tok, RunContext{}) {
     images = m.preprocess(s.rgb).unsqueeze(0);
     turns = {{{s.question, s.answer}}};
-    req.prompt_ids = io::encode_llava_prompt(tok, s.question, cfg.image_token_index);
+    req.prompt_ids = llava_prompt_ids(tok, s.question, cfg.image_token_index);
     ans = tok.encode(s.answer, false);
     ans.push_back(tok.eos_id());
     req.prompt_ids.insert(req.prompt_ids.end(), ans.begin(), ans.end());
@@ -579,7 +580,7 @@ TEST(ConversationLoss, AnswerRowAtFirstGlyphMovesCountGroundingToTheRowThatEmits
   ASSERT_EQ(tok.decode({ans[0]}), "");
   ASSERT_EQ(tok.decode(ans), "3");
   ans.push_back(tok.eos_id());
-  req.prompt_ids = io::encode_llava_prompt(tok, q, cfg.image_token_index);
+  req.prompt_ids = llava_prompt_ids(tok, q, cfg.image_token_index);
   req.prompt_ids.insert(req.prompt_ids.end(), ans.begin(), ans.end());
   AnswerGrounding sink_only;
   sink_only.heads = {{}};

@@ -14,6 +14,7 @@
 #include "eval/synthvqa/generator.h"
 #include "model/generate.h"
 #include "model/kv_cache.h"
+#include "model/llava_prompt.h"
 #include "model/presets.h"
 #include "test_util.h"
 #include "train/micro_recipe.h"
@@ -135,7 +136,7 @@ TEST(Training, ConversationLossOnKeptVisualTokensEqualsFeedingOnlyThem) {
   auto feats = m.net()->vision_tower->forward(images, r.model.n_vision_layers_used(), true).features;
   auto visual = m.net()->multi_modal_projector->forward(feats).index_select(1, std::get<0>(keep[0].sort()));
   VlmRequest req;
-  req.prompt_ids = io::encode_llava_prompt(tok, s.question, r.model.image_token_index);
+  req.prompt_ids = llava_prompt_ids(tok, s.question, r.model.image_token_index);
   auto ans = tok.encode(s.answer, false);
   ans.push_back(tok.eos_id());
   req.prompt_ids.insert(req.prompt_ids.end(), ans.begin(), ans.end());

@@ -16,10 +16,10 @@ const std::string kAuto = "keep=auto";
 
 bool is_auto_keep(const std::string& plan_text) { return plan_text.find(kAuto) != std::string::npos; }
 
-PruningPlan AutoKeepPlan::at(int64_t keep, const LlavaConfig& cfg) const {
+PruningPlan AutoKeepPlan::at(int64_t keep, const ModelShape& shape) const {
   const bool has_colon = template_text.find(':') != std::string::npos;
-  auto plan = parse_plan(template_text + (has_colon ? "," : ":") + "keep=" + std::to_string(keep), cfg);
-  plan.validate(cfg);
+  auto plan = parse_plan(template_text + (has_colon ? "," : ":") + "keep=" + std::to_string(keep), shape);
+  plan.validate(shape);
   return plan;
 }
 
@@ -29,7 +29,7 @@ std::string AutoKeepPlan::to_string() const {
          (predictor_file.empty() ? "" : ":file=" + predictor_file);
 }
 
-AutoKeepPlan parse_auto_keep(const std::string& text, const LlavaConfig& cfg) {
+AutoKeepPlan parse_auto_keep(const std::string& text, const ModelShape& shape) {
   if (text.find('+') != std::string::npos)
     throw InvalidArgument("plan '" + text + "': keep=auto works on one-stage plans only");
   const auto pos = text.find(kAuto);
@@ -52,7 +52,7 @@ AutoKeepPlan parse_auto_keep(const std::string& text, const LlavaConfig& cfg) {
     throw InvalidArgument("plan '" + text + "' has no scorer name");
   out.template_text = rest;
   // Canonical template: the stage's own printing, without its keep.
-  const auto stage = out.at(cfg.n_visual_tokens(), cfg).stages.at(0);
+  const auto stage = out.at(shape.n_visual_tokens, shape).stages.at(0);
   out.template_text = stage.scorer + ":layer=" + std::to_string(stage.layer);
   for (const auto& [k, v] : stage.options) out.template_text += "," + k + "=" + v;
   return out;
@@ -63,7 +63,7 @@ std::string default_k_predictor_path(const std::string& model_dir) {
 }
 
 KPredictor load_plan_predictor(const AutoKeepPlan& plan, const std::string& model_dir,
-                               const LlavaConfig& cfg) {
+                               const ModelShape& shape) {
   const std::string path =
       plan.predictor_file.empty() ? default_k_predictor_path(model_dir) : plan.predictor_file;
   auto p = load_k_predictor(path);
@@ -73,14 +73,14 @@ KPredictor load_plan_predictor(const AutoKeepPlan& plan, const std::string& mode
                       plan.template_text +
                       " (train one with `vispco optimize --method dynamic-k --template " +
                       plan.template_text + "`, or name it with keep=auto:file=PATH)");
-  if (m.ladder.back() != cfg.n_visual_tokens() || m.ladder.front() < 1)
+  if (m.ladder.back() != shape.n_visual_tokens || m.ladder.front() < 1)
     throw ConfigError("K predictor '" + path + "': its ladder ends at " + std::to_string(m.ladder.back()) +
-                      " but this model has N_v = " + std::to_string(cfg.n_visual_tokens()));
-  if (m.n_features != k_feature_width(cfg) || m.features != kKFeatureRecipe)
+                      " but this model has N_v = " + std::to_string(shape.n_visual_tokens));
+  if (m.n_features != k_feature_width(shape) || m.features != kKFeatureRecipe)
     throw ConfigError("K predictor '" + path + "' reads " + std::to_string(m.n_features) + " features (" +
-                      m.features + "), this model gives " + std::to_string(k_feature_width(cfg)) + " (" +
+                      m.features + "), this model gives " + std::to_string(k_feature_width(shape)) + " (" +
                       kKFeatureRecipe + "): trained for another model?");
-  for (auto k : m.ladder) plan.at(k, cfg);  // every rung must be a valid plan here
+  for (auto k : m.ladder) plan.at(k, shape);  // every rung must be a valid plan here
   return p;
 }
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "model/config.h"
+#include "model/shape.h"
 #include "optimize/dynamic_k/k_predictor.h"
 #include "prune/plan.h"
 
@@ -17,8 +17,8 @@ namespace vispco::optimize {
 struct AutoKeepPlan {
   std::string template_text;   ///< canonical one-stage template without keep, e.g. "divprune:layer=0"
   std::string predictor_file;  ///< the file= option; "" = default_k_predictor_path(model folder)
-  /// The static plan at K (the template with keep=K). @throws InvalidArgument when it does not fit `cfg`.
-  PruningPlan at(int64_t keep, const LlavaConfig& cfg) const;
+  /// The static plan at K (the template with keep=K). @throws InvalidArgument when it does not fit `shape`.
+  PruningPlan at(int64_t keep, const ModelShape& shape) const;
   /// "T,keep=auto" (with ":file=…" when set).
   std::string to_string() const;
 };
@@ -27,7 +27,7 @@ struct AutoKeepPlan {
 bool is_auto_keep(const std::string& plan_text);
 /// @throws InvalidArgument for several stages, a stage that also fixes keep, or a template that does not fit
 /// the model.
-AutoKeepPlan parse_auto_keep(const std::string& plan_text, const LlavaConfig& cfg);
+AutoKeepPlan parse_auto_keep(const std::string& plan_text, const ModelShape& shape);
 /// `<model_dir>/k_predictor.safetensors`.
 std::string default_k_predictor_path(const std::string& model_dir);
 
@@ -35,6 +35,6 @@ std::string default_k_predictor_path(const std::string& model_dir);
 /// N_v, feature width) and this feature recipe. @throws IoError, FormatError, ConfigError (a mismatch,
 /// naming what the file was trained for).
 KPredictor load_plan_predictor(const AutoKeepPlan& plan, const std::string& model_dir,
-                               const LlavaConfig& cfg);
+                               const ModelShape& shape);
 
 }  // namespace vispco::optimize

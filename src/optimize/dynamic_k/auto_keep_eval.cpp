@@ -55,7 +55,7 @@ AutoKeepEval evaluate_auto_keep(VisionLanguageModel& model, const std::string& m
   options.validate();
   if (options.shuffle_images) throw InvalidArgument("eval: --shuffle-images does not combine with keep=auto");
   Stopwatch wall;
-  const auto& cfg = model.config();
+  const auto& shape = model.shape();
   const size_t n_limited =
       options.limit == 0 ? dataset.samples.size() : std::min(options.limit, dataset.samples.size());
   std::vector<size_t> selected;
@@ -78,7 +78,7 @@ AutoKeepEval evaluate_auto_keep(VisionLanguageModel& model, const std::string& m
 
   std::map<std::string, eval::PlanGroup> groups;  // plan key → the samples predicted that K
   for (const auto& [k, idx] : by_k) {
-    const PruningPlan at_k = k >= cfg.n_visual_tokens() ? PruningPlan{} : plan.at(k, cfg);
+    const PruningPlan at_k = k >= shape.n_visual_tokens ? PruningPlan{} : plan.at(k, shape);
     auto& group = groups[at_k.to_string()];
     group.plan = at_k;
     group.samples.insert(group.samples.end(), idx.begin(), idx.end());

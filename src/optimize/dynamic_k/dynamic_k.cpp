@@ -309,8 +309,8 @@ DynamicKReport run_dynamic_k(VisionLanguageModel& model, const std::string& mode
                              const Log& log) {
   options.validate();
   Stopwatch wall;
-  const auto& cfg = model.config();
-  const int64_t n_v = cfg.n_visual_tokens();
+  const auto& shape = model.shape();
+  const int64_t n_v = shape.n_visual_tokens;
   DynamicKReport rep;
   rep.options = options;
   for (auto k : options.ladder) {
@@ -324,7 +324,7 @@ DynamicKReport run_dynamic_k(VisionLanguageModel& model, const std::string& mode
   const AutoKeepPlan plan =
       parse_auto_keep(options.template_text +
                           (options.template_text.find(':') == std::string::npos ? ":" : ",") + "keep=auto",
-                      cfg);
+                      shape);
   rep.options.template_text = plan.template_text;
   const ScorerEnv env{model_dir};
   const KTarget target = k_target_from_name(options.target);
@@ -351,7 +351,7 @@ DynamicKReport run_dynamic_k(VisionLanguageModel& model, const std::string& mode
   meta.template_text = plan.template_text;
   meta.ladder = rep.ladder;
   meta.target = options.target;
-  meta.n_features = k_feature_width(cfg);
+  meta.n_features = k_feature_width(shape);
   meta.hidden = options.hidden;
   meta.features = kKFeatureRecipe;
   KPredictor pred(meta, options.training.seed);
@@ -441,7 +441,7 @@ DynamicKReport run_dynamic_k(VisionLanguageModel& model, const std::string& mode
   {
     AutoKeepPlan auto_plan = plan;
     auto_plan.predictor_file = rep.predictor_path;
-    auto loaded = load_plan_predictor(auto_plan, model_dir, cfg);
+    auto loaded = load_plan_predictor(auto_plan, model_dir, shape);
     eval::EvalOptions eo;
     eo.limit = te.table.n();
     eo.batch_size = options.batch_size;

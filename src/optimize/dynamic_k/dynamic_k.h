@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "eval/dataset.h"
-#include "model/llava.h"
+#include "model/vlm.h"
 #include "optimize/dynamic_k/k_predictor.h"
 #include "optimize/dynamic_k/ladder_table.h"
 

@@ -13,7 +13,7 @@
 
 namespace vispco::optimize {
 
-int64_t k_feature_width(const LlavaConfig& cfg) { return 2 * cfg.text.hidden_size + 2; }
+int64_t k_feature_width(const ModelShape& shape) { return 2 * shape.hidden_size + 2; }
 
 at::Tensor k_features(VisionLanguageModel& m, const VisualTokens& vt,
                       const std::vector<std::string>& questions) {
@@ -33,7 +33,7 @@ at::Tensor k_features(VisionLanguageModel& m, const VisualTokens& vt,
       continue;
     }
     auto t = torch::tensor(ids, torch::kLong).to(vt.embeds.device()).unsqueeze(0);
-    q.push_back(m.net()->language_model->embed(t).to(at::kFloat).mean(1).squeeze(0).cpu());
+    q.push_back(m.language_model()->embed(t).to(at::kFloat).mean(1).squeeze(0).cpu());
   }
   auto question = torch::stack(q).to(visual.device());  // [B, D]
   auto a = vt.cls_attention.to(at::kFloat);
@@ -66,7 +66,7 @@ DatasetFeatures dataset_k_features(VisionLanguageModel& m, const eval::Dataset& 
     parts.push_back(k_features(m, vt, questions));
     out.feature_ms += feat.ms();
   }
-  out.features = parts.empty() ? torch::zeros({0, k_feature_width(m.config())}) : torch::cat(parts, 0);
+  out.features = parts.empty() ? torch::zeros({0, k_feature_width(m.shape())}) : torch::cat(parts, 0);
   return out;
 }
 

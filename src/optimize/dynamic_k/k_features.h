@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "eval/dataset.h"
-#include "model/config.h"
-#include "model/llava.h"
+#include "model/shape.h"
+#include "model/vlm.h"
 
 namespace vispco::optimize {
 
@@ -20,7 +20,7 @@ namespace vispco::optimize {
 inline constexpr const char* kKFeatureRecipe = "visual-mean+question-mean+cls-entropy+cls-top10-v1";
 
 /// F = 2·D + 2 for a decoder of width D.
-int64_t k_feature_width(const LlavaConfig& cfg);
+int64_t k_feature_width(const ModelShape& shape);
 
 /// Features of a batch whose visual tokens are computed. @param vt from encode_images(pixels, true) (the
 /// [CLS] attention is required) @param questions [B] question texts (without the prompt template)

@@ -15,11 +15,11 @@ LadderEval evaluate_ladder(VisionLanguageModel& m, const std::string& model_hash
                            size_t limit, const AutoKeepPlan& plan, const std::vector<int64_t>& ladder,
                            size_t batch, const std::string& store_path, const ScorerEnv& env,
                            const std::function<void(const std::string&)>& log) {
-  const auto& cfg = m.config();
+  const auto& shape = m.shape();
   const size_t n = limit == 0 ? ds.samples.size() : std::min(limit, ds.samples.size());
   if (n == 0) throw InvalidArgument("dynamic-k: a split has no samples");
-  if (ladder.empty() || ladder.back() != cfg.n_visual_tokens())
-    throw InvalidArgument("dynamic-k: the ladder must end at N_v = " + std::to_string(cfg.n_visual_tokens()));
+  if (ladder.empty() || ladder.back() != shape.n_visual_tokens)
+    throw InvalidArgument("dynamic-k: the ladder must end at N_v = " + std::to_string(shape.n_visual_tokens));
   LadderEval out;
   LadderTable& t = out.table;
   t.ladder = ladder;
@@ -40,7 +40,7 @@ LadderEval evaluate_ladder(VisionLanguageModel& m, const std::string& model_hash
     eo.batch_size = batch;
     eo.store_path = store_path;
     const bool full = r + 1 == R;
-    const PruningPlan static_plan = full ? PruningPlan{} : plan.at(ladder[r], cfg);
+    const PruningPlan static_plan = full ? PruningPlan{} : plan.at(ladder[r], shape);
     const auto rep = eval::evaluate_plan(m, model_hash, ds, eo, static_plan, env);
     if (rep.rows.size() != n) throw IoError("dynamic-k: an evaluation returned fewer rows than samples");
     if (full) out.unpruned_prefill_ms = rep.mean_prefill_ms;
@@ -51,7 +51,7 @@ LadderEval evaluate_ladder(VisionLanguageModel& m, const std::string& model_hash
       auto it = flops_of_length.find(n_text[i]);
       if (it == flops_of_length.end())
         it =
-            flops_of_length.emplace(n_text[i], plan_flops_ratio(static_plan, cfg, {n_text[i]}).mean_llm_flops)
+            flops_of_length.emplace(n_text[i], plan_flops_ratio(static_plan, shape, {n_text[i]}).mean_llm_flops)
                 .first;
       t.llm_flops[i][r] = it->second;
     }

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "eval/dataset.h"
-#include "model/llava.h"
+#include "model/vlm.h"
 #include "optimize/dynamic_k/auto_keep.h"
 #include "optimize/dynamic_k/ladder_table.h"
 #include "prune/scorer.h"

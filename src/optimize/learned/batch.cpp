@@ -27,15 +27,9 @@ PromptSample synthvqa_prompt_sample(VisionLanguageModel& m, uint64_t seed, uint6
 
 namespace {
 // Vision tower + projector of a stack of pixels, frozen. @return [B, N_v, D].
+// The VLM is frozen: encode_images runs in inference mode; the clone is an ordinary tensor autograd may save.
 at::Tensor encode(VisionLanguageModel& m, const std::vector<at::Tensor>& px) {
-  const auto& cfg = m.config();
-  at::NoGradGuard no_grad;  // the VLM is frozen
-  auto net = m.net();
-  auto feats = net->vision_tower
-                   ->forward(at::stack(px).to(m.context().device, m.context().dtype),
-                             cfg.n_vision_layers_used(), cfg.vision_feature_select_strategy == "default")
-                   .features;
-  return net->multi_modal_projector->forward(feats);
+  return m.encode_images(at::stack(px)).embeds.clone();
 }
 }  // namespace
 
@@ -58,7 +52,6 @@ std::vector<PromptSample>& encode_visual(VisionLanguageModel& m, std::vector<Pro
 
 PromptBatch make_prompt_batch(VisionLanguageModel& m, const std::vector<PromptSample>& samples) {
   if (samples.empty()) throw InvalidArgument("VisPCO: empty batch");
-  const auto& cfg = m.config();
   const auto dev = m.context().device;
   std::vector<PromptSample> local = samples;
   encode_visual(m, local);
@@ -85,7 +78,7 @@ PromptBatch make_prompt_batch(VisionLanguageModel& m, const std::vector<PromptSa
   for (int64_t b = 0; b < B; ++b) {
     const auto& ids = reqs[b].prompt_ids;
     const int64_t P = static_cast<int64_t>(samples[b].prompt_ids.size());
-    const int64_t p = std::find(ids.begin(), ids.end(), cfg.image_token_index) - ids.begin();
+    const int64_t p = std::find(ids.begin(), ids.end(), m.shape().image_token_id) - ids.begin();
     const int64_t len = static_cast<int64_t>(ids.size()) - 1 + n_v, pad = T - len;
     auto expanded = [&](int64_t i) { return pad + (i < p ? i : i + n_v - 1); };
     const int64_t q = expanded(P - 1);

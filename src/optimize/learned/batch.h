@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "model/llava.h"
+#include "model/vlm.h"
 #include "model/token_state.h"
 
 namespace vispco::optimize::learned {

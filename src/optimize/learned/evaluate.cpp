@@ -54,10 +54,10 @@ std::vector<BudgetPoint> evaluate_budgets(VisionLanguageModel& model, const std:
                                           const eval::Dataset& dataset, const BudgetEvalOptions& opts,
                                           const std::function<void(const std::string&)>& progress) {
   opts.validate();
-  const auto& cfg = model.config();
-  const int64_t L = cfg.text.num_hidden_layers, n_v = cfg.n_visual_tokens();
+  const auto& shape = model.shape();
+  const int64_t L = shape.n_layers, n_v = shape.n_visual_tokens;
   const int64_t first = search_first_layer(search);
-  FlopsConstraint fc(cfg, first, search.floor);
+  FlopsConstraint fc(shape, first, search.floor);
   const size_t n = opts.limit > 0 ? std::min(opts.limit, dataset.samples.size()) : dataset.samples.size();
   if (n == 0) throw InvalidArgument("VisPCO: the evaluation dataset is empty");
   const size_t nb = opts.budgets.size();
@@ -121,7 +121,7 @@ std::vector<BudgetPoint> evaluate_budgets(VisionLanguageModel& model, const std:
       sum_a_raw += a_raw;
       sum_abs_raw += std::abs(a_raw - t) / t;
       // The frontier's x-axis, costed as every search costs a plan (optimize/plan_flops.h).
-      const auto r = optimize::plan_flops_ratio(plan, cfg, {n_text[i]});
+      const auto r = optimize::plan_flops_ratio(plan, shape, {n_text[i]});
       llm_plan += r.mean_llm_flops;
       llm_full += r.mean_llm_flops / r.llm;
       for (int64_t l = 0; l < L; ++l) pt.mean_keep[l] += double(counts[k][i][l]) / double(n);

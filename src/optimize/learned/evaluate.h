@@ -13,7 +13,7 @@
 
 #include "eval/dataset.h"
 #include "eval/metrics.h"
-#include "model/llava.h"
+#include "model/vlm.h"
 #include "optimize/learned/options.h"
 #include "optimize/learned/predictor.h"
 #include "prune/scorer.h"

@@ -15,7 +15,7 @@ at::Tensor LayerFlopsPoly::operator()(const at::Tensor& n) const {
   return linear * x + quadratic * x * x;
 }
 
-LayerFlopsPoly layer_flops_poly(const TextConfig& t) {
+LayerFlopsPoly layer_flops_poly(const DecoderFlopsSpec& t) {
   auto f = [&](int64_t n) { return static_cast<double>(decoder_layer_flops(t, n, n).total()); };
   LayerFlopsPoly p;
   p.quadratic = (f(2) - 2 * f(1)) / 2;
@@ -36,11 +36,11 @@ BudgetFloor parse_budget_floor(const std::string& name) {
 
 std::string budget_floor_name(BudgetFloor f) { return f == BudgetFloor::kText ? "text" : "scorer"; }
 
-FlopsConstraint::FlopsConstraint(const LlavaConfig& cfg, int64_t first_layer, BudgetFloor floor)
-    : cfg_(cfg),
-      poly_(layer_flops_poly(cfg.text)),
-      n_layers_(cfg.text.num_hidden_layers),
-      n_visual_(cfg.n_visual_tokens()),
+FlopsConstraint::FlopsConstraint(const ModelShape& shape, int64_t first_layer, BudgetFloor floor)
+    : shape_(shape),
+      poly_(layer_flops_poly(shape.flops.decoder)),
+      n_layers_(shape.n_layers),
+      n_visual_(shape.n_visual_tokens),
       first_(first_layer),
       floor_(floor) {
   if (first_layer < 0 || first_layer >= n_layers_)
@@ -85,7 +85,7 @@ int64_t FlopsConstraint::decoder_flops(int64_t n_text, const std::vector<int64_t
                           std::to_string(n_layers_) + " layers");
   std::vector<int64_t> tokens;
   for (auto k : counts) tokens.push_back(n_text + k);
-  return prefill_flops(cfg_, tokens).decoder_total;
+  return prefill_flops(shape_.flops, tokens).decoder_total;
 }
 
 }  // namespace vispco::optimize::learned

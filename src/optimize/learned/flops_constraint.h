@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "model/config.h"
+#include "model/shape.h"
 
 namespace vispco::optimize::learned {
 
@@ -26,7 +26,7 @@ struct LayerFlopsPoly {
 
 /// Fits the polynomial to decoder_layer_flops(t, n, n).total() at n = 1, 2 and checks it at n = 3 and 1000.
 /// @throws ConfigError when the cost model is not of that form (it would need a new fit here).
-LayerFlopsPoly layer_flops_poly(const TextConfig& t);
+LayerFlopsPoly layer_flops_poly(const DecoderFlopsSpec& t);
 
 /// Where the budget's zero lies.
 enum class BudgetFloor {
@@ -43,7 +43,7 @@ class FlopsConstraint {
  public:
   /// @param first_layer first layer whose input can be pruned, in [0, L). @throws InvalidArgument,
   /// ConfigError.
-  FlopsConstraint(const LlavaConfig& cfg, int64_t first_layer, BudgetFloor floor);
+  FlopsConstraint(const ModelShape& shape, int64_t first_layer, BudgetFloor floor);
 
   /// Relaxed decoder FLOPs A(R) = Σ_i F(N_t + N_v·R_i), differentiable in R.
   /// @param n_text [B] text tokens per sample (BOS included, placeholder excluded), any numeric dtype
@@ -70,7 +70,7 @@ class FlopsConstraint {
   BudgetFloor floor() const { return floor_; }
 
  private:
-  LlavaConfig cfg_;
+  ModelShape shape_;
   LayerFlopsPoly poly_;
   int64_t n_layers_ = 0, n_visual_ = 0, first_ = 0;
   BudgetFloor floor_ = BudgetFloor::kScorer;

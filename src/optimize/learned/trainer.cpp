@@ -110,7 +110,7 @@ struct SearchTrainer::State {
   }
 
   at::Tensor answer_logp(const at::Tensor& h, const PromptBatch& batch, int64_t b) {
-    auto& lm = model->net()->language_model;
+    auto& lm = model->language_model();
     auto rows = h[b].index_select(0, batch.predict_pos[b]);  // [A, D]
     return at::log_softmax(lm->logits(rows), -1);            // [A, V] fp32
   }
@@ -119,7 +119,7 @@ struct SearchTrainer::State {
     Stopwatch sw;
     teacher_logp.assign(opts.n_train, {});
     train_cache.clear();
-    auto& lm = model->net()->language_model;
+    auto& lm = model->language_model();
     for (int64_t start = 0; start < opts.n_train; start += opts.batch) {
       std::vector<int64_t> idx;
       std::vector<PromptSample> ps;
@@ -174,8 +174,8 @@ SearchTrainer::SearchTrainer(VisionLanguageModel& model, SearchOptions opts, Dat
   s.model = &model;
   s.opts = opts;
   s.ddp = &ddp;
-  const auto& cfg = model.config();
-  s.n_layers = cfg.text.num_hidden_layers;
+  const auto& shape = model.shape();
+  s.n_layers = shape.n_layers;
   s.first_layer = search_first_layer(opts);
   if (s.first_layer >= s.n_layers)
     throw InvalidArgument("VisPCO: scorer " + opts.scorer + " from layer " + std::to_string(s.first_layer) +
@@ -185,11 +185,11 @@ SearchTrainer::SearchTrainer(VisionLanguageModel& model, SearchOptions opts, Dat
     throw InvalidArgument("VisPCO: n_train = " + std::to_string(opts.n_train) +
                           " is below the global batch " + std::to_string(opts.batch) + " × " +
                           std::to_string(ddp.world_size()) + " processes");
-  s.flops = std::make_unique<FlopsConstraint>(cfg, s.first_layer, opts.floor);
+  s.flops = std::make_unique<FlopsConstraint>(shape, s.first_layer, opts.floor);
   s.scorer = make_scorer(opts.scorer);
   s.selector = SoftThresholdSelector(opts.threshold);
   PredictorOptions po;
-  po.d_model = cfg.text.hidden_size;
+  po.d_model = shape.hidden_size;
   po.n_outputs = n_kernel_params(opts.kernel);
   po.dropout = opts.dropout;
   po.seed = opts.seed;
@@ -221,7 +221,7 @@ EpochReport SearchTrainer::epoch() {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(o.seed * 1000003ULL + uint64_t(s.epoch) + 1);
   auto perm = at::randperm(o.n_train, gen, at::TensorOptions().dtype(at::kLong));
   const int64_t* pv = perm.data_ptr<int64_t>();
-  auto& lm = s.model->net()->language_model;
+  auto& lm = s.model->language_model();
   EpochReport rep;
   rep.epoch = s.epoch + 1;
   double kl_sum = 0, abs_c_sum = 0;

@@ -15,7 +15,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <vector>
 
-#include "model/llava.h"
+#include "model/vlm.h"
 #include "optimize/learned/augmented_lagrangian.h"
 #include "optimize/learned/batch.h"
 #include "optimize/learned/ddp.h"

@@ -60,11 +60,11 @@ class PoolScorer : public Scorer {
   }
 
  protected:
-  void check_extra(const PruneStage& st, const LlavaConfig& cfg) const override {
+  void check_extra(const PruneStage& st, const ModelShape& shape) const override {
     const int64_t side = std::llround(std::sqrt(double(st.keep)));
-    if (side * side != st.keep || side > cfg.vision.grid())
+    if (side * side != st.keep || side > shape.grid_side())
       throw InvalidArgument("plan stage pool: keep " + std::to_string(st.keep) +
-                            " must be a square s² with s ≤ the patch grid side " + std::to_string(cfg.vision.grid()));
+                            " must be a square s² with s ≤ the patch grid side " + std::to_string(shape.grid_side()));
   }
 };
 

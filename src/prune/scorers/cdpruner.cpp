@@ -114,7 +114,7 @@ class CdPrunerScorer : public Scorer {
   }
 
  protected:
-  void check_extra(const PruneStage& st, const LlavaConfig&) const override { cdpruner_theta(st); }
+  void check_extra(const PruneStage& st, const ModelShape&) const override { cdpruner_theta(st); }
 
  private:
   static at::Tensor unit_tokens(const ScoreInput& in) {

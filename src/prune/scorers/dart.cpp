@@ -112,7 +112,7 @@ class DartScorer : public Scorer {
     const auto it = st.options.find("pivot");
     return it == st.options.end() ? "key" : it->second;
   }
-  void check_extra(const PruneStage& st, const LlavaConfig&) const override {
+  void check_extra(const PruneStage& st, const ModelShape&) const override {
     const int64_t n_img = stage_int_option(st, "pivots", 4, 0, 1 << 20);
     const int64_t n_txt = stage_int_option(st, "text_pivots", 4, 0, 1 << 20);
     if (n_img + n_txt == 0) throw InvalidArgument("plan stage dart: pivots + text_pivots must be ≥ 1");

@@ -19,7 +19,7 @@ class GateScorer : public Scorer {
   ScorerNeeds needs() const override { return {.prompt_only = true}; }
   std::vector<std::string> option_names() const override { return {"file"}; }
 
-  void bind(const PruneStage& stage, const LlavaConfig& cfg, const ScorerEnv& env) override {
+  void bind(const PruneStage& stage, const ModelShape& shape, const ScorerEnv& env) override {
     std::string path;
     if (auto it = stage.options.find("file"); it != stage.options.end()) {
       path = it->second;
@@ -29,7 +29,7 @@ class GateScorer : public Scorer {
       throw InvalidArgument(
           "plan stage gate: no gate file (name it with file=PATH; the model folder is unknown here)");
     }
-    gate_ = load_gate(path, cfg.text.hidden_size);
+    gate_ = load_gate(path, shape.hidden_size);
     gate_->eval();
     key_ = "gate=sha256:" + sha256_file_hex(path).substr(0, 16);
   }

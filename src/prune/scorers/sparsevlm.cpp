@@ -170,7 +170,7 @@ class SparseVlmScorer : public Scorer {
   }
 
  protected:
-  void check_extra(const PruneStage& st, const LlavaConfig&) const override {
+  void check_extra(const PruneStage& st, const ModelShape&) const override {
     if (st.options.count("recycle")) stage_int_option(st, "recycle", 0, 0, std::max<int64_t>(0, st.keep - 1));
   }
 };

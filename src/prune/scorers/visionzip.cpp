@@ -86,7 +86,7 @@ class VisionZipScorer : public Scorer {
   }
 
  protected:
-  void check_extra(const PruneStage& st, const LlavaConfig& cfg) const override {
+  void check_extra(const PruneStage& st, const ModelShape& shape) const override {
     int64_t m = 0;
     try {
       m = n_contextual(st);
@@ -96,7 +96,7 @@ class VisionZipScorer : public Scorer {
     if (m < 0 || m >= st.keep)
       throw InvalidArgument("plan stage visionzip: contextual " + std::to_string(m) + " must be in [0, keep=" +
                             std::to_string(st.keep) + ")");
-    if (m > cfg.n_visual_tokens() - (st.keep - m))
+    if (m > shape.n_visual_tokens - (st.keep - m))
       throw InvalidArgument("plan stage visionzip: not enough tokens left to merge into " + std::to_string(m));
   }
 };

@@ -30,7 +30,7 @@ using testing::self_answered;
 
 const std::vector<int64_t> kLadder = {2, 4, 8, 16};
 
-KPredictorMeta tiny_meta(const LlavaConfig& cfg, const std::string& tmpl) {
+KPredictorMeta tiny_meta(const ModelShape& cfg, const std::string& tmpl) {
   KPredictorMeta m;
   m.template_text = tmpl;
   m.ladder = kLadder;
@@ -41,7 +41,7 @@ KPredictorMeta tiny_meta(const LlavaConfig& cfg, const std::string& tmpl) {
 }
 
 // A predictor that answers rung r whatever the input: zero weights, cumulative biases ±10.
-KPredictor constant_predictor(const LlavaConfig& cfg, const std::string& tmpl, int r) {
+KPredictor constant_predictor(const ModelShape& cfg, const std::string& tmpl, int r) {
   KPredictor p(tiny_meta(cfg, tmpl));
   torch::NoGradGuard g;
   for (auto& w : p->parameters()) w.zero_();
@@ -58,7 +58,7 @@ TEST(KFeatures, MatchAnIndependentComputation) {
   auto vt = m.encode_images(torch::stack(px), true);
   const std::vector<std::string> q = {ds.questions[0], ds.questions[1], ds.questions[2]};
   const auto f = k_features(m, vt, q);
-  const int64_t D = m.config().text.hidden_size, n_v = m.config().n_visual_tokens();
+  const int64_t D = m.shape().hidden_size, n_v = m.shape().n_visual_tokens;
   ASSERT_EQ(f.sizes(), (at::IntArrayRef{3, 2 * D + 2}));
   const auto table = m.net()->language_model->model->embed_tokens->weight;
   for (int64_t b = 0; b < 3; ++b) {
@@ -88,7 +88,7 @@ TEST(KFeatures, MatchAnIndependentComputation) {
 
 TEST(LadderEval, LabelsMatchABruteForceEvaluation) {
   auto m = testing::load_tiny();
-  const auto& cfg = m.config();
+  const auto& cfg = m.shape();
   const auto ds = eval::load_dataset(self_answered().dir.string());
   const auto plan = parse_auto_keep("divprune:keep=auto", cfg);
   testing::TempDir tmp;
@@ -118,7 +118,7 @@ TEST(LadderEval, LabelsMatchABruteForceEvaluation) {
 
 TEST(AutoKeepEval, AConstantPredictorEqualsTheStaticPlan) {
   auto m = testing::load_tiny();
-  const auto& cfg = m.config();
+  const auto& cfg = m.shape();
   const auto ds = eval::load_dataset(self_answered().dir.string());
   const auto hash = eval::model_folder_hash(testing::tiny_model_dir());
   for (const std::string text : {"fastv:layer=2,keep=auto", "divprune:keep=auto"}) {
@@ -144,7 +144,7 @@ TEST(AutoKeepEval, AConstantPredictorEqualsTheStaticPlan) {
 
 TEST(AutoKeepEval, GroupedBatchesGiveTheAnswersOfSingleRequests) {
   auto m = testing::load_tiny();
-  const auto& cfg = m.config();
+  const auto& cfg = m.shape();
   const auto ds = eval::load_dataset(self_answered().dir.string());
   const auto plan = parse_auto_keep("fastv:layer=2,keep=auto", cfg);
   KPredictor p(tiny_meta(cfg, plan.template_text), 5);

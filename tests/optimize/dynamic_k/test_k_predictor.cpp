@@ -113,7 +113,7 @@ TEST(KPredictor, BadFilesGiveClearErrors) {
 }
 
 TEST(AutoKeepPlan, ParsesTemplatesAndRejectsWhatItCannotMean) {
-  const LlavaConfig cfg = find_preset("tiny").config;  // N_v 16, 4 layers
+  const ModelShape cfg = preset_shape("tiny", 0);  // N_v 16, 4 layers
   EXPECT_TRUE(is_auto_keep("divprune:keep=auto"));
   EXPECT_FALSE(is_auto_keep("divprune:keep=8"));
   auto a = parse_auto_keep("divprune:keep=auto", cfg);
@@ -133,9 +133,9 @@ TEST(AutoKeepPlan, ParsesTemplatesAndRejectsWhatItCannotMean) {
 }
 
 TEST(AutoKeepPlan, RefusesAPredictorMadeForAnotherTemplateOrModel) {
-  const LlavaConfig cfg = find_preset("tiny").config;
+  const ModelShape cfg = preset_shape("tiny", 0);
   testing::TempDir tmp;
-  auto m = meta(2 * cfg.text.hidden_size + 2);
+  auto m = meta(2 * cfg.hidden_size + 2);
   m.features = "visual-mean+question-mean+cls-entropy+cls-top10-v1";
   KPredictor p(m);
   save_k_predictor(tmp / "k.safetensors", p);

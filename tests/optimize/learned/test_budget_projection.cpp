@@ -16,14 +16,14 @@
 namespace vispco::optimize::learned {
 namespace {
 
-double decoder_flops_at(const LlavaConfig& cfg, int64_t n_text, const std::vector<int64_t>& counts) {
+double decoder_flops_at(const ModelShape& cfg, int64_t n_text, const std::vector<int64_t>& counts) {
   std::vector<int64_t> tokens;
   for (auto c : counts) tokens.push_back(n_text + c);
-  return double(prefill_flops(cfg, tokens).decoder_total);
+  return double(prefill_flops(cfg.flops, tokens).decoder_total);
 }
 
 TEST(BudgetProjection, IntegerPlansLandOnTheBudgetAndKeepTheShape) {
-  const auto cfg = find_preset("llava-1.5-7b").config;  // N_v = 576, 32 layers
+  const auto cfg = preset_shape("llava-1.5-7b", 0);  // N_v = 576, 32 layers
   const int64_t L = 32, n_v = 576, first = 2;
   FlopsConstraint fc(cfg, first, BudgetFloor::kScorer);
   // Three predicted shapes: a late soft step that keeps far too much for b = 0.2, an early steep one that
@@ -68,7 +68,7 @@ TEST(BudgetProjection, IntegerPlansLandOnTheBudgetAndKeepTheShape) {
 }
 
 TEST(BudgetProjection, UnreachableBudgetsAndBadInput) {
-  const auto cfg = find_preset("llava-1.5-7b").config;
+  const auto cfg = preset_shape("llava-1.5-7b", 0);
   FlopsConstraint fc(cfg, 1, BudgetFloor::kScorer);
   // Nothing pruned anywhere: no exponent changes 1, so the fractions stay 1 (the closest reachable plan).
   auto ones = at::ones({1, 32}, at::kFloat);

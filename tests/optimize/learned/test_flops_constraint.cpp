@@ -14,7 +14,7 @@ namespace {
 
 TEST(FlopsConstraint, PolynomialIsTheCostModel) {
   for (const auto* name : {"tiny", "llava-1.5-7b", "llava-tinyllama-1.1b"}) {
-    const auto& t = find_preset(name).config.text;
+    const auto t = preset_shape(name, 0).flops.decoder;
     auto p = layer_flops_poly(t);
     for (int64_t n : {1, 7, 600, 2000}) {
       const double want = double(decoder_layer_flops(t, n, n).total());
@@ -24,7 +24,7 @@ TEST(FlopsConstraint, PolynomialIsTheCostModel) {
 }
 
 TEST(FlopsConstraint, RelaxedFlopsAtIntegerCountsEqualPrefillFlops) {
-  const auto cfg = find_preset("llava-1.5-7b").config;  // N_v = 576, 32 layers
+  const auto cfg = preset_shape("llava-1.5-7b", 0);  // N_v = 576, 32 layers
   FlopsConstraint fc(cfg, 1, BudgetFloor::kScorer);
   const int64_t L = 32, n_v = 576;
   std::vector<int64_t> counts(L, n_v);
@@ -36,19 +36,19 @@ TEST(FlopsConstraint, RelaxedFlopsAtIntegerCountsEqualPrefillFlops) {
   auto A = fc.relaxed_flops(n_text, R);
   std::vector<int64_t> tokens;
   for (auto c : counts) tokens.push_back(35 + c);
-  const double want0 = double(prefill_flops(cfg, tokens).decoder_total);
-  const double want1 = double(prefill_flops(cfg, unpruned_tokens_per_layer(cfg, 50)).decoder_total);
+  const double want0 = double(prefill_flops(cfg.flops, tokens).decoder_total);
+  const double want1 = double(prefill_flops(cfg.flops, unpruned_tokens_per_layer(cfg.flops, 50)).decoder_total);
   std::printf("A(plan) = %.6e (cost model %.6e), A(full) = %.6e (cost model %.6e)\n", A[0].item<double>(),
               want0, A[1].item<double>(), want1);
   EXPECT_NEAR(A[0].item<double>(), want0, 1e-12 * want0);
   EXPECT_NEAR(A[1].item<double>(), want1, 1e-12 * want1);
-  EXPECT_EQ(fc.decoder_flops(35, counts), prefill_flops(cfg, tokens).decoder_total);
+  EXPECT_EQ(fc.decoder_flops(35, counts), prefill_flops(cfg.flops, tokens).decoder_total);
   EXPECT_NEAR(fc.max_flops(n_text)[1].item<double>(), want1, 1e-12 * want1);
 }
 
 TEST(FlopsConstraint, BudgetArithmeticByHand) {
-  const auto cfg = find_preset("tiny").config;  // 4 layers, N_v = 16
-  const auto& t = cfg.text;
+  const auto cfg = preset_shape("tiny", 0);  // 4 layers, N_v = 16
+  const auto& t = cfg.flops.decoder;
   auto F = [&](int64_t n) { return double(decoder_layer_flops(t, n, n).total()); };
   const int64_t nt = 9;
   auto n_text = at::tensor({nt});

@@ -104,7 +104,7 @@ TEST(VisPcoSearch, PredictedPlansEvaluateThroughThePruningPath) {
   auto ds = eval::load_dataset(tmp.str("ds"));
   auto m = testing::load_tiny();
   PredictorOptions po;
-  po.d_model = m.config().text.hidden_size;
+  po.d_model = m.shape().hidden_size;
   SearchOptions search;
   search.kernel.kind = KernelKind::kStep;
   po.n_outputs = n_kernel_params(search.kernel);

@@ -1,0 +1,108 @@
+// The family registry: built-in rows first (LLaVA-1.5, model/llava.h), then any a test registers.
+#include "model/family.h"
+
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "core/errors.h"
+#include "core/json_file.h"
+#include "model/llava.h"
+#include "model/model_source.h"
+
+namespace vispco {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A deque: rows never move, so the references family_for_config() hands out stay valid.
+std::deque<ModelFamily>& registry() {
+  static std::deque<ModelFamily> rows{llava_family()};
+  return rows;
+}
+
+std::mutex& registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::string registered_names() {
+  std::string names;
+  for (const auto& f : registry()) names += (names.empty() ? "" : ", ") + f.architecture;
+  return names;
+}
+
+// The family that reads GGUF pairs (the first with a GGUF loader). @throws ConfigError when none does.
+const ModelFamily& gguf_family() {
+  for (const auto& f : registry())
+    if (f.load_gguf && f.gguf_shape) return f;
+  throw ConfigError("no registered model family reads GGUF pairs");
+}
+
+// config.json of a Hugging Face folder. @throws IoError (no folder, unreadable), FormatError (bad JSON).
+nlohmann::json read_config_json(const std::string& dir, std::string& path_out) {
+  if (!fs::is_directory(dir)) throw IoError("model folder '" + dir + "' does not exist");
+  const auto path = fs::path(dir) / "config.json";
+  path_out = path.string();
+  std::ifstream in(path);
+  if (!in) throw IoError("cannot read " + path.string() + " (is '" + dir + "' a model folder?)");
+  return parse_json(in, path.string());
+}
+
+bool is_gguf_source(const std::string& dir) {
+  return (names_gguf(dir) || fs::is_directory(dir)) && resolve_model_source(dir).is_gguf();
+}
+
+}  // namespace
+
+const std::deque<ModelFamily>& model_families() { return registry(); }
+
+void register_model_family(ModelFamily family) {
+  if (family.architecture.empty() || !family.shape || !family.load)
+    throw InvalidArgument("register_model_family: a family needs an architecture name, shape() and load()");
+  std::lock_guard lock(registry_mutex());
+  for (const auto& f : registry())
+    if (f.architecture == family.architecture)
+      throw InvalidArgument("register_model_family: '" + family.architecture + "' is already registered");
+  registry().push_back(std::move(family));
+}
+
+const ModelFamily& family_for_config(const nlohmann::json& config, const std::string& where) {
+  std::string arch;
+  if (config.is_object() && config.contains("architectures") && config["architectures"].is_array() &&
+      !config["architectures"].empty() && config["architectures"][0].is_string())
+    arch = config["architectures"][0].get<std::string>();
+  const std::string model_type =
+      config.is_object() && config.contains("model_type") && config["model_type"].is_string()
+          ? config["model_type"].get<std::string>()
+          : "";
+  for (const auto& f : registry())
+    if (!arch.empty() ? f.architecture == arch : (!f.model_type.empty() && f.model_type == model_type)) return f;
+  throw ConfigError(where + ": unsupported model (architectures " +
+                    (arch.empty() ? std::string("none") : "'" + arch + "'") + ", model_type '" + model_type +
+                    "'); vispco reads " + registered_names());
+}
+
+ModelShape load_model_shape(const std::string& dir) {
+  if (is_gguf_source(dir)) return gguf_family().gguf_shape(resolve_model_source(dir));
+  std::string path;
+  const nlohmann::json config = read_config_json(dir, path);
+  const ModelFamily& family = family_for_config(config, path);
+  try {
+    return family.shape(config);
+  } catch (const ConfigError& e) {
+    throw ConfigError(path + ": " + e.what());
+  }
+}
+
+LoadedFamilyModel load_family_model(const std::string& dir, const RunContext& ctx) {
+  if (is_gguf_source(dir)) return gguf_family().load_gguf(resolve_model_source(dir), ctx);
+  std::string path;
+  const nlohmann::json config = read_config_json(dir, path);
+  return family_for_config(config, path).load(dir, config, ctx);
+}
+
+}  // namespace vispco

@@ -1,0 +1,146 @@
+// The test family of linear_projector_family.h: its network, its FamilyModel and its registry row, written
+// only against src/model's seam (family.h, weights.h, the LLaVA config parser and prompt template).
+#include "model/linear_projector_family.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/nn/modules/linear.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "core/default_dtype.h"
+#include "core/errors.h"
+#include "io/image.h"
+#include "io/safetensors.h"
+#include "model/clip_vision.h"
+#include "model/config.h"
+#include "model/family.h"
+#include "model/llava_prompt.h"
+#include "model/llava_shape.h"
+#include "model/tiny_model.h"
+#include "model/weights.h"
+
+namespace vispco::testing {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct LinearProjectorNetImpl : torch::nn::Module {
+  explicit LinearProjectorNetImpl(const LlavaConfig& cfg) {
+    vision_tower = register_module("vision_tower", ClipVisionTower(cfg.vision));
+    multi_modal_projector =
+        register_module("multi_modal_projector", torch::nn::Linear(cfg.vision.hidden_size, cfg.text.hidden_size));
+    language_model = register_module("language_model", LlamaForCausalLM(cfg.text));
+  }
+  ClipVisionTower vision_tower{nullptr};
+  torch::nn::Linear multi_modal_projector{nullptr};
+  LlamaForCausalLM language_model{nullptr};
+};
+TORCH_MODULE(LinearProjectorNet);
+
+ModelShape linear_projector_shape(const LlavaConfig& cfg) {
+  ModelShape s = llava_shape(cfg);
+  s.architecture = kLinearProjectorArchitecture;
+  s.flops.projector = 2 * s.n_visual_tokens * cfg.vision.hidden_size * cfg.text.hidden_size;  // one Linear
+  return s;
+}
+
+class LinearProjectorModel final : public FamilyModel {
+ public:
+  LinearProjectorModel(LlavaConfig cfg, LinearProjectorNet net, io::ImagePreprocessConfig pre)
+      : cfg_(std::move(cfg)), shape_(linear_projector_shape(cfg_)), net_(std::move(net)), pre_(pre) {}
+  const ModelShape& shape() const override { return shape_; }
+  at::Tensor preprocess(const cv::Mat& rgb) const override { return io::preprocess_llava(rgb, pre_); }
+  const io::ImagePreprocessConfig& preprocess_config() const override { return pre_; }
+  VisualTokens encode_images(const at::Tensor& pixels, bool want_cls_attention) override {
+    const bool drop_cls = cfg_.vision_feature_select_strategy == "default";
+    auto vo = net_->vision_tower->forward(pixels, cfg_.n_vision_layers_used(), drop_cls, want_cls_attention);
+    VisualTokens out;
+    out.embeds = net_->multi_modal_projector->forward(vo.features);
+    if (vo.cls_attention.defined()) out.cls_attention = vo.cls_attention.mean(1);
+    out.keys = vo.keys;
+    return out;
+  }
+  std::vector<int64_t> prompt_ids(const io::Tokenizer& tok, const std::string& question) const override {
+    return llava_prompt_ids(tok, question, cfg_.image_token_index);
+  }
+  LlamaForCausalLM& language_model() override { return net_->language_model; }
+  torch::nn::Module& network() override { return *net_; }
+
+ private:
+  LlavaConfig cfg_;
+  ModelShape shape_;
+  LinearProjectorNet net_;
+  io::ImagePreprocessConfig pre_;
+};
+
+LlavaConfig parse_config(const nlohmann::json& config) {
+  LlavaConfig cfg = llava_config_from_json(config);  // the same fields as LLaVA-1.5 (model_type "llava")
+  cfg.validate();
+  return cfg;
+}
+
+LoadedFamilyModel load(const std::string& dir, const nlohmann::json& config, const RunContext& ctx) {
+  const LlavaConfig cfg = parse_config(config);
+  auto tok = io::Tokenizer::load((fs::path(dir) / "tokenizer.model").string());
+  tok.set_added_tokens(io::load_added_tokens(dir));
+  auto ckpt = io::CheckpointTensors::open_dir(dir);
+  LinearProjectorNet net = [&] {
+    DefaultDtypeGuard guard(ctx.dtype);
+    return LinearProjectorNet(cfg);
+  }();
+  {
+    at::NoGradGuard no_grad;
+    TensorSource ts{ckpt.dir(), [&](const std::string& k) { return ckpt.contains(k); },
+                    [&](const std::string& k) { return ckpt.tensor(k); }, ckpt.names().size()};
+    load_weights(*net, ts, ctx);
+  }
+  return {std::make_shared<LinearProjectorModel>(cfg, net, load_preprocess(dir, cfg.vision.image_size)), tok};
+}
+
+}  // namespace
+
+void register_linear_projector_family() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    ModelFamily f;
+    f.architecture = kLinearProjectorArchitecture;
+    f.summary = "test family: LLaVA-1.5 with a one-layer linear projector";
+    f.shape = [](const nlohmann::json& config) { return linear_projector_shape(parse_config(config)); };
+    f.load = load;
+    register_model_family(std::move(f));
+  });
+}
+
+const std::string& linear_projector_model_dir() {
+  static TempDir dir;
+  static const std::string path = [] {
+    register_linear_projector_family();
+    const fs::path src = tiny_model_dir(), dst = dir.path() / "linear";
+    fs::create_directories(dst);
+    for (const auto& e : fs::directory_iterator(src))
+      if (e.path().filename() != "model.safetensors" && e.path().filename() != "config.json")
+        fs::copy_file(e.path(), dst / e.path().filename());
+    auto config = nlohmann::json::parse(read_file(src / "config.json"));
+    config["architectures"] = {kLinearProjectorArchitecture};
+    write_file(dst / "config.json", config.dump(2));
+    const auto file = io::SafetensorsFile::open((src / "model.safetensors").string());
+    std::map<std::string, at::Tensor> tensors;
+    for (const auto& [name, info] : file.entries())
+      if (name.rfind("multi_modal_projector.", 0) != 0) tensors[name] = file.tensor(name).clone();
+    const int64_t dv = config["vision_config"]["hidden_size"], d = config["text_config"]["hidden_size"];
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(11);
+    tensors["multi_modal_projector.weight"] = at::randn({d, dv}, gen) * 0.05;
+    tensors["multi_modal_projector.bias"] = at::randn({d}, gen) * 0.05;
+    io::save_safetensors((dst / "model.safetensors").string(), tensors, {{"format", "pt"}});
+    return dst.string();
+  }();
+  return path;
+}
+
+}  // namespace vispco::testing
