@@ -92,22 +92,6 @@ bool AttentionRowRecorder::apply(int64_t layer, TokenState& state, const LayerSi
   return false;
 }
 
-at::Tensor grounding_loss(const std::vector<at::Tensor>& probs, const at::Tensor& target) {
-  for (const auto& p : probs)
-    if (target.dim() != 3 || p.dim() != 4 || p.size(0) != target.size(0) || p.size(2) != target.size(1) ||
-        p.size(3) != target.size(2))
-      throw InvalidArgument("grounding_loss: attention rows [B, H, R, T] must match the target [B, R, T]");
-  const auto has = target.any(-1);  // [B, R]
-  const int64_t n = has.sum().item<int64_t>();
-  if (n == 0 || probs.empty()) return at::zeros({}, at::kFloat);
-  std::vector<at::Tensor> terms;
-  for (const auto& p : probs) {
-    auto mass = (p.select(1, 0) * target.to(p.scalar_type())).sum(-1);  // [B, R]
-    terms.push_back(-(mass.clamp_min(1e-6).log() * has.to(mass.scalar_type())).sum() / static_cast<double>(n));
-  }
-  return at::stack(terms).mean();
-}
-
 bool AnswerGrounding::empty() const {
   if (sink || !glyphs.empty()) return false;
   for (const auto& h : heads)
@@ -148,19 +132,6 @@ AnswerGrounding answer_grounding_of(const QaPair& q, const eval::synthvqa::Scene
       }
   }
   return g;
-}
-
-at::Tensor attention_target_loss(const std::vector<at::Tensor>& probs, const at::Tensor& target) {
-  for (const auto& p : probs)
-    if (p.sizes() != target.sizes())
-      throw InvalidArgument("attention_target_loss: attention rows [B, H, R, T] must match the target's shape");
-  const auto has = target.sum(-1) > 0;  // [B, H, R]
-  const int64_t n = has.sum().item<int64_t>();
-  if (n == 0 || probs.empty()) return at::zeros({}, at::kFloat);
-  std::vector<at::Tensor> terms;
-  for (const auto& p : probs)
-    terms.push_back(-(target.to(p.scalar_type()) * p.clamp_min(1e-6).log()).sum() / static_cast<double>(n));
-  return at::stack(terms).mean();
 }
 
 }  // namespace vispco::train

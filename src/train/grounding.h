@@ -4,7 +4,9 @@
 // token where an object word of the question ends ("star", "red", "circles"), one attention head of the first
 // decoder layers must put its mass on the visual tokens that show the objects the question is about — the
 // way grounded VLMs are trained on region–phrase pairs (e.g. Kosmos-2, Peng et al. 2023; Shikra, Chen et al.
-// 2023), here as an attention target instead of box tokens. Inference is unchanged.
+// 2023), here as an attention target instead of box tokens. Inference is unchanged. This file holds what the
+// grounding losses read — object words, recorded attention rows, answer-grounding targets of a question; the
+// losses themselves are in train/losses/ (word_grounding_loss.h, answer_grounding_loss.h).
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -59,12 +61,6 @@ class AttentionRowRecorder : public PrefillHook {
   at::Tensor input_;
 };
 
-/// Grounding loss: for each recorded layer, head 0, and each query row with a target, −log of the attention
-/// mass on its target keys; averaged over those rows and layers.
-/// @param probs per layer [B, H, R, T] fp32 @param target [B, R, T] bool, the keys each row should attend to
-/// @return scalar fp32; 0 (without a graph) when no row has a target. @throws InvalidArgument on shape mismatch.
-at::Tensor grounding_loss(const std::vector<at::Tensor>& probs, const at::Tensor& target);
-
 /// Answer-position grounding (the second supervision of the intermediate step): at the last prompt token of a
 /// turn — the one that predicts the answer — head h of the grounded layers should spread its attention evenly
 /// over the objects in heads[h] (each object's share spread evenly over its patches), with one more share on
@@ -108,11 +104,5 @@ struct AnswerGroundingOptions {
 /// @param grid patches per side. @throws InvalidArgument for an object index outside the scene.
 AnswerGrounding answer_grounding_of(const QaPair& q, const eval::synthvqa::Scene& scene, int64_t grid,
                                     const AnswerGroundingOptions& options = {});
-
-/// Cross-entropy of attention rows to target distributions: −Σ_k q[k] log p[k] for each (batch, head, row)
-/// whose target sums to > 0, averaged over them and over the layers.
-/// @param probs per layer [B, H, R, T] fp32 @param target [B, H, R, T] fp32, each row a distribution or zero
-/// @return scalar fp32; 0 (without a graph) when no row has a target. @throws InvalidArgument on shape mismatch.
-at::Tensor attention_target_loss(const std::vector<at::Tensor>& probs, const at::Tensor& target);
 
 }  // namespace vispco::train

@@ -18,8 +18,8 @@
 #include "prune/plan_hook.h"
 #include "prune/replay_hook.h"
 #include "test_util.h"
+#include "train/conversation_loss.h"
 #include "train/finetune.h"
-#include "train/trainer.h"
 
 namespace vispco::train {
 namespace {

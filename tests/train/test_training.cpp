@@ -16,6 +16,7 @@
 #include "model/kv_cache.h"
 #include "model/presets.h"
 #include "test_util.h"
+#include "train/conversation_loss.h"
 #include "train/micro_recipe.h"
 #include "train/patch_labels.h"
 #include "train/scene_questions.h"
