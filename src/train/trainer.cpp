@@ -3,8 +3,9 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
-#include <torch/nn/functional/loss.h>
+#include <torch/nn/modules/linear.h>
 #include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/adamw.h>
 #include <torch/serialize.h>
 
 #include <cmath>
@@ -18,25 +19,23 @@
 #include "core/text_file.h"
 #include "cost/timer.h"
 #include "eval/synthvqa/generator.h"
-#include "eval/synthvqa/rng.h"
 #include "io/image.h"
-#include "model/generate.h"
+#include "model/llava.h"
 #include "model/presets.h"
 #include "train/conversation_loss.h"
-#include "train/grounding.h"
 #include "train/heldout_probe.h"
+#include "train/losses/patch_head_loss.h"
 #include "train/mimetic_init.h"
 #include "train/patch_labels.h"
 #include "train/projector_init.h"
 #include "train/scene_questions.h"
+#include "train/synth_batch.h"
 #include "train/tower_init.h"
 
 namespace vispco::train {
 
 namespace fs = std::filesystem;
 using eval::synthvqa::make_sample;
-using eval::synthvqa::Rng;
-using eval::synthvqa::sample_seed;
 
 namespace {
 
@@ -69,42 +68,24 @@ std::vector<std::string> tokenizer_corpus(uint64_t seed, int64_t n_images, bool 
   return out;
 }
 
-// Columns of the tower's patch-head logits: the six label heads of patch_labels(), then the two position
-// outputs (position_loss), then the colour- and shape-count heads (count_heads), then the glyph-index head
-// (glyph_index_head); −1 for a part the recipe does not train.
-struct HeadLayout {
-  int64_t position = -1, count = -1, glyph_index = -1, total = PatchLabelSizes::kTotal;
-  explicit HeadLayout(const StageSettings& v) {
-    if (v.position_loss > 0) position = std::exchange(total, total + 2);
-    if (v.count_heads) count = std::exchange(total, total + 2 * PatchExtraSizes::kCount);
-    if (v.glyph_index_head) glyph_index = std::exchange(total, total + PatchExtraSizes::kGlyphIndex);
-  }
-  // (offset, classes, column of patch_extra_labels()) of each extra classification head.
-  std::vector<std::array<int64_t, 3>> extra_heads() const {
-    std::vector<std::array<int64_t, 3>> out;
-    if (count >= 0) {
-      out.push_back({count, PatchExtraSizes::kCount, 0});
-      out.push_back({count + PatchExtraSizes::kCount, PatchExtraSizes::kCount, 1});
-    }
-    if (glyph_index >= 0) out.push_back({glyph_index, PatchExtraSizes::kGlyphIndex, 2});
-    return out;
-  }
-};
-
-}  // namespace
-
-at::Tensor balanced_patch_loss(const at::Tensor& logits, const at::Tensor& labels) {
-  auto ce = torch::nn::functional::cross_entropy(
-      logits, labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));  // [N]
-  auto fg = (labels > 0).to(ce.scalar_type());
-  const auto n_fg = fg.sum(), n_bg = (1 - fg).sum();
-  auto fg_term = (ce * fg).sum() / n_fg.clamp_min(1), bg_term = (ce * (1 - fg)).sum() / n_bg.clamp_min(1);
-  // Halves where both kinds are present; a kind absent from the batch contributes nothing.
-  const auto both = (n_fg > 0).logical_and(n_bg > 0).to(ce.scalar_type());
-  return both * 0.5 * (fg_term + bg_term) + (1 - both) * (fg_term + bg_term);
+// The stage-2 loss options of decoder stage `st` (weights, heads and switches; the per-image targets are the
+// step's). @param readout, glyph_value the training-only heads, or null.
+ConversationOptions stage_options(const StageSettings& st, torch::nn::Linear readout,
+                                  torch::nn::Linear glyph_value) {
+  ConversationOptions opts;
+  opts.pool = st.pool;
+  opts.text_loss = st.text_loss;
+  opts.grounding = st.grounding;
+  opts.answer_grounding = st.answer_grounding;
+  opts.readout = st.readout;
+  opts.readout_head = readout;
+  opts.glyph_readout = st.glyph_readout;
+  opts.glyph_head = st.glyph_head;
+  opts.glyph_value = st.glyph_value;
+  opts.glyph_value_head = glyph_value;
+  opts.answer_row_at_first_glyph = st.answer_row_at_first_glyph;
+  return opts;
 }
-
-namespace {
 
 // A pending probe gate in position.json and probe.jsonl: {"decoder_step", "min_accuracy", "failed_at",
 // "overall"}.
@@ -179,6 +160,23 @@ struct Trainer::State {
     return ps;
   }
 
+  // The patch heads on the tower's feature layer ([CLS] dropped): [B, N_v, HeadLayout(recipe.vision).total].
+  at::Tensor patch_head_logits(const at::Tensor& images) {
+    const auto& cfg = recipe.model;
+    return heads(net()->vision_tower->forward(images, cfg.n_vision_layers_used(), true).features);
+  }
+
+  // The foreground curriculum (StageSettings::foreground_keep): per image the k visual tokens the patch heads
+  // rate most likely to show an object or text, 1 − P(nothing) of the colour and ink heads. @return [B, k].
+  at::Tensor foreground_tokens(const at::Tensor& images, int64_t k) {
+    at::NoGradGuard no_grad;
+    auto logits = patch_head_logits(images);  // [B, N_v, kTotal]
+    const int64_t ink_off = PatchLabelSizes::kTotal - PatchLabelSizes::kInk;
+    auto fg_colour = 1 - logits.narrow(-1, 0, PatchLabelSizes::kColour).softmax(-1).select(-1, 0);
+    auto fg_ink = 1 - logits.narrow(-1, ink_off, PatchLabelSizes::kInk).softmax(-1).select(-1, 0);
+    return std::get<1>(at::maximum(fg_colour, fg_ink).topk(k, 1));
+  }
+
   // Foreground accuracy of each patch head on 32 images of a seed no stage trains on (what the tower can tell
   // the decoder; a plain accuracy would be ~95% background), appended with the step to
   // <out>/tower_probe.jsonl (the tower's learning curves; every probe_every steps) and, at the end of the
@@ -194,8 +192,7 @@ struct Trainer::State {
       labels.push_back(patch_labels(smp.scene, cfg.vision.grid()));
     }
     at::NoGradGuard no_grad;
-    auto feats = net()->vision_tower->forward(at::stack(px).to(ctx.device), cfg.n_vision_layers_used(), true).features;
-    auto logits = heads(feats).cpu();
+    auto logits = patch_head_logits(at::stack(px).to(ctx.device)).cpu();
     auto lab = at::stack(labels);
     const HeadLayout layout(recipe.vision);
     auto extra = layout.extra_heads();
@@ -442,113 +439,22 @@ StepReport Trainer::step() {
     }
   }
   const uint64_t data_seed = s.recipe.data_seed + static_cast<uint64_t>(s.stage) * kStageSeedStride;
-  std::vector<eval::synthvqa::SynthSample> samples;
-  std::vector<at::Tensor> px;
-  for (int64_t b = 0; b < st.batch; ++b) {
-    samples.push_back(make_sample(data_seed, static_cast<uint64_t>(s.step * st.batch + b),
-                                  {.min_texts = s.stage == 0 ? static_cast<int>(st.min_texts) : 0}));
-    px.push_back(s.vlm->preprocess(samples.back().rgb));
-  }
-  auto images = at::stack(px).to(s.ctx.device);
-  const auto& cfg = s.recipe.model;
+  const auto batch = draw_synth_batch(*s.vlm, data_seed, s.step, st.batch,
+                                      s.stage == 0 ? static_cast<int>(st.min_texts) : 0, s.ctx.device);
+  const int64_t grid = s.recipe.model.vision.grid();
   at::Tensor loss;
   ConversationLoss parts;
   s.opt->zero_grad();
   if (s.stage == 0) {
-    auto feats = s.net()->vision_tower->forward(images, cfg.n_vision_layers_used(), true).features;
-    auto logits = s.heads(feats);  // [B, N_v, kTotal]
-    std::vector<at::Tensor> labels;
-    for (const auto& smp : samples) labels.push_back(patch_labels(smp.scene, cfg.vision.grid()));
-    auto lab = at::stack(labels).to(s.ctx.device);  // [B, N_v, 6]
-    const int64_t sizes[] = {PatchLabelSizes::kColour, PatchLabelSizes::kShape, PatchLabelSizes::kSize,
-                             PatchLabelSizes::kCentre, PatchLabelSizes::kChar,  PatchLabelSizes::kInk};
-    int64_t off = 0;
-    loss = at::zeros({}, logits.options());
-    for (int c = 0; c < 6; ++c) {
-      auto lg = logits.narrow(-1, off, sizes[c]).reshape({-1, sizes[c]});
-      const double weight = c == 4 ? st.glyph_weight : 1.0;  // column 4: the glyph (character) head
-      loss = loss + weight * balanced_patch_loss(lg, lab.select(-1, c).reshape({-1}));
-      off += sizes[c];
-    }
-    const HeadLayout layout(st);
-    if (layout.position >= 0) {  // the two outputs after the label heads regress (column, row)
-      auto where = patch_positions(cfg.vision.grid()).to(logits.device()).unsqueeze(0).expand({logits.size(0), -1, -1});
-      loss = loss + st.position_loss * at::mse_loss(logits.narrow(-1, layout.position, 2), where);
-    }
-    if (const auto extra = layout.extra_heads(); !extra.empty()) {
-      std::vector<at::Tensor> extra_labels;
-      for (const auto& smp : samples)
-        extra_labels.push_back(patch_extra_labels(smp.scene, cfg.vision.grid()));
-      auto elab = at::stack(extra_labels).to(s.ctx.device);  // [B, N_v, 3]
-      for (const auto& [offset, classes, column] : extra)
-        loss = loss + balanced_patch_loss(logits.narrow(-1, offset, classes).reshape({-1, classes}),
-                                          elab.select(-1, column).reshape({-1}));
-    }
+    loss = patch_head_loss(s.patch_head_logits(batch.images), batch.scenes(), st, grid);
   } else {
-    std::vector<std::vector<std::pair<std::string, std::string>>> turns;
-    ConversationOptions opts;
-    opts.pool = st.pool;
-    opts.text_loss = st.text_loss;
-    opts.grounding = st.grounding;
-    const int64_t grid = cfg.vision.grid();
-    // Patches of the objects a question is about (grounding targets).
-    auto patches_of = [&](const eval::synthvqa::Scene& scene, const std::vector<int>& objects) {
-      std::vector<int64_t> out;
-      for (int o : objects)
-        for (auto p : object_patches(scene, static_cast<size_t>(o), grid)) out.push_back(p);
-      return out;
-    };
-    opts.answer_grounding = st.answer_grounding;
-    const AnswerGroundingOptions grounding_options{.count_centres = st.count_centres,
-                                                   .count_footprints = st.count_footprints,
-                                                   .text_glyphs = st.text_glyphs};
-    opts.readout = st.readout;
-    opts.readout_head = s.readout;
-    opts.glyph_readout = st.glyph_readout;
-    opts.glyph_head = st.glyph_head;
-    opts.glyph_value = st.glyph_value;
-    opts.glyph_value_head = s.glyph_value;
-    if (st.glyph_value > 0) {
-      std::vector<at::Tensor> glyphs;
-      for (const auto& smp : samples) glyphs.push_back(patch_labels(smp.scene, grid).select(1, 4));
-      opts.patch_glyphs = at::stack(glyphs);  // [B, N_grid]
-    }
-    opts.answer_row_at_first_glyph = st.answer_row_at_first_glyph;
-    for (int64_t b = 0; b < st.batch; ++b) {
-      Rng rng(sample_seed(s.recipe.seed, static_cast<uint64_t>(s.step * st.batch + b)));
-      const auto& scene = samples[b].scene;
-      std::vector<std::pair<std::string, std::string>> conv = {{samples[b].question, samples[b].answer}};
-      std::vector<std::vector<int64_t>> refs(1);
-      std::vector<AnswerGrounding> answers(1);
-      const bool need_objects = st.grounding > 0 || st.answer_grounding > 0;
-      if (need_objects)
-        for (const auto& q : all_questions(scene))
-          if (q.question == samples[b].question) {
-            if (st.grounding > 0) refs[0] = patches_of(scene, q.objects);
-            if (st.answer_grounding > 0) answers[0] = answer_grounding_of(q, scene, grid, grounding_options);
-          }
-      for (const auto& q : sample_questions(scene, rng, static_cast<size_t>(s.recipe.turns - 1), st.turn_weights))
-        if (q.question != samples[b].question) {
-          conv.push_back({q.question, q.answer});
-          refs.push_back(st.grounding > 0 ? patches_of(scene, q.objects) : std::vector<int64_t>{});
-          answers.push_back(st.answer_grounding > 0 ? answer_grounding_of(q, scene, grid, grounding_options) : AnswerGrounding{});
-        }
-      turns.push_back(conv);
-      opts.turn_patches.push_back(std::move(refs));
-      if (st.answer_grounding > 0) opts.turn_answers.push_back(std::move(answers));
-    }
-    at::Tensor keep;
-    if (st.foreground_keep > 0) {
-      at::NoGradGuard no_grad;
-      auto feats = s.net()->vision_tower->forward(images, cfg.n_vision_layers_used(), true).features;
-      auto logits = s.heads(feats);  // [B, N_v, kTotal]
-      const int64_t ink_off = PatchLabelSizes::kTotal - PatchLabelSizes::kInk;
-      auto fg_colour = 1 - logits.narrow(-1, 0, PatchLabelSizes::kColour).softmax(-1).select(-1, 0);
-      auto fg_ink = 1 - logits.narrow(-1, ink_off, PatchLabelSizes::kInk).softmax(-1).select(-1, 0);
-      keep = std::get<1>(at::maximum(fg_colour, fg_ink).topk(st.foreground_keep, 1));  // [B, K]
-    }
-    opts.visual_keep = keep;
-    parts = conversation_loss(*s.vlm, images, turns, opts);
+    auto data = synth_conversations(batch.samples, s.recipe.seed, s.step, s.recipe.turns, st, grid);
+    auto opts = stage_options(st, s.readout, s.glyph_value);
+    opts.turn_patches = std::move(data.turn_patches);
+    opts.turn_answers = std::move(data.turn_answers);
+    opts.patch_glyphs = data.patch_glyphs;
+    if (st.foreground_keep > 0) opts.visual_keep = s.foreground_tokens(batch.images, st.foreground_keep);
+    parts = conversation_loss(*s.vlm, batch.images, data.turns, opts);
     loss = parts.total;
   }
   loss.backward();

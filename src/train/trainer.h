@@ -4,18 +4,14 @@
 // Images are generated on the fly from SynthVQA (training seeds disjoint from the calib/test splits), so a
 // step's data depends only on (recipe, stage, step): a resumed run sees exactly what an uninterrupted one would.
 #pragma once
-#include <torch/nn/modules/linear.h>
-#include <torch/optim/adamw.h>
+#include <c10/core/ScalarType.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
-#include <set>
 #include <string>
 
 #include "core/context.h"
-#include "io/tokenizer.h"
-#include "model/llava.h"
-#include "train/grounding.h"
 #include "train/recipe.h"
 
 namespace vispco::train {
@@ -61,12 +57,5 @@ class Trainer {
   struct State;
   std::unique_ptr<State> s_;
 };
-
-/// Stage-1 loss of one patch-label head, balanced between foreground and background: the mean
-/// cross-entropy over patches whose label is > 0 and the mean over patches labelled 0 (nothing there),
-/// averaged (a kind absent from the batch is left out). A plain mean lets the ~95% background patches
-/// dominate: an earlier tower trained that way recognised object shapes on only 15% of object patches.
-/// @param logits [N, C] fp32 @param labels [N] int64 in [0, C) @return scalar.
-at::Tensor balanced_patch_loss(const at::Tensor& logits, const at::Tensor& labels);
 
 }  // namespace vispco::train

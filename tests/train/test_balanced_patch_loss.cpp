@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "train/trainer.h"
+#include "train/losses/patch_head_loss.h"
 
 namespace vispco::train {
 namespace {
