@@ -61,7 +61,8 @@ std::vector<int64_t> object_word_ends(const io::Tokenizer& tok, const std::vecto
     const std::string word = full.substr(a, b - a);
     if (std::find(object_words().begin(), object_words().end(), word) != object_words().end()) {
       // The token in which the word's last character lies.
-      const auto j = static_cast<size_t>(std::lower_bound(covered.begin(), covered.end(), b) - covered.begin());
+      const auto j =
+          static_cast<size_t>(std::lower_bound(covered.begin(), covered.end(), b) - covered.begin());
       if (j < text.size() && (out.empty() || out.back() != static_cast<int64_t>(where[j])))
         out.push_back(static_cast<int64_t>(where[j]));
     }
@@ -106,7 +107,8 @@ AnswerGrounding answer_grounding_of(const QaPair& q, const eval::synthvqa::Scene
   AnswerGrounding g;
   const auto patches = [&](int o) { return object_patches(scene, static_cast<size_t>(o), grid); };
   const auto counted = [&](int o) {
-    return count_centres ? std::vector<int64_t>{object_centre_patch(scene, static_cast<size_t>(o), grid)} : patches(o);
+    return count_centres ? std::vector<int64_t>{object_centre_patch(scene, static_cast<size_t>(o), grid)}
+                         : patches(o);
   };
   const auto& f = q.family;
   if (f == "color" || f == "shape") {
@@ -120,7 +122,8 @@ AnswerGrounding answer_grounding_of(const QaPair& q, const eval::synthvqa::Scene
   } else if (f == "spatial" || f == "size") {
     if (q.objects.size() == 2) g.heads = {{patches(q.objects[0])}, {patches(q.objects[1])}};
     if (f == "spatial" && q.objects.size() == 2) {
-      const auto &a = scene.objects.at(static_cast<size_t>(q.objects[0])), &b = scene.objects.at(static_cast<size_t>(q.objects[1]));
+      const auto &a = scene.objects.at(static_cast<size_t>(q.objects[0])),
+                 &b = scene.objects.at(static_cast<size_t>(q.objects[1]));
       g.readout[0] = float((a.x - b.x) / double(eval::synthvqa::kImageSize));
       g.readout[1] = float((a.y - b.y) / double(eval::synthvqa::kImageSize));
     }

@@ -22,10 +22,11 @@
 
 namespace vispco::train {
 
-/// Indices i in [begin, end) of `ids` of the tokens in which a SynthVQA object word ends: a colour name, shape
-/// name or shape plural (eval/synthvqa/scene.h tables) standing as a whole word in the text decoded from
-/// ids[begin, end) (a piece may carry the word and the punctuation after it, "▁star?"). Ids outside the
-/// vocabulary (the image placeholder) are skipped. @throws InvalidArgument when begin > end or end > ids.size().
+/// Indices i in [begin, end) of `ids` of the tokens in which a SynthVQA object word ends: a colour name,
+/// shape name or shape plural (eval/synthvqa/scene.h tables) standing as a whole word in the text decoded
+/// from ids[begin, end) (a piece may carry the word and the punctuation after it, "▁star?"). Ids outside the
+/// vocabulary (the image placeholder) are skipped. @throws InvalidArgument when begin > end or end >
+/// ids.size().
 std::vector<int64_t> object_word_ends(const io::Tokenizer& tok, const std::vector<int64_t>& ids, size_t begin,
                                       size_t end);
 
@@ -65,9 +66,9 @@ class AttentionRowRecorder : public PrefillHook {
 /// turn — the one that predicts the answer — head h of the grounded layers should spread its attention evenly
 /// over the objects in heads[h] (each object's share spread evenly over its patches), with one more share on
 /// the BOS token when `sink` is set. The sink makes a count readable from the attention output (mass 1/(n+1)
-/// stays on BOS for n objects) and gives "no" answers somewhere to look. Measured on oracle object tokens, this
-/// took colour questions from chance to 0.99 in 500 steps where word-level grounding alone stayed at chance
-/// (docs/bundled-model-training.md, session 7).
+/// stays on BOS for n objects) and gives "no" answers somewhere to look. Measured on oracle object tokens,
+/// this took colour questions from chance to 0.99 in 500 steps where word-level grounding alone stayed at
+/// chance (docs/bundled-model-training.md, session 7).
 struct AnswerGrounding {
   std::vector<std::vector<std::vector<int64_t>>> heads;  ///< [head][object] → grid patches of that object
   bool sink = false;                                     ///< one share on BOS
@@ -79,7 +80,7 @@ struct AnswerGrounding {
   /// [0, 1] = (x_A − x_B, y_A − y_B) / image size for spatial questions (the relation is the sign of the
   /// larger one), [2] = n / 6 for counts.
   std::array<float, 3> readout = {NAN, NAN, NAN};
-  bool empty() const;                                    ///< no head has a target, no sink, no glyphs
+  bool empty() const;  ///< no head has a target, no sink, no glyphs
 };
 
 /// Which refinements answer_grounding_of() applies.
@@ -97,8 +98,8 @@ struct AnswerGroundingOptions {
 };
 
 /// The answer grounding of a SynthVQA question: color/shape → head 0 on the named object; count_* → head 0 on
-/// every counted object plus the sink; exist → head 0 on the matching objects plus the sink (only the sink for
-/// "no"); spatial/size → head 0 on the first named object, head 1 on the second; text and others → none.
+/// every counted object plus the sink; exist → head 0 on the matching objects plus the sink (only the sink
+/// for "no"); spatial/size → head 0 on the first named object, head 1 on the second; text and others → none.
 /// With options (AnswerGroundingOptions): centre patches for counts, glyph targets for text (the string whose
 /// text is the answer; none when no string matches).
 /// @param grid patches per side. @throws InvalidArgument for an object index outside the scene.

@@ -50,9 +50,11 @@ double scheduled_lr(const StageSettings& s, int64_t step) {
 }
 
 // With split_glyphs, text answers enter the corpus one character per word ("K 7 Q"), so BPE learns no
-// multi-glyph pieces and each character of a string answer is one token (a per-glyph target, reading in order).
+// multi-glyph pieces and each character of a string answer is one token (a per-glyph target, reading in
+// order).
 std::vector<std::string> tokenizer_corpus(uint64_t seed, int64_t n_images, bool split_glyphs) {
-  std::vector<std::string> out = {"USER: ASSISTANT:", "yes", "no", "left right above below", "bigger smaller"};
+  std::vector<std::string> out = {"USER: ASSISTANT:", "yes", "no", "left right above below",
+                                  "bigger smaller"};
   for (uint64_t i = 0; i < static_cast<uint64_t>(n_images); ++i) {
     auto s = make_sample(seed, i);
     for (const auto& q : all_questions(s.scene)) {
@@ -111,7 +113,7 @@ struct Trainer::State {
   RunContext ctx;
   std::unique_ptr<VisionLanguageModel> vlm;
   torch::nn::Linear heads{nullptr};
-  torch::nn::Linear readout{nullptr};  // the answer-row readout head (recipe stage "readout"), or null
+  torch::nn::Linear readout{nullptr};      // the answer-row readout head (recipe stage "readout"), or null
   torch::nn::Linear glyph_value{nullptr};  // the glyph value head (recipe stage "glyph_value"), or null
   int stage = 0;  // 0 vision, 1…n recipe.lowres, n + 1 decoder, n + 2…n + m + 1 recipe.refine, n + m + 2 done
   int64_t step = 0;
@@ -128,7 +130,7 @@ struct Trainer::State {
   // Settings of stage i (0 vision, 1…n lowres, n + 1 decoder, then the refine stages).
   const StageSettings& settings_of(int i) const {
     if (i == 0) return recipe.vision;
-    return i <= n_lowres()     ? recipe.lowres[i - 1]
+    return i <= n_lowres()       ? recipe.lowres[i - 1]
            : i == n_lowres() + 1 ? recipe.decoder
                                  : recipe.refine[i - n_lowres() - 2];
   }
@@ -206,9 +208,11 @@ struct Trainer::State {
       auto y = lab.select(-1, c);
       auto fg = y > 0;
       const int64_t n = fg.sum().item<int64_t>();
-      const double acc = n ? (pred.masked_select(fg) == y.masked_select(fg)).to(at::kDouble).mean().item<double>() : 0.0;
+      const double acc =
+          n ? (pred.masked_select(fg) == y.masked_select(fg)).to(at::kDouble).mean().item<double>() : 0.0;
       j[names[c]] = {{"foreground_accuracy", acc}, {"foreground_patches", n}};
-      std::fprintf(stderr, "tower probe: %-6s foreground accuracy %.3f over %ld patches\n", names[c], acc, (long)n);
+      std::fprintf(stderr, "tower probe: %-6s foreground accuracy %.3f over %ld patches\n", names[c], acc,
+                   (long)n);
       off += sizes[c];
     }
     if (!extra.empty()) {
@@ -272,11 +276,15 @@ struct Trainer::State {
     constexpr int64_t kInitImages = 32;
     const uint64_t seed = recipe.data_seed + 98 * kStageSeedStride;
     std::vector<at::Tensor> px;
-    for (int64_t i = 0; i < kInitImages; ++i) px.push_back(vlm->preprocess(make_sample(seed, uint64_t(i)).rgb));
+    for (int64_t i = 0; i < kInitImages; ++i)
+      px.push_back(vlm->preprocess(make_sample(seed, uint64_t(i)).rgb));
     at::NoGradGuard no_grad;
     const auto& cfg = recipe.model;
-    auto feats = net()->vision_tower->forward(at::stack(px).to(ctx.device), cfg.n_vision_layers_used(),
-                                              cfg.vision_feature_select_strategy == "default").features;
+    auto feats = net()
+                     ->vision_tower
+                     ->forward(at::stack(px).to(ctx.device), cfg.n_vision_layers_used(),
+                               cfg.vision_feature_select_strategy == "default")
+                     .features;
     standardise_projector_input(net()->multi_modal_projector, feats);
   }
 
@@ -305,7 +313,8 @@ struct Trainer::State {
     const auto& st = settings();
     auto ps = trainable();
     for (auto& p : ps) p.set_requires_grad(true);
-    opt = std::make_unique<torch::optim::AdamW>(ps, torch::optim::AdamWOptions(st.lr).weight_decay(st.weight_decay));
+    opt = std::make_unique<torch::optim::AdamW>(
+        ps, torch::optim::AdamWOptions(st.lr).weight_decay(st.weight_decay));
     // Skip stages with no steps.
     if (st.steps == 0) {
       ++stage;
@@ -327,7 +336,7 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
   recover_directory(s_->ckpt());  // a run killed while publishing its checkpoint resumes from it
   const bool resume = fs::exists(s_->ckpt() / "position.json");
   bool continue_after_tower = false;
-  bool stored_readout = false;  // whether the checkpoint's own recipe trains a readout head
+  bool stored_readout = false;      // whether the checkpoint's own recipe trains a readout head
   bool stored_glyph_value = false;  // … and a glyph value head
   if (resume) {
     const auto pos = read_json_file((s_->ckpt() / "position.json").string(), "training checkpoint");
@@ -343,22 +352,23 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
     const auto beyond = [&](const ProbeGate& g) { return g.decoder_step > stored_steps; };
     std::erase_if(prefix.probe_gates, beyond);
     std::erase_if(stored.probe_gates, beyond);
-    // A finished tower-only run (a recipe with no decoder steps) continues with any decoder stages on the same
-    // tower: everything that shapes stage 1 and the tokenizer is equal, so this is the state a from-scratch
-    // run of the new recipe reaches after its vision stage.
-    const bool same_tower = stored.model == recipe.model && stored.tokenizer_vocab == recipe.tokenizer_vocab &&
-                            stored.tokenizer_images == recipe.tokenizer_images &&
-                            stored.tokenizer_split_glyphs == recipe.tokenizer_split_glyphs &&
-                            stored.seed == recipe.seed && stored.data_seed == recipe.data_seed &&
-                            stored.vision == recipe.vision;
+    // A finished tower-only run (a recipe with no decoder steps) continues with any decoder stages on the
+    // same tower: everything that shapes stage 1 and the tokenizer is equal, so this is the state a
+    // from-scratch run of the new recipe reaches after its vision stage.
+    const bool same_tower =
+        stored.model == recipe.model && stored.tokenizer_vocab == recipe.tokenizer_vocab &&
+        stored.tokenizer_images == recipe.tokenizer_images &&
+        stored.tokenizer_split_glyphs == recipe.tokenizer_split_glyphs && stored.seed == recipe.seed &&
+        stored.data_seed == recipe.data_seed && stored.vision == recipe.vision;
     continue_after_tower = prefix != stored && stored_steps == 0 && same_tower;  // also mid-vision (stage 0)
     if (prefix != stored && !continue_after_tower)
-      throw InvalidArgument("the checkpoint in " + s_->ckpt().string() +
-                            " was made with another recipe; use a new --out folder, the same recipe, the same "
-                            "recipe with refine stages appended, or (after a tower-only run) the same tower");
+      throw InvalidArgument(
+          "the checkpoint in " + s_->ckpt().string() +
+          " was made with another recipe; use a new --out folder, the same recipe, the same "
+          "recipe with refine stages appended, or (after a tower-only run) the same tower");
   } else {
-    io::train_sentencepiece(tokenizer_corpus(recipe.data_seed + 99 * kStageSeedStride, recipe.tokenizer_images,
-                                             recipe.tokenizer_split_glyphs),
+    io::train_sentencepiece(tokenizer_corpus(recipe.data_seed + 99 * kStageSeedStride,
+                                             recipe.tokenizer_images, recipe.tokenizer_split_glyphs),
                             static_cast<int>(recipe.tokenizer_vocab), tok_path);
   }
   auto tok = io::Tokenizer::load(tok_path);
@@ -376,7 +386,8 @@ Trainer::Trainer(TrainRecipe recipe, std::string out_dir, RunContext ctx) : s_(s
     // the head a from-scratch run starts with (built after the seeded network, in the same order).
     if (s_->readout && stored_readout) {
       if (!fs::exists(s_->ckpt() / "readout.pt"))
-        throw IoError("the checkpoint in " + s_->ckpt().string() + " lacks readout.pt (incomplete checkpoint)");
+        throw IoError("the checkpoint in " + s_->ckpt().string() +
+                      " lacks readout.pt (incomplete checkpoint)");
       torch::load(s_->readout, (s_->ckpt() / "readout.pt").string());
     }
     if (s_->glyph_value && stored_glyph_value) {
@@ -461,10 +472,10 @@ StepReport Trainer::step() {
   torch::nn::utils::clip_grad_norm_(s.trainable(), st.clip);
   s.opt->step();
   StepReport r;
-  r.stage = s.stage == 0                ? "vision"
-            : st.pool > 1                ? "decoder-pool" + std::to_string(st.pool)
-            : st.foreground_keep > 0     ? "decoder-fg" + std::to_string(st.foreground_keep)
-                                         : "decoder";
+  r.stage = s.stage == 0             ? "vision"
+            : st.pool > 1            ? "decoder-pool" + std::to_string(st.pool)
+            : st.foreground_keep > 0 ? "decoder-fg" + std::to_string(st.foreground_keep)
+                                     : "decoder";
   r.loss = loss.item<double>();
   if (parts.token.defined()) {
     r.token_loss = parts.token.item<double>();

@@ -2,7 +2,8 @@
 // CLIP-style tower on dense per-patch labels, stage 2 trains projector + Llama decoder on multi-turn
 // conversations with the tower frozen, loss on answer tokens only. AdamW, warm-up + cosine, clipping.
 // Images are generated on the fly from SynthVQA (training seeds disjoint from the calib/test splits), so a
-// step's data depends only on (recipe, stage, step): a resumed run sees exactly what an uninterrupted one would.
+// step's data depends only on (recipe, stage, step): a resumed run sees exactly what an uninterrupted one
+// would.
 #pragma once
 #include <c10/core/ScalarType.h>
 
@@ -18,10 +19,10 @@ namespace vispco::train {
 
 /// Progress of one optimiser step.
 struct StepReport {
-  std::string stage;         ///< "vision", "decoder-poolP" (low-resolution stage) or "decoder"
-  int64_t step = 0;          ///< steps done in this stage (1-based after the step)
-  int64_t steps = 0;         ///< steps of this stage
-  double loss = 0;           ///< mean loss of the step (total)
+  std::string stage;  ///< "vision", "decoder-poolP" (low-resolution stage) or "decoder"
+  int64_t step = 0;   ///< steps done in this stage (1-based after the step)
+  int64_t steps = 0;  ///< steps of this stage
+  double loss = 0;    ///< mean loss of the step (total)
   /// Decoder stages: the parts of the loss (ConversationLoss token / grounding / answer / readout / glyph); 0
   /// where unused.
   double token_loss = 0, grounding_loss = 0, answer_loss = 0, readout_loss = 0, glyph_loss = 0,
@@ -45,8 +46,8 @@ class Trainer {
   /// One optimiser step of the current stage. @return its report. Precondition: !done().
   StepReport step();
   bool done() const;
-  /// Why a probe gate stopped the run ("" while none has): the message names the gate and the accuracy reached.
-  /// The stop is recorded in the checkpoint, so the same command does not train past it.
+  /// Why a probe gate stopped the run ("" while none has): the message names the gate and the accuracy
+  /// reached. The stop is recorded in the checkpoint, so the same command does not train past it.
   std::string stopped_by_probe() const;
   /// Writes the checkpoint now (weights, optimiser state, position).
   void save_checkpoint();

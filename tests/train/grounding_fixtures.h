@@ -41,15 +41,17 @@ inline io::Tokenizer question_tokenizer(const testing::TempDir& tmp) {
   return io::Tokenizer::load(tmp.str("tok.model"));
 }
 
-// The training tests' micro model with a third decoder layer (grounding records layers 0 and 1, each < L − 1).
+// The training tests' micro model with a third decoder layer (grounding records layers 0 and 1, each < L −
+// 1).
 inline LlavaConfig micro_model() {
   auto c = testing_micro::micro_recipe().model;
   c.text.num_hidden_layers = 3;
   return c;
 }
 
-// One single-turn conversation about sample 0 of seed 11 on a random micro model, and the same sequence laid out
-// by hand ("USER: <image>\n{q} ASSISTANT:{a}</s>", no padding) for the independent computations of the tests.
+// One single-turn conversation about sample 0 of seed 11 on a random micro model, and the same sequence laid
+// out by hand ("USER: <image>\n{q} ASSISTANT:{a}</s>", no padding) for the independent computations of the
+// tests.
 struct OneTurn {
   testing::TempDir tmp;
   io::Tokenizer tok;

@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "core/errors.h"
-#include "train/grounding_fixtures.h"
 #include "train/grounding.h"
+#include "train/grounding_fixtures.h"
 #include "train/patch_labels.h"
 #include "train/scene_questions.h"
 
@@ -52,7 +52,8 @@ TEST(SceneQuestions, NameTheObjectsTheirAnswersDependOn) {
       } else if (q.family == "exist") {
         EXPECT_EQ(objs.empty(), q.answer == "no") << q.question;
         for (const auto& o : objs)
-          EXPECT_NE(q.question.find(std::string(info(o.colour).name) + " " + info(o.shape).name), std::string::npos);
+          EXPECT_NE(q.question.find(std::string(info(o.colour).name) + " " + info(o.shape).name),
+                    std::string::npos);
       } else if (q.family == "spatial" || q.family == "size") {
         EXPECT_EQ(objs.size(), 2u) << q.question;
       } else {
@@ -100,7 +101,8 @@ TEST(AnswerGrounding, CountCentresGroundEachCountedObjectOnItsCentrePatchAlone) 
   EXPECT_EQ(g("exist", {1}).heads, (std::vector<std::vector<std::vector<int64_t>>>{{{52}}}));
   // Other families keep whole footprints.
   EXPECT_EQ(g("color", {0}).heads, (std::vector<std::vector<std::vector<int64_t>>>{{{50, 74, 75}}}));
-  EXPECT_EQ(g("size", {0, 1}).heads, (std::vector<std::vector<std::vector<int64_t>>>{{{50, 74, 75}}, {{51, 52}}}));
+  EXPECT_EQ(g("size", {0, 1}).heads,
+            (std::vector<std::vector<std::vector<int64_t>>>{{{50, 74, 75}}, {{51, 52}}}));
 }
 
 TEST(AnswerGrounding, CountFootprintsGroundCountsOnWholeObjectsWithoutTheSink) {

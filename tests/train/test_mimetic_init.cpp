@@ -1,7 +1,6 @@
 // The mimetic attention initialisation of the decoder (train/mimetic_init.h).
-#include <gtest/gtest.h>
-
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
 
 #include "core/errors.h"
 #include "model/llama.h"

@@ -1,12 +1,11 @@
 // Patch labels of a scene (train/patch_labels.h): object footprints, per-object counts and glyph indices,
 // glyph patches of a string and patch positions.
+#include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include <ATen/ATen.h>
-
 #include "core/errors.h"
-#include "train/grounding_fixtures.h"
 #include "train/grounding.h"
+#include "train/grounding_fixtures.h"
 #include "train/patch_labels.h"
 
 namespace vispco::train {
@@ -57,7 +56,8 @@ TEST(GlyphPatches, SplitTheStringsBoxEvenlyAmongItsCharacters) {
   Scene s;
   SceneText t;
   t.text = "AB3";
-  t.x = 14, t.y = 28, t.w = 42, t.h = 14;  // shares of 14 px; patch centres at 7 + 14k → columns 1, 2, 3, row 2
+  t.x = 14, t.y = 28, t.w = 42,
+  t.h = 14;  // shares of 14 px; patch centres at 7 + 14k → columns 1, 2, 3, row 2
   SceneText narrow;
   narrow.text = "CD";
   narrow.x = 14, narrow.y = 28, narrow.w = 6, narrow.h = 14;  // 3-px shares hold no patch centre

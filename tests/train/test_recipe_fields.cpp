@@ -1,5 +1,5 @@
-// The decoder-training fields of a recipe (train/recipe.h): they round-trip through JSON and are refused outside
-// their stages; tokenizer_split_glyphs keeps every glyph its own piece.
+// The decoder-training fields of a recipe (train/recipe.h): they round-trip through JSON and are refused
+// outside their stages; tokenizer_split_glyphs keeps every glyph its own piece.
 #include <gtest/gtest.h>
 
 #include <cstdio>

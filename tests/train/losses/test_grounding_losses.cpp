@@ -1,9 +1,8 @@
 // The word and answer grounding losses (train/losses/word_grounding_loss.h, answer_grounding_loss.h): their
 // formulas on hand-built attention rows, and their rows and targets through conversation_loss.
-#include <gtest/gtest.h>
-
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
+#include <gtest/gtest.h>
 #include <torch/optim/adamw.h>
 
 #include <algorithm>
@@ -11,10 +10,10 @@
 #include <cstdio>
 
 #include "core/errors.h"
-#include "train/grounding_fixtures.h"
 #include "model/kv_cache.h"
 #include "train/conversation_loss.h"
 #include "train/grounding.h"
+#include "train/grounding_fixtures.h"
 #include "train/losses/answer_grounding_loss.h"
 #include "train/losses/word_grounding_loss.h"
 #include "train/patch_labels.h"
@@ -61,7 +60,8 @@ TEST(ConversationLoss, GroundingLossFallsWhenFittingOneBatch) {
   for (auto& p : m.net()->multi_modal_projector->parameters()) params.push_back(p.set_requires_grad(true));
   torch::optim::AdamW opt(params, torch::optim::AdamWOptions(1e-2));
   auto first = conversation_loss(m, images, turns, opts);
-  EXPECT_NEAR(first.total.item<double>(), first.token.item<double>() + 2.0 * first.grounding.item<double>(), 1e-5);
+  EXPECT_NEAR(first.total.item<double>(), first.token.item<double>() + 2.0 * first.grounding.item<double>(),
+              1e-5);
   // At initialisation attention is near uniform over the ~600 keys: the mass on a few patches is small.
   const double n_keys = static_cast<double>(cfg.n_visual_tokens());
   EXPECT_GT(first.grounding.item<double>(), std::log(n_keys / (2.0 * patches.size())));
@@ -84,9 +84,10 @@ TEST(AttentionTargetLoss, IsCrossEntropyToTheTargetRowsAveragedOverRowsAndLayers
   p1[0][1][1] = at::tensor({0.5, 0.0, 0.0, 0.5});
   auto p2 = at::full({1, 2, 2, 4}, 0.25);
   auto q = at::zeros({1, 2, 2, 4});
-  q[0][0][0] = at::tensor({0.0, 0.5, 0.5, 0.0});   // head 0, row 0
+  q[0][0][0] = at::tensor({0.0, 0.5, 0.5, 0.0});    // head 0, row 0
   q[0][1][1] = at::tensor({0.25, 0.0, 0.0, 0.75});  // head 1, row 1; the other two (head, row) have none
-  // Layer 1: (−½ log .6 − ½ log .2) and (−¼ log .5 − ¾ log .5); layer 2: −log .25 for both. Mean of the means.
+  // Layer 1: (−½ log .6 − ½ log .2) and (−¼ log .5 − ¾ log .5); layer 2: −log .25 for both. Mean of the
+  // means.
   const double l1 = 0.5 * ((-0.5 * std::log(0.6) - 0.5 * std::log(0.2)) - std::log(0.5));
   const double l2 = -std::log(0.25);
   EXPECT_NEAR(attention_target_loss({p1, p2}, q).item<double>(), 0.5 * (l1 + l2), 1e-6);
@@ -120,9 +121,11 @@ TEST(ConversationLoss, AnswerGroundingTargetsTheAnswerRowOfEachTurn) {
   const int64_t p_img = std::find(req.prompt_ids.begin(), req.prompt_ids.end(), cfg.image_token_index) -
                         req.prompt_ids.begin();  // first visual token's position (no padding)
   EXPECT_NEAR(with_sink.answer.item<double>(), -std::log(p[0][0][0].item<double>()), 1e-5);  // head 0, BOS
-  const double want = -0.5 * (std::log(p[0][0][p_img + 50].item<double>()) + std::log(p[0][0][p_img + 51].item<double>()));
+  const double want =
+      -0.5 * (std::log(p[0][0][p_img + 50].item<double>()) + std::log(p[0][0][p_img + 51].item<double>()));
   EXPECT_NEAR(with_patches.answer.item<double>(), want, 1e-5);
-  EXPECT_NEAR(with_patches.total.item<double>(), with_patches.token.item<double>() + with_patches.answer.item<double>(), 1e-5);
+  EXPECT_NEAR(with_patches.total.item<double>(),
+              with_patches.token.item<double>() + with_patches.answer.item<double>(), 1e-5);
   opts.turn_answers = {};
   EXPECT_THROW(conversation_loss(m, images, turns, opts), InvalidArgument);
 }
@@ -174,8 +177,8 @@ TEST(ConversationLoss, GlyphGroundingTargetsTheRowPredictingEachAnswerToken) {
   at::NoGradGuard ng;
   ConversationOptions opts = glyph_grounded(s.answer);
   const auto loss = conversation_loss(m, images, turns, opts);
-  // By hand: answer token j (of ans, EOS last) is predicted at row T − |ans| − 1 + j and spells the characters of
-  // its piece (the first piece's leading "▁" is SentencePiece's dummy prefix, not a character).
+  // By hand: answer token j (of ans, EOS last) is predicted at row T − |ans| − 1 + j and spells the
+  // characters of its piece (the first piece's leading "▁" is SentencePiece's dummy prefix, not a character).
   auto state = t.state();
   const int64_t T = state.hidden.size(1), n_tok = static_cast<int64_t>(ans.size()) - 1;
   const int64_t first = T - static_cast<int64_t>(ans.size()) - 1;  // the last prompt token

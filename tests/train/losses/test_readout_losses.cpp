@@ -1,9 +1,8 @@
 // The readout losses of stage 2 (train/losses/readout_loss.h, glyph_readout_loss.h, glyph_value_loss.h)
 // through conversation_loss, each against the hidden state read by hand.
-#include <gtest/gtest.h>
-
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
+#include <gtest/gtest.h>
 #include <torch/nn/modules/linear.h>
 
 #include <algorithm>
@@ -12,10 +11,10 @@
 #include <vector>
 
 #include "core/errors.h"
-#include "train/grounding_fixtures.h"
 #include "model/kv_cache.h"
 #include "model/llama.h"
 #include "train/conversation_loss.h"
+#include "train/grounding_fixtures.h"
 
 namespace vispco::train {
 namespace {
@@ -44,9 +43,11 @@ TEST(ConversationLoss, ReadoutRegressesTheAnswerRowsHiddenStateOntoTheFamilysTar
   KvCache cache(cfg.text.num_hidden_layers);
   m.net()->language_model->forward(state, cache, &tap);
   const auto pred = head(tap.hidden[0][row]);  // [3]
-  const double want = 0.5 * (std::pow(pred[0].item<double>() - 0.25, 2) + std::pow(pred[1].item<double>() + 0.5, 2));
+  const double want =
+      0.5 * (std::pow(pred[0].item<double>() - 0.25, 2) + std::pow(pred[1].item<double>() + 0.5, 2));
   EXPECT_NEAR(loss.readout.item<double>(), want, 1e-5);
-  EXPECT_NEAR(loss.total.item<double>(), loss.token.item<double>() + loss.answer.item<double>() + 2.0 * want, 1e-4);
+  EXPECT_NEAR(loss.total.item<double>(), loss.token.item<double>() + loss.answer.item<double>() + 2.0 * want,
+              1e-4);
   // A turn without readout targets adds nothing; a readout without its head is refused.
   opts.turn_answers = {{AnswerGrounding{.heads = {{{50}}}}}};
   EXPECT_EQ(conversation_loss(m, images, turns, opts).readout.item<double>(), 0.0);

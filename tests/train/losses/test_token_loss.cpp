@@ -1,16 +1,15 @@
 // The token loss of stage 2 with text_loss: every text token after the image, checked against the NLL summed
 // by hand (train/losses/token_loss.h through conversation_loss).
-#include <gtest/gtest.h>
-
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include "train/grounding_fixtures.h"
 #include "model/kv_cache.h"
 #include "train/conversation_loss.h"
+#include "train/grounding_fixtures.h"
 
 namespace vispco::train {
 namespace {
@@ -35,7 +34,7 @@ TEST(ConversationLoss, TextLossCoversEveryTextTokenAfterTheImage) {
   for (int64_t j = 0; j < n_after; ++j) nll -= logp[0][T - n_after - 1 + j][ids[p + 1 + j]].item<double>();
   EXPECT_NEAR(got, nll / n_after, 1e-4);
   // The answer-only loss is a different number (fewer tokens).
-  EXPECT_GT(std::abs(conversation_loss(m, images, turns) .item<double>() - got), 1e-3);
+  EXPECT_GT(std::abs(conversation_loss(m, images, turns).item<double>() - got), 1e-3);
 }
 
 }  // namespace
