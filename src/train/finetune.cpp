@@ -29,7 +29,7 @@
 #include "prune/plan.h"
 #include "prune/plan_hook.h"
 #include "prune/replay_hook.h"
-#include "train/trainer.h"
+#include "train/conversation_loss.h"
 
 namespace vispco::train {
 

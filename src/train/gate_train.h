@@ -1,6 +1,6 @@
 // Training of the learned token gate (prune/gate.h) with the VLM frozen: the task loss is the cross-entropy
 // of the answer tokens (and EOS) given image and question — as stage 2 of the model's own training
-// (train/trainer.h conversation_loss), single turn — with the gate entering every decoder layer as the key
+// (train/conversation_loss.h), single turn — with the gate entering every decoder layer as the key
 // bias log g of its visual token (a soft, differentiable version of pruning it at ℓ = 0), plus λ times the
 // L1 norm of the gates per token (their mean; gates are positive) to make the gate sparse.
 #pragma once

@@ -61,7 +61,8 @@ std::vector<int64_t> object_word_ends(const io::Tokenizer& tok, const std::vecto
     const std::string word = full.substr(a, b - a);
     if (std::find(object_words().begin(), object_words().end(), word) != object_words().end()) {
       // The token in which the word's last character lies.
-      const auto j = static_cast<size_t>(std::lower_bound(covered.begin(), covered.end(), b) - covered.begin());
+      const auto j =
+          static_cast<size_t>(std::lower_bound(covered.begin(), covered.end(), b) - covered.begin());
       if (j < text.size() && (out.empty() || out.back() != static_cast<int64_t>(where[j])))
         out.push_back(static_cast<int64_t>(where[j]));
     }
@@ -92,22 +93,6 @@ bool AttentionRowRecorder::apply(int64_t layer, TokenState& state, const LayerSi
   return false;
 }
 
-at::Tensor grounding_loss(const std::vector<at::Tensor>& probs, const at::Tensor& target) {
-  for (const auto& p : probs)
-    if (target.dim() != 3 || p.dim() != 4 || p.size(0) != target.size(0) || p.size(2) != target.size(1) ||
-        p.size(3) != target.size(2))
-      throw InvalidArgument("grounding_loss: attention rows [B, H, R, T] must match the target [B, R, T]");
-  const auto has = target.any(-1);  // [B, R]
-  const int64_t n = has.sum().item<int64_t>();
-  if (n == 0 || probs.empty()) return at::zeros({}, at::kFloat);
-  std::vector<at::Tensor> terms;
-  for (const auto& p : probs) {
-    auto mass = (p.select(1, 0) * target.to(p.scalar_type())).sum(-1);  // [B, R]
-    terms.push_back(-(mass.clamp_min(1e-6).log() * has.to(mass.scalar_type())).sum() / static_cast<double>(n));
-  }
-  return at::stack(terms).mean();
-}
-
 bool AnswerGrounding::empty() const {
   if (sink || !glyphs.empty()) return false;
   for (const auto& h : heads)
@@ -122,7 +107,8 @@ AnswerGrounding answer_grounding_of(const QaPair& q, const eval::synthvqa::Scene
   AnswerGrounding g;
   const auto patches = [&](int o) { return object_patches(scene, static_cast<size_t>(o), grid); };
   const auto counted = [&](int o) {
-    return count_centres ? std::vector<int64_t>{object_centre_patch(scene, static_cast<size_t>(o), grid)} : patches(o);
+    return count_centres ? std::vector<int64_t>{object_centre_patch(scene, static_cast<size_t>(o), grid)}
+                         : patches(o);
   };
   const auto& f = q.family;
   if (f == "color" || f == "shape") {
@@ -136,7 +122,8 @@ AnswerGrounding answer_grounding_of(const QaPair& q, const eval::synthvqa::Scene
   } else if (f == "spatial" || f == "size") {
     if (q.objects.size() == 2) g.heads = {{patches(q.objects[0])}, {patches(q.objects[1])}};
     if (f == "spatial" && q.objects.size() == 2) {
-      const auto &a = scene.objects.at(static_cast<size_t>(q.objects[0])), &b = scene.objects.at(static_cast<size_t>(q.objects[1]));
+      const auto &a = scene.objects.at(static_cast<size_t>(q.objects[0])),
+                 &b = scene.objects.at(static_cast<size_t>(q.objects[1]));
       g.readout[0] = float((a.x - b.x) / double(eval::synthvqa::kImageSize));
       g.readout[1] = float((a.y - b.y) / double(eval::synthvqa::kImageSize));
     }
@@ -148,19 +135,6 @@ AnswerGrounding answer_grounding_of(const QaPair& q, const eval::synthvqa::Scene
       }
   }
   return g;
-}
-
-at::Tensor attention_target_loss(const std::vector<at::Tensor>& probs, const at::Tensor& target) {
-  for (const auto& p : probs)
-    if (p.sizes() != target.sizes())
-      throw InvalidArgument("attention_target_loss: attention rows [B, H, R, T] must match the target's shape");
-  const auto has = target.sum(-1) > 0;  // [B, H, R]
-  const int64_t n = has.sum().item<int64_t>();
-  if (n == 0 || probs.empty()) return at::zeros({}, at::kFloat);
-  std::vector<at::Tensor> terms;
-  for (const auto& p : probs)
-    terms.push_back(-(target.to(p.scalar_type()) * p.clamp_min(1e-6).log()).sum() / static_cast<double>(n));
-  return at::stack(terms).mean();
 }
 
 }  // namespace vispco::train

@@ -4,7 +4,9 @@
 // token where an object word of the question ends ("star", "red", "circles"), one attention head of the first
 // decoder layers must put its mass on the visual tokens that show the objects the question is about — the
 // way grounded VLMs are trained on region–phrase pairs (e.g. Kosmos-2, Peng et al. 2023; Shikra, Chen et al.
-// 2023), here as an attention target instead of box tokens. Inference is unchanged.
+// 2023), here as an attention target instead of box tokens. Inference is unchanged. This file holds what the
+// grounding losses read — object words, recorded attention rows, answer-grounding targets of a question; the
+// losses themselves are in train/losses/ (word_grounding_loss.h, answer_grounding_loss.h).
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -20,10 +22,11 @@
 
 namespace vispco::train {
 
-/// Indices i in [begin, end) of `ids` of the tokens in which a SynthVQA object word ends: a colour name, shape
-/// name or shape plural (eval/synthvqa/scene.h tables) standing as a whole word in the text decoded from
-/// ids[begin, end) (a piece may carry the word and the punctuation after it, "▁star?"). Ids outside the
-/// vocabulary (the image placeholder) are skipped. @throws InvalidArgument when begin > end or end > ids.size().
+/// Indices i in [begin, end) of `ids` of the tokens in which a SynthVQA object word ends: a colour name,
+/// shape name or shape plural (eval/synthvqa/scene.h tables) standing as a whole word in the text decoded
+/// from ids[begin, end) (a piece may carry the word and the punctuation after it, "▁star?"). Ids outside the
+/// vocabulary (the image placeholder) are skipped. @throws InvalidArgument when begin > end or end >
+/// ids.size().
 std::vector<int64_t> object_word_ends(const io::Tokenizer& tok, const std::vector<int64_t>& ids, size_t begin,
                                       size_t end);
 
@@ -59,19 +62,13 @@ class AttentionRowRecorder : public PrefillHook {
   at::Tensor input_;
 };
 
-/// Grounding loss: for each recorded layer, head 0, and each query row with a target, −log of the attention
-/// mass on its target keys; averaged over those rows and layers.
-/// @param probs per layer [B, H, R, T] fp32 @param target [B, R, T] bool, the keys each row should attend to
-/// @return scalar fp32; 0 (without a graph) when no row has a target. @throws InvalidArgument on shape mismatch.
-at::Tensor grounding_loss(const std::vector<at::Tensor>& probs, const at::Tensor& target);
-
 /// Answer-position grounding (the second supervision of the intermediate step): at the last prompt token of a
 /// turn — the one that predicts the answer — head h of the grounded layers should spread its attention evenly
 /// over the objects in heads[h] (each object's share spread evenly over its patches), with one more share on
 /// the BOS token when `sink` is set. The sink makes a count readable from the attention output (mass 1/(n+1)
-/// stays on BOS for n objects) and gives "no" answers somewhere to look. Measured on oracle object tokens, this
-/// took colour questions from chance to 0.99 in 500 steps where word-level grounding alone stayed at chance
-/// (docs/bundled-model-training.md, session 7).
+/// stays on BOS for n objects) and gives "no" answers somewhere to look. Measured on oracle object tokens,
+/// this took colour questions from chance to 0.99 in 500 steps where word-level grounding alone stayed at
+/// chance (docs/bundled-model-training.md, session 7).
 struct AnswerGrounding {
   std::vector<std::vector<std::vector<int64_t>>> heads;  ///< [head][object] → grid patches of that object
   bool sink = false;                                     ///< one share on BOS
@@ -83,7 +80,7 @@ struct AnswerGrounding {
   /// [0, 1] = (x_A − x_B, y_A − y_B) / image size for spatial questions (the relation is the sign of the
   /// larger one), [2] = n / 6 for counts.
   std::array<float, 3> readout = {NAN, NAN, NAN};
-  bool empty() const;                                    ///< no head has a target, no sink, no glyphs
+  bool empty() const;  ///< no head has a target, no sink, no glyphs
 };
 
 /// Which refinements answer_grounding_of() applies.
@@ -101,18 +98,12 @@ struct AnswerGroundingOptions {
 };
 
 /// The answer grounding of a SynthVQA question: color/shape → head 0 on the named object; count_* → head 0 on
-/// every counted object plus the sink; exist → head 0 on the matching objects plus the sink (only the sink for
-/// "no"); spatial/size → head 0 on the first named object, head 1 on the second; text and others → none.
+/// every counted object plus the sink; exist → head 0 on the matching objects plus the sink (only the sink
+/// for "no"); spatial/size → head 0 on the first named object, head 1 on the second; text and others → none.
 /// With options (AnswerGroundingOptions): centre patches for counts, glyph targets for text (the string whose
 /// text is the answer; none when no string matches).
 /// @param grid patches per side. @throws InvalidArgument for an object index outside the scene.
 AnswerGrounding answer_grounding_of(const QaPair& q, const eval::synthvqa::Scene& scene, int64_t grid,
                                     const AnswerGroundingOptions& options = {});
-
-/// Cross-entropy of attention rows to target distributions: −Σ_k q[k] log p[k] for each (batch, head, row)
-/// whose target sums to > 0, averaged over them and over the layers.
-/// @param probs per layer [B, H, R, T] fp32 @param target [B, H, R, T] fp32, each row a distribution or zero
-/// @return scalar fp32; 0 (without a graph) when no row has a target. @throws InvalidArgument on shape mismatch.
-at::Tensor attention_target_loss(const std::vector<at::Tensor>& probs, const at::Tensor& target);
 
 }  // namespace vispco::train

@@ -1,12 +1,11 @@
 // Stage-1 patch loss: foreground and background means are weighted equally, checked against
 // cross-entropies written out by hand.
-#include <gtest/gtest.h>
-
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "train/trainer.h"
+#include "train/losses/patch_head_loss.h"
 
 namespace vispco::train {
 namespace {
@@ -19,7 +18,8 @@ double ce(std::initializer_list<double> logits, int label) {
 
 TEST(BalancedPatchLoss, AveragesForegroundAndBackgroundMeans) {
   // Three background patches (label 0), one foreground patch (label 2).
-  auto logits = at::tensor({2.0, 0.0, 0.0, 1.0, 0.5, 0.0, 3.0, 0.0, 1.0, 0.0, 0.0, 0.2}, at::kFloat).view({4, 3});
+  auto logits =
+      at::tensor({2.0, 0.0, 0.0, 1.0, 0.5, 0.0, 3.0, 0.0, 1.0, 0.0, 0.0, 0.2}, at::kFloat).view({4, 3});
   auto labels = at::tensor({0, 0, 0, 2}, at::kLong);
   const double bg = (ce({2, 0, 0}, 0) + ce({1, 0.5, 0}, 0) + ce({3, 0, 1}, 0)) / 3;
   const double fg = ce({0, 0, 0.2}, 2);
@@ -31,7 +31,8 @@ TEST(BalancedPatchLoss, AveragesForegroundAndBackgroundMeans) {
 TEST(BalancedPatchLoss, UsesTheOneKindPresent) {
   auto logits = at::tensor({2.0, 0.0, 1.0, 0.5}, at::kFloat).view({2, 2});
   auto labels = at::zeros({2}, at::kLong);
-  EXPECT_NEAR(balanced_patch_loss(logits, labels).item<double>(), (ce({2, 0}, 0) + ce({1, 0.5}, 0)) / 2, 1e-5);
+  EXPECT_NEAR(balanced_patch_loss(logits, labels).item<double>(), (ce({2, 0}, 0) + ce({1, 0.5}, 0)) / 2,
+              1e-5);
 }
 
 }  // namespace

@@ -18,8 +18,8 @@
 #include "prune/plan_hook.h"
 #include "prune/replay_hook.h"
 #include "test_util.h"
+#include "train/conversation_loss.h"
 #include "train/finetune.h"
-#include "train/trainer.h"
 
 namespace vispco::train {
 namespace {
@@ -176,10 +176,8 @@ TEST(Finetune, RunValidatesResumesAndRecordsItsPlan) {
   fs::create_directories(ckpt.string() + ".tmp");
   testing::write_file(ckpt.string() + ".tmp/params.pt", "partial");
   std::string said;
-  const auto after_kill =
-      run_finetune(testing::tiny_model_dir(), val, nullptr, o, tmp / "run", 1, [&](const std::string& line) {
-        said += line + "\n";
-      });
+  const auto after_kill = run_finetune(testing::tiny_model_dir(), val, nullptr, o, tmp / "run", 1,
+                                       [&](const std::string& line) { said += line + "\n"; });
   EXPECT_NE(said.find("resumed at step 4"), std::string::npos) << said;
   EXPECT_EQ(after_kill.checks.size(), 3u);
   EXPECT_FALSE(fs::exists(ckpt.string() + ".old"));

@@ -17,6 +17,7 @@
 #include "model/llava_prompt.h"
 #include "model/presets.h"
 #include "test_util.h"
+#include "train/conversation_loss.h"
 #include "train/micro_recipe.h"
 #include "train/patch_labels.h"
 #include "train/scene_questions.h"
@@ -171,8 +172,8 @@ TEST(Training, ResumeGivesTheSameNextStepLoss) {
 }
 
 // Issue 45 item 7: a run killed while publishing its checkpoint (here between the two renames of the
-// rename-aside path: checkpoint/ moved to checkpoint.old/, and a later save's partial checkpoint.tmp/) resumes
-// from the checkpoint, not from step 0, and takes the uninterrupted run's next step.
+// rename-aside path: checkpoint/ moved to checkpoint.old/, and a later save's partial checkpoint.tmp/)
+// resumes from the checkpoint, not from step 0, and takes the uninterrupted run's next step.
 TEST(Training, AKillWhilePublishingTheCheckpointResumesFromIt) {
   namespace fs = std::filesystem;
   auto r = micro_recipe();
@@ -271,7 +272,8 @@ TEST(Training, ARefineStageWithTrainingOnlyHeadsAppendsToARunInterruptedMidStage
   ASSERT_EQ(reports.size(), 4u);
   EXPECT_EQ(reports[0].glyph_value_loss, 0.0);  // the decoder stage has no glyph value loss
   EXPECT_EQ(reports[1].glyph_value_loss, 0.0);
-  EXPECT_GT(reports[2].glyph_value_loss + reports[3].glyph_value_loss, 0.0);  // a scene of the stage shows text
+  EXPECT_GT(reports[2].glyph_value_loss + reports[3].glyph_value_loss,
+            0.0);  // a scene of the stage shows text
   EXPECT_EQ(reports[0].readout_loss + reports[1].readout_loss, 0.0);
   EXPECT_GT(reports[2].readout_loss + reports[3].readout_loss, 0.0);  // spatial or counting turns occur
 }
@@ -314,7 +316,8 @@ TEST(SceneQuestions, TurnWeightsGiveAFamilyMoreTurnsAndNoWeightsChangeNothing) {
     for (size_t k = 0; k < plain.size(); ++k) EXPECT_EQ(plain[k].question, same[k].question) << i << " " << k;
     const auto weighted = sample_questions(s.scene, c, 15, {{"count_shape", 3}, {"count_color", 3}});
     const auto counts = [](const std::vector<QaPair>& qs) {
-      return std::count_if(qs.begin(), qs.end(), [](const QaPair& q) { return q.family.rfind("count", 0) == 0; });
+      return std::count_if(qs.begin(), qs.end(),
+                           [](const QaPair& q) { return q.family.rfind("count", 0) == 0; });
     };
     // Every count question the scene has, or 3 + 3 per cycle of at most 9 families: never fewer than plain.
     size_t available = 0;
@@ -324,7 +327,8 @@ TEST(SceneQuestions, TurnWeightsGiveAFamilyMoreTurnsAndNoWeightsChangeNothing) {
     plain_counts += counts(plain);
     weighted_counts += counts(weighted);
   }
-  std::printf("count turns in 24 scenes of 15 turns: %zu plain, %zu with weight 3\n", plain_counts, weighted_counts);
+  std::printf("count turns in 24 scenes of 15 turns: %zu plain, %zu with weight 3\n", plain_counts,
+              weighted_counts);
   EXPECT_GT(weighted_counts, plain_counts);  // measured 143 vs 86
 }
 
@@ -352,9 +356,9 @@ TEST(PatchLabels, MarkObjectsAndTextWhereTheSceneDrawsThem) {
   EXPECT_EQ(at(3, 5, 1), static_cast<int64_t>(Shape::kSquare) + 1);
   EXPECT_EQ(at(3, 5, 2), static_cast<int64_t>(SizeClass::kLarge) + 1);
   EXPECT_EQ(at(3, 5, 3), 1);
-  EXPECT_EQ(at(3, 6, 3), 0);                   // covered but not the centre
-  EXPECT_EQ(at(3, 6, 0), at(3, 5, 0));         // 14 px away < 0.75 · 28
-  EXPECT_EQ(at(3, 8, 0), 0);                   // 42 px away > 21 px
+  EXPECT_EQ(at(3, 6, 3), 0);            // covered but not the centre
+  EXPECT_EQ(at(3, 6, 0), at(3, 5, 0));  // 14 px away < 0.75 · 28
+  EXPECT_EQ(at(3, 8, 0), 0);            // 42 px away > 21 px
   const std::string alphabet = kTextAlphabet;
   EXPECT_EQ(at(20, 10, 4), static_cast<int64_t>(alphabet.find('7')) + 1);
   EXPECT_EQ(at(20, 11, 4), static_cast<int64_t>(alphabet.find('K')) + 1);
@@ -407,7 +411,8 @@ TEST(Training, LowResolutionStagesRunInOrderBeforeTheDecoderStage) {
   Trainer t(r, tmp.str("run"), RunContext{});
   std::vector<std::string> stages;
   while (!t.done()) stages.push_back(t.step().stage);
-  EXPECT_EQ(stages, (std::vector<std::string>{"vision", "decoder-pool4", "decoder-pool4", "decoder-pool2", "decoder"}));
+  EXPECT_EQ(stages, (std::vector<std::string>{"vision", "decoder-pool4", "decoder-pool4", "decoder-pool2",
+                                              "decoder"}));
 }
 
 TEST(TrainRecipe, RefineStagesRoundTripAndTrainAtFullResolution) {
@@ -442,7 +447,8 @@ TEST(Training, RefineStagesRunAfterTheDecoderStageAndExtendAFinishedRun) {
   // The finished run continues with two refine stages appended; each restarts its own schedule (no warm-up:
   // the first step runs at the stage's peak lr).
   auto more = r;
-  more.refine = {{.steps = 2, .batch = 1, .lr = 3e-4, .warmup = 0.0}, {.steps = 1, .batch = 1, .lr = 1e-4, .warmup = 0.0}};
+  more.refine = {{.steps = 2, .batch = 1, .lr = 3e-4, .warmup = 0.0},
+                 {.steps = 1, .batch = 1, .lr = 1e-4, .warmup = 0.0}};
   more.probe_gates = {{.decoder_step = 3, .min_accuracy = 0.0}};  // a gate inside the appended stages
   Trainer t(more, tmp.str("run"), RunContext{});
   ASSERT_FALSE(t.done());
@@ -502,7 +508,8 @@ TEST(Training, ATowerOnlyRunContinuesWithDecoderStagesAsAFromScratchRunWould) {
     auto r = continued.step();
     if (r.stage == "vision") r = continued.step();  // the mid-vision run finishes its tower first
     EXPECT_EQ(r.stage, "decoder") << run;
-    EXPECT_NEAR(r.loss, from_scratch, 1e-6 * std::abs(from_scratch)) << run;  // stated tolerance: 1e-6 relative
+    EXPECT_NEAR(r.loss, from_scratch, 1e-6 * std::abs(from_scratch))
+        << run;  // stated tolerance: 1e-6 relative
   }
   // Another tower cannot continue it.
   auto other = full;
