@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "optimize/search_flags.h"
+
 namespace vispco {
 class VisionLanguageModel;
 }
@@ -11,9 +13,7 @@ class VisionLanguageModel;
 namespace vispco::cli {
 
 /// Help text of every command's --model (model/model_source.h resolves it).
-inline constexpr const char* kModelHelp =
-    "Model: a Hugging Face LLaVA folder, or a llama.cpp GGUF pair (TEXT.gguf,MMPROJ.gguf; a folder holding "
-    "one of each; or the text .gguf with its mmproj beside it)";
+inline constexpr const char* kModelHelp = optimize::kModelFlagHelp;
 
 // Each registers one subcommand (its options and callback) on `app`. Keep this list sorted.
 void register_bench(CLI::App& app);
@@ -31,14 +31,19 @@ void register_train(CLI::App& app);
 void register_train_gate(CLI::App& app);
 void register_vispco(CLI::App& app);  // `vispco vispco-search`
 
+/// Registers `command` as the search method `method` of the search registry (optimize/search_method.h) alone:
+/// its flags and its run, as `vispco optimize --method METHOD` has them (e.g. `vispco vispco-search`).
+/// @throws InvalidArgument when `method` is not registered.
+void register_search_alias(CLI::App& app, const std::string& command, const std::string& method,
+                           const std::string& description);
+
 /// The plan a command runs: `given` when the user named one (warning on stderr when the model was fine-tuned
 /// for another plan), else the plan the model folder was fine-tuned for (config.json "vispco"."tuned_for_plan",
 /// train/finetune.h; said on stderr), else "none". @throws what reading the config throws.
 std::string plan_for_model(const std::string& model_dir, const std::string& given, bool given_explicitly);
 
 /// Help text of --dtype for the commands that resolve it with choose_dtype() (core/context.h).
-inline constexpr const char* kDtypeHelp =
-    "Compute dtype: auto | fp32 | bf16 (auto: bf16 on CUDA or where the CPU has AVX512-BF16/AMX, else fp32)";
+inline constexpr const char* kDtypeHelp = optimize::kDtypeFlagHelp;
 /// Adds --dtype, --device and --threads, writing into the given fields (their current values are the
 /// defaults shown by --help). @param dtype_help the --dtype text @param threads_help the --threads text
 void add_compute_flags(CLI::App* cmd, std::string* dtype, std::string* device, int* threads,

@@ -137,6 +137,21 @@ class JsonFields {
     return j;
   }
 
+  /// These fields as fields of `D`, a struct with S as a base (a config assembled from sections): each reads
+  /// and writes D's S part.
+  template <class D>
+  std::vector<JsonField<D>> fields_of() const {
+    std::vector<JsonField<D>> out;
+    for (const auto& f : fields_) {
+      typename JsonField<D>::Writer w;
+      if (f.write)
+        w = [write = f.write](const D& d, nlohmann::json& j, const std::string& k) { write(d, j, k); };
+      out.emplace_back(
+          f.key, [read = f.read](const nlohmann::json& v, D& d) { read(v, d); }, std::move(w));
+    }
+    return out;
+  }
+
   /// The keys in list order (the "valid:" list of errors).
   std::vector<std::string> keys() const {
     std::vector<std::string> out;

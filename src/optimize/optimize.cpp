@@ -1,4 +1,4 @@
-// OptimizeOptions, the search registry and the optimize job (search on calibration, then test); see optimize.h.
+// OptimizeOptions and the optimize job (a plan search on calibration, then test); see optimize.h.
 #include "optimize/optimize.h"
 
 #include <algorithm>
@@ -11,12 +11,13 @@
 #include "optimize/confidence.h"
 #include "optimize/pareto.h"
 #include "optimize/plan_template.h"
+#include "optimize/search_method.h"
 #include "optimize/searches.h"
 
 namespace vispco::optimize {
 
 void OptimizeOptions::validate() const {
-  find_search(method);
+  const PlanSearch& search = find_plan_search(method);
   if (epsilon_absolute ? !(epsilon >= 0.0 && epsilon <= 1.0) : !(epsilon >= 0.0 && epsilon < 1.0))
     throw InvalidArgument(std::string("optimize: epsilon must be in ") +
                           (epsilon_absolute ? "[0, 1] (absolute accuracy loss, 0.01 = one point)"
@@ -24,37 +25,24 @@ void OptimizeOptions::validate() const {
                           ", got " + std::to_string(epsilon));
   if (templates.empty())
     throw InvalidArgument("optimize --method " + method + ": no plan template (give --scorer, e.g. fastv, or --template)");
-  if (method == "min-k" && templates.size() != 1)
-    throw InvalidArgument("optimize --method min-k searches one template, got " + std::to_string(templates.size()));
-  if (method == "grid" && keeps.empty())
-    throw InvalidArgument("optimize --method grid needs K values (--keep 576,288,144,64,32)");
-  for (const int64_t k : keeps)
-    if (k < 1) throw InvalidArgument("optimize: K must be ≥ 1, got " + std::to_string(k));
-  if (method == "budget" && !(flops_budget > 0.0 && flops_budget <= 1.0))
-    throw InvalidArgument("optimize --method budget: --flops-ratio must be in (0, 1], got " +
-                          std::to_string(flops_budget));
-  if (k_min < 1) throw InvalidArgument("optimize: --k-min must be ≥ 1, got " + std::to_string(k_min));
-  if (k_max < 0) throw InvalidArgument("optimize: --k-max must be ≥ 0 (0 = N_v), got " + std::to_string(k_max));
-  if (k_max != 0 && k_max < k_min)
-    throw InvalidArgument("optimize: --k-max " + std::to_string(k_max) + " is below --k-min " + std::to_string(k_min));
-  if (k_step < 1) throw InvalidArgument("optimize: --k-step must be ≥ 1, got " + std::to_string(k_step));
+  GridSearchOptions::validate();
+  MinKSearchOptions::validate();
   if (confidence != 0.0 && !(confidence >= 0.5 && confidence < 1.0))
-    throw InvalidArgument("optimize: --confidence must be 0 (off) or in [0.5, 1), got " + std::to_string(confidence));
-  if (confidence != 0.0 && method == "budget")
-    throw InvalidArgument("optimize --method budget has no ε: --confidence applies to min-k, grid and dynamic-k");
+    throw InvalidArgument("optimize: --confidence must be 0 (off) or in [0.5, 1), got " +
+                          std::to_string(confidence));
   if (epsilon_per_family != 0.0 &&
       (epsilon_absolute ? !(epsilon_per_family > 0.0 && epsilon_per_family <= 1.0)
                         : !(epsilon_per_family > 0.0 && epsilon_per_family < 1.0)))
     throw InvalidArgument(std::string("optimize: --epsilon-per-family must be 0 (off) or in ") +
-                          (epsilon_absolute ? "(0, 1]" : "(0, 1)") + ", got " + std::to_string(epsilon_per_family));
-  if (epsilon_per_family != 0.0 && method == "budget")
-    throw InvalidArgument("optimize --method budget has no ε: --epsilon-per-family applies to min-k and grid");
+                          (epsilon_absolute ? "(0, 1]" : "(0, 1)") + ", got " +
+                          std::to_string(epsilon_per_family));
   if (min_family_n < 1)
     throw InvalidArgument("optimize: --min-family-n must be ≥ 1, got " + std::to_string(min_family_n));
   if (min_speedup != 0.0 && !(min_speedup >= 1.0))
     throw InvalidArgument("optimize: --min-speedup must be 0 (off) or ≥ 1, got " + std::to_string(min_speedup));
   if (!(timing_factor > 1.0))
     throw InvalidArgument("optimize: the timing factor must be > 1, got " + std::to_string(timing_factor));
+  search.validate(*this);
 }
 
 ConstraintOptions OptimizeOptions::constraints() const {
@@ -72,27 +60,17 @@ ConstraintOptions OptimizeOptions::constraints() const {
 void OptimizeOptions::validate(const ModelShape& shape) const {
   validate();
   const int64_t n_v = shape.n_visual_tokens;
-  for (const int64_t k : keeps)
-    if (k > n_v)
-      throw InvalidArgument("optimize: K " + std::to_string(k) + " is outside [1, N_v = " + std::to_string(n_v) + "]");
-  if (k_max > n_v || k_min > n_v)
-    throw InvalidArgument("optimize: the min-K range [" + std::to_string(k_min) + ", " + std::to_string(k_max) +
-                          "] leaves [1, N_v = " + std::to_string(n_v) + "]");
+  GridSearchOptions::validate(n_v);
+  MinKSearchOptions::validate(n_v);
+  const PlanSearch& search = find_plan_search(method);
+  std::vector<PlanTemplate> parsed;
   for (const auto& t : templates) {
-    const PlanTemplate pt = PlanTemplate::parse(t, shape);
-    if (method != "budget" && pt.param() != TemplateParam::kKeep)
+    parsed.push_back(PlanTemplate::parse(t, shape));
+    if (!search.takes_ratio_templates() && parsed.back().param() != TemplateParam::kKeep)
       throw InvalidArgument("optimize --method " + method + ": template '" + t +
                             "' has no K to vary (PyramidDrop ratio templates work with --method budget)");
   }
-  if (method == "min-k") {
-    const PlanTemplate pt = PlanTemplate::parse(templates[0], shape);
-    for (const int64_t k : min_k_options(n_v).candidates()) {
-      std::string why;
-      if (!pt.valid_at(k, &why))
-        throw InvalidArgument("optimize --method min-k: template '" + templates[0] + "' rejects K=" +
-                              std::to_string(k) + " (" + why + "); min-k needs every K of the searched range");
-    }
-  }
+  search.validate(*this, parsed, n_v);
 }
 
 MinKOptions OptimizeOptions::min_k_options(int64_t n_visual) const {
@@ -105,18 +83,24 @@ MinKOptions OptimizeOptions::min_k_options(int64_t n_visual) const {
   return m;
 }
 
+// The shared keys, then each section's (search_min_k.h, search_budget.h, search_grid.h).
 static const JsonFields<OptimizeOptions>& optimize_fields() {
   using O = OptimizeOptions;
-  // A table, several fields a line:
-  // clang-format off
-  static const JsonFields<OptimizeOptions> fields("optimize options", {
-      {"method", &O::method}, {"templates", &O::templates}, {"keeps", &O::keeps}, {"epsilon", &O::epsilon},
-      {"epsilon_absolute", &O::epsilon_absolute}, {"k_min", &O::k_min}, {"k_max", &O::k_max},
-      {"k_step", &O::k_step}, {"flops_budget", &O::flops_budget}, {"evaluate_test", &O::evaluate_test},
-      {"confidence", &O::confidence}, {"epsilon_per_family", &O::epsilon_per_family},
-      {"min_family_n", &O::min_family_n}, {"min_speedup", &O::min_speedup},
-      {"timing_factor", &O::timing_factor}});
-  // clang-format on
+  static const JsonFields<OptimizeOptions> fields("optimize options", [] {
+    // A table, several fields a line:
+    // clang-format off
+    std::vector<JsonField<O>> f = {
+        {"method", &O::method}, {"templates", &O::templates}, {"epsilon", &O::epsilon},
+        {"epsilon_absolute", &O::epsilon_absolute}, {"evaluate_test", &O::evaluate_test},
+        {"confidence", &O::confidence}, {"epsilon_per_family", &O::epsilon_per_family},
+        {"min_family_n", &O::min_family_n}, {"min_speedup", &O::min_speedup},
+        {"timing_factor", &O::timing_factor}};
+    // clang-format on
+    for (auto&& section : {min_k_search_fields().fields_of<O>(), budget_search_fields().fields_of<O>(),
+                           grid_search_fields().fields_of<O>()})
+      f.insert(f.end(), section.begin(), section.end());
+    return f;
+  }());
   return fields;
 }
 
@@ -124,29 +108,6 @@ nlohmann::json to_json(const OptimizeOptions& o) { return optimize_fields().writ
 
 OptimizeOptions optimize_options_from_json(const nlohmann::json& j) {
   return optimize_fields().read_valid(j);
-}
-
-const std::vector<SearchEntry>& search_registry() {
-  static const std::vector<SearchEntry> table = {
-      {"min-k", "smallest K whose calibration accuracy loss is within ε, by binary search over K (DESIGN.md §6)",
-       search_min_k},
-      {"budget",
-       "best plan whose LLM FLOPs ratio is ≤ b: parameter bisected against the FLOPs model (FitPrune-style), "
-       "then evaluated",
-       search_budget},
-      {"grid", "every (template, K) plan evaluated; empirical Pareto frontier of accuracy vs FLOPs ratio",
-       search_grid},
-  };
-  return table;
-}
-
-const SearchEntry& find_search(const std::string& name) {
-  std::string names;
-  for (const auto& e : search_registry()) {
-    if (e.name == name) return e;
-    names += (names.empty() ? "" : ", ") + e.name;
-  }
-  throw InvalidArgument("optimize: unknown method '" + name + "' (valid: " + names + ")");
 }
 
 void set_frontier(SearchOutcome& out) {
@@ -292,7 +253,7 @@ OptimizeReport run_optimize(const OptimizeOptions& options, PlanEvaluator& ev, c
   OptimizeReport r;
   r.options = options;
   r.n_visual = shape.n_visual_tokens;
-  r.search = find_search(options.method).run(options, ev, log);
+  r.search = find_plan_search(options.method).run(options, ev, log);
   const auto count = [&](const EvalPoint& p) {
     r.n_evaluated += p.n_evaluated;
     r.n_from_store += p.n_from_store;

@@ -1,8 +1,8 @@
 // `vispco optimize`: choose a pruning plan under a constraint on a calibration split, then prove it on a test
-// split (DESIGN.md §6, issue 7). Three searches share one registry: min-k (smallest K within ε, binary
-// search), budget (best plan whose FLOPs ratio ≤ b, bisection against the FLOPs model), grid (every plan of
-// a (template × K) grid, empirical Pareto frontier). Every accuracy comes from a PlanEvaluator (the result
-// store makes repeated searches instant and lets killed ones resume).
+// split (DESIGN.md §6, issue 7). The plan searches of the search registry (search_method.h) share this job:
+// min-k (smallest K within ε, binary search), budget (best plan whose FLOPs ratio ≤ b, bisection against the
+// FLOPs model), grid (every plan of a (template × K) grid, empirical Pareto frontier). Every accuracy comes
+// from a PlanEvaluator (the result store makes repeated searches instant and lets killed ones resume).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -14,27 +14,27 @@
 #include "optimize/min_k.h"
 #include "optimize/plan_check.h"
 #include "optimize/plan_evaluator.h"
+#include "optimize/search_budget.h"
+#include "optimize/search_grid.h"
+#include "optimize/search_min_k.h"
 
 namespace vispco::optimize {
 
-/// Settings of one search (a plain value: defaults, validate(), JSON round trip, equality).
-struct OptimizeOptions {
-  /// Search name from search_registry(): "min-k" | "budget" | "grid".
+/// Settings of one plan search (a plain value: defaults, validate(), JSON round trip, equality). The shared
+/// settings are its members; each plan search's own settings are a base section declared with that search
+/// (search_min_k.h, search_budget.h, search_grid.h). Every section is always present: optimize.json holds
+/// them all, as it always has.
+struct OptimizeOptions : MinKSearchOptions, BudgetSearchOptions, GridSearchOptions {
+  /// Plan search name from search_registry() (search_method.h): "min-k" | "budget" | "grid".
   std::string method = "min-k";
   /// Plan templates (plan_template.h). min-k: exactly one K template; budget: one or more (K or PyramidDrop
   /// ratio), the best on calibration wins; grid: one or more K templates.
   std::vector<std::string> templates;
-  /// grid: the K values of every template (templates that reject a K, e.g. pool at a non-square, skip it).
-  std::vector<int64_t> keeps;
   /// Tolerated accuracy loss ε: relative to the unpruned calibration accuracy (default), or absolute
   /// (accuracy fraction, 0.01 = one point) when epsilon_absolute. Relative valid [0, 1), absolute [0, 1].
   /// min-k: the constraint; grid: picks the cheapest frontier plan within ε as the chosen plan.
   double epsilon = 0.01;
   bool epsilon_absolute = false;
-  /// min-k: searched K ∈ {k_min, k_min + k_step, …} ∪ {k_max}; k_max = 0 means N_v.
-  int64_t k_min = 1, k_max = 0, k_step = 1;
-  /// budget: the largest allowed LLM FLOPs ratio b, in (0, 1].
-  double flops_budget = 0.0;
   /// Evaluate the chosen plan (and the unpruned model) on the test split.
   bool evaluate_test = true;
   /// ε with stated confidence (min-k, grid): 0 = off (a plan is within ε when its calibration accuracy is);
@@ -56,7 +56,8 @@ struct OptimizeOptions {
 
   /// The constraints a plan is checked against (plan_check.h).
   ConstraintOptions constraints() const;
-  /// Checks everything that does not need the model. @throws InvalidArgument naming the bad value.
+  /// Checks everything that does not need the model: the shared settings, every section, then the rules of
+  /// the method's plan search. @throws InvalidArgument naming the bad value.
   void validate() const;
   /// Also checks the templates and K values against the model (N_v, layers, scorer hook points).
   void validate(const ModelShape& shape) const;
@@ -88,17 +89,6 @@ struct SearchOutcome {
 
 /// Called with one progress line (plan being evaluated, search step); may be empty.
 using OptimizeLog = std::function<void(const std::string&)>;
-
-/// One row of the search registry.
-struct SearchEntry {
-  std::string name;
-  std::string description;  ///< one line, with its source
-  std::function<SearchOutcome(const OptimizeOptions&, PlanEvaluator&, const OptimizeLog&)> run;
-};
-/// The search registry table (name → search), in display order.
-const std::vector<SearchEntry>& search_registry();
-/// @throws InvalidArgument listing the valid names.
-const SearchEntry& find_search(const std::string& name);
 
 /// The chosen plan against the unpruned model on the test split.
 struct TestComparison {
@@ -155,7 +145,8 @@ struct OptimizeReport {
 /// file and a rename; creates `dir`. @throws IoError.
 void write_report(const OptimizeReport& report, const std::string& dir);
 
-/// Runs the search of options.method, then (evaluate_test) the chosen plan and the unpruned model on test.
+/// Runs the plan search of options.method (find_plan_search(), search_method.h), then (evaluate_test) the
+/// chosen plan and the unpruned model on test.
 /// @throws InvalidArgument (bad options), what the evaluator throws.
 OptimizeReport run_optimize(const OptimizeOptions& options, PlanEvaluator& evaluator, const OptimizeLog& log = {});
 

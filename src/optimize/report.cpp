@@ -9,6 +9,8 @@
 #include "core/text_file.h"
 #include "optimize/optimize.h"
 #include "optimize/plan_check.h"
+#include "optimize/search_method.h"
+#include "optimize/searches.h"
 
 namespace vispco::optimize {
 namespace {
@@ -25,19 +27,6 @@ std::string fmt(const char* f, double v) {
 }
 
 std::string pct(double v) { return fmt("%.1f", 100.0 * v); }
-
-std::string constraint_text(const OptimizeOptions& o) {
-  const std::string eps = o.epsilon_absolute ? "ε = " + pct(o.epsilon) + " points (absolute)"
-                                             : "ε = " + pct(o.epsilon) + " % of the unpruned accuracy (relative)";
-  if (o.method == "budget") return "LLM FLOPs ratio ≤ " + fmt("%.4f", o.flops_budget);
-  std::string extra;
-  if (o.confidence > 0) extra += " at confidence " + fmt("%.2f", o.confidence);
-  if (o.epsilon_per_family > 0) extra += ", every family within E = " + pct(o.epsilon_per_family) +
-                                   (o.epsilon_absolute ? " points" : " % of its unpruned accuracy");
-  if (o.min_speedup > 0) extra += ", measured prefill faster than unpruned";
-  if (o.method == "grid") return "frontier; chosen: the cheapest plan with accuracy loss within " + eps + extra;
-  return "accuracy loss within " + eps + extra;
-}
 
 // "0.0312 [0.0101, 0.0534]" — a loss with its interval, or the loss alone.
 std::string with_interval(double loss, const std::optional<LossInterval>& i) {
@@ -68,61 +57,24 @@ std::string family_check_table(const PlanCheck& c) {
   return md + "\n";
 }
 
-std::string min_k_section(const nlohmann::json& d) {
-  std::string md = "## min-K search\n\n";
-  md += "Template `" + d.value("template", "") + "`, " + std::to_string(d.value("n_candidates", 0)) +
-        " candidate K values (k_min " + std::to_string(d["options"].value("k_min", 0)) + ", k_max " +
-        std::to_string(d["options"].value("k_max", 0)) + ", step " + std::to_string(d["options"].value("k_step", 0)) +
-        "); threshold accuracy " + fmt("%.4f", d.value("threshold", 0.0)) + ".\n\n";
-  md += "**Rule.** " + d.value("rule", "") + "\n\n";
-  md += "| probe | K | accuracy | within ε |\n|---:|---:|---:|:---:|\n";
-  for (const auto& p : d["probes"])
-    md += "| " + std::to_string(p["order"].get<int>() + 1) + " | " + std::to_string(p["keep"].get<int64_t>()) + " | " +
-          fmt("%.4f", p["accuracy"].get<double>()) + " | " + (p["within_epsilon"].get<bool>() ? "yes" : "no") + " |\n";
-  if (!d["known"].empty()) {
-    md += "\nKnown points (complete in the result store, not probed): ";
-    std::string list;
-    for (const auto& p : d["known"])
-      list += (list.empty() ? "" : ", ") + std::string("K=") + std::to_string(p["keep"].get<int64_t>()) + " " +
-              fmt("%.4f", p["accuracy"].get<double>()) + (p["within_epsilon"].get<bool>() ? " (within)" : "");
-    md += list + ".\n";
-  }
-  md += "\n";
-  if (d["violations"].empty()) {
-    md += "Monotonicity: no violation among the " + std::to_string(d["probes"].size() + d["known"].size()) +
-          " points seen (accuracy never falls as K grows).\n\n";
-  } else {
-    md += "Monotonicity violations (accuracy falls as K grows, adjacent points in K):\n\n";
-    for (const auto& v : d["violations"]) md += "- " + v["text"].get<std::string>() + "\n";
-    md += "\n";
-  }
-  return md;
-}
-
-std::string budget_section(const nlohmann::json& d) {
-  std::string md = "## Budget search\n\nFLOPs ratio: " + d.value("ratio", "") + ".\n\n";
-  md += "| template | parameter | plan | FLOPs ratio | FLOPs-model evaluations |\n|---|---:|---|---:|---:|\n";
-  for (const auto& c : d["candidates"])
-    md += "| `" + c["template"].get<std::string>() + "` | " + c.value("param_text", "–") + " | " +
-          (c["plan"].is_null() ? std::string("none fits") : "`" + c["plan"].get<std::string>() + "`") + " | " +
-          fmt("%.4f", c.value("flops_ratio", 0.0)) + " | " + std::to_string(c["bisection"].size()) + " |\n";
-  return md + "\n";
-}
-
-std::string grid_section(const nlohmann::json& d) {
-  std::string md = "## Grid\n\n" + std::to_string(d.value("n_plans", 0)) + " plans evaluated, " +
-                   std::to_string(d["skipped"].size()) + " skipped (the scorer rejects that K or layer).\n\n";
-  const auto& pre = d["pre_llm"];
-  if (!pre["best"].is_null()) {
-    md += "Best pre-LLM template: `" + pre["best"].get<std::string>() + "` (" + pre["rule"].get<std::string>() + "):";
-    for (const auto& r : pre["ranking"])
-      md += " `" + r["template"].get<std::string>() + "` " + fmt("%.4f", r["mean_accuracy"].get<double>()) + ";";
-    md += "\n\n";
-  }
-  return md;
-}
-
 }  // namespace
+
+std::string format_number(const char* format, double v) { return fmt(format, v); }
+
+std::string format_pct(double v) { return pct(v); }
+
+std::string epsilon_text(const OptimizeOptions& o) {
+  const std::string eps = o.epsilon_absolute
+                              ? "ε = " + pct(o.epsilon) + " points (absolute)"
+                              : "ε = " + pct(o.epsilon) + " % of the unpruned accuracy (relative)";
+  std::string extra;
+  if (o.confidence > 0) extra += " at confidence " + fmt("%.2f", o.confidence);
+  if (o.epsilon_per_family > 0)
+    extra += ", every family within E = " + pct(o.epsilon_per_family) +
+             (o.epsilon_absolute ? " points" : " % of its unpruned accuracy");
+  if (o.min_speedup > 0) extra += ", measured prefill faster than unpruned";
+  return eps + extra;
+}
 
 nlohmann::json OptimizeReport::to_json() const {
   nlohmann::json points = nlohmann::json::array();
@@ -157,10 +109,11 @@ nlohmann::json OptimizeReport::to_json() const {
 }
 
 std::string OptimizeReport::to_markdown() const {
+  const PlanSearch& method = find_plan_search(options.method);
   std::string md = "# vispco optimize — " + options.method + "\n\n";
   for (const auto& [k, v] : inputs.items()) md += "- " + k + ": `" + (v.is_string() ? v.get<std::string>() : v.dump()) + "`\n";
-  md += "- constraint: " + constraint_text(options) + "\n";
-  if (options.method != "budget") md += "- rules: " + constraint_rules(options.constraints()) + "\n";
+  md += "- constraint: " + method.constraint_text(options) + "\n";
+  if (const std::string rules = method.rules_text(options); !rules.empty()) md += "- rules: " + rules + "\n";
   md += "- FLOPs ratio: LLM prefill (decoder + LM head at the last position) with the plan ÷ unpruned, summed "
         "over the split's prompts at their own text lengths (cost/flops.h; vision tower not pruned, so left "
         "out; the with-vision ratio is in optimize.json)\n";
@@ -233,9 +186,7 @@ std::string OptimizeReport::to_markdown() const {
     md += "Not evaluated on the test split (--no-test).\n\n";
   }
 
-  if (options.method == "min-k") md += min_k_section(search.details);
-  if (options.method == "budget") md += budget_section(search.details);
-  if (options.method == "grid") md += grid_section(search.details);
+  md += method.report_section(search.details);
 
   const double ref = search.points.empty() ? 0.0 : search.points[0].accuracy;
   md += "## Calibration points (" + std::to_string(search.points.empty() ? 0 : search.points[0].n) + " samples)\n\n";
@@ -278,10 +229,10 @@ std::string OptimizeReport::to_markdown() const {
 }
 
 std::string OptimizeReport::summary() const {
-  std::string s = "optimize " + options.method;
-  if (!options.templates.empty() && options.method != "grid") s += " (" + options.templates[0] + (options.templates.size() > 1 ? ", …" : "") + ")";
+  const PlanSearch& method = find_plan_search(options.method);
+  std::string s = "optimize " + options.method + method.summary_templates(options);
   s += " on " + std::to_string(search.points.empty() ? 0 : search.points[0].n) + " calibration samples, " +
-       constraint_text(options) + "\n";
+       method.constraint_text(options) + "\n";
   if (!search.chosen) return s + "  no plan chosen: " + search.chosen_reason + "\n";
   const EvalPoint& c = search.points[*search.chosen];
   s += "  chosen " + c.plan + ": calibration accuracy " + fmt("%.4f", c.accuracy) + " (unpruned " +

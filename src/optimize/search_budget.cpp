@@ -1,14 +1,27 @@
 // budget: for each template, the largest parameter whose LLM FLOPs ratio at the calibration prompts is ≤ b
 // (bisection against the FLOPs model, budget.h); each such plan is evaluated on calibration and the most
 // accurate wins (ties: the cheaper, then the earlier template). FitPrune (Ye et al., AAAI 2025) searches its
-// pruning recipe against a computation budget the same way, before any accuracy is measured.
+// pruning recipe against a computation budget the same way, before any accuracy is measured. Its registry
+// row: settings (search_budget.h), flags, validation, search and report section.
+#include "optimize/search_budget.h"
+
 #include <cstdio>
 
 #include "core/errors.h"
 #include "optimize/budget.h"
+#include "optimize/job_flags.h"
+#include "optimize/search_flags.h"
 #include "optimize/searches.h"
 
 namespace vispco::optimize {
+
+const JsonFields<BudgetSearchOptions>& budget_search_fields() {
+  static const JsonFields<BudgetSearchOptions> fields("optimize options",
+                                                      {{"flops_budget", &BudgetSearchOptions::flops_budget}});
+  return fields;
+}
+
+namespace {
 
 SearchOutcome search_budget(const OptimizeOptions& o, PlanEvaluator& ev, const OptimizeLog& log) {
   const ModelShape& shape = ev.shape();
@@ -61,6 +74,54 @@ SearchOutcome search_budget(const OptimizeOptions& o, PlanEvaluator& ev, const O
   out.chosen_reason = buf;
   set_frontier(out);
   return out;
+}
+
+std::string budget_section(const nlohmann::json& d) {
+  std::string md = "## Budget search\n\nFLOPs ratio: " + d.value("ratio", "") + ".\n\n";
+  md += "| template | parameter | plan | FLOPs ratio | FLOPs-model evaluations |\n|---|---:|---|---:|---:|\n";
+  for (const auto& c : d["candidates"])
+    md += "| `" + c["template"].get<std::string>() + "` | " + c.value("param_text", "–") + " | " +
+          (c["plan"].is_null() ? std::string("none fits") : "`" + c["plan"].get<std::string>() + "`") +
+          " | " + format_number("%.4f", c.value("flops_ratio", 0.0)) + " | " +
+          std::to_string(c["bisection"].size()) + " |\n";
+  return md + "\n";
+}
+
+class BudgetSearch final : public PlanSearch {
+ public:
+  void add_flags(SearchFlags& flags, OptimizeOptions& o) const override {
+    flags.option("--flops-ratio", &o.flops_budget, "budget: largest allowed LLM FLOPs ratio, in (0, 1]");
+  }
+  std::vector<std::string> templates(const std::string& method, const JobFlags& j) const override {
+    return scorer_templates(method, j, true);  // --layers: one template per layer
+  }
+  void validate(const OptimizeOptions& o) const override {
+    if (!(o.flops_budget > 0.0 && o.flops_budget <= 1.0))
+      throw InvalidArgument("optimize --method budget: --flops-ratio must be in (0, 1], got " +
+                            std::to_string(o.flops_budget));
+    if (o.confidence != 0.0)
+      throw InvalidArgument(
+          "optimize --method budget has no ε: --confidence applies to min-k, grid and dynamic-k");
+    if (o.epsilon_per_family != 0.0)
+      throw InvalidArgument(
+          "optimize --method budget has no ε: --epsilon-per-family applies to min-k and grid");
+  }
+  bool takes_ratio_templates() const override { return true; }
+  SearchOutcome run(const OptimizeOptions& o, PlanEvaluator& ev, const OptimizeLog& log) const override {
+    return search_budget(o, ev, log);
+  }
+  std::string constraint_text(const OptimizeOptions& o) const override {
+    return "LLM FLOPs ratio ≤ " + format_number("%.4f", o.flops_budget);
+  }
+  std::string rules_text(const OptimizeOptions&) const override { return ""; }  // no ε
+  std::string report_section(const nlohmann::json& details) const override { return budget_section(details); }
+};
+
+}  // namespace
+
+const PlanSearch& budget_search() {
+  static const BudgetSearch search;
+  return search;
 }
 
 }  // namespace vispco::optimize

@@ -1,6 +1,9 @@
 // grid: every (template, K) plan evaluated on calibration, the empirical Pareto frontier of accuracy vs LLM
 // FLOPs ratio (pareto.h), and as the chosen plan the cheapest frontier plan whose accuracy is within ε of the
-// unpruned model. Also ranks the pre-LLM templates (for "min-k on the best pre-LLM scorer").
+// unpruned model. Also ranks the pre-LLM templates (for "min-k on the best pre-LLM scorer"). Its registry
+// row: settings (search_grid.h), flags, templates, validation, search and report section.
+#include "optimize/search_grid.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -8,9 +11,31 @@
 #include <set>
 
 #include "core/errors.h"
+#include "optimize/job_flags.h"
+#include "optimize/search_flags.h"
 #include "optimize/searches.h"
+#include "prune/scorer.h"
 
 namespace vispco::optimize {
+
+void GridSearchOptions::validate() const {
+  for (const int64_t k : keeps)
+    if (k < 1) throw InvalidArgument("optimize: K must be ≥ 1, got " + std::to_string(k));
+}
+
+void GridSearchOptions::validate(int64_t n_visual) const {
+  for (const int64_t k : keeps)
+    if (k > n_visual)
+      throw InvalidArgument("optimize: K " + std::to_string(k) +
+                            " is outside [1, N_v = " + std::to_string(n_visual) + "]");
+}
+
+const JsonFields<GridSearchOptions>& grid_search_fields() {
+  static const JsonFields<GridSearchOptions> fields("optimize options",
+                                                    {{"keeps", &GridSearchOptions::keeps}});
+  return fields;
+}
+
 namespace {
 
 // Among pre-LLM templates that take every K in [1, N_v] (so min-k can search them), the one with the highest
@@ -51,8 +76,6 @@ nlohmann::json rank_pre_llm(const SearchOutcome& out, const std::vector<PlanTemp
   j["best"] = scored[0].second->text();
   return j;
 }
-
-}  // namespace
 
 SearchOutcome search_grid(const OptimizeOptions& o, PlanEvaluator& ev, const OptimizeLog& log) {
   const ModelShape& shape = ev.shape();
@@ -122,6 +145,76 @@ SearchOutcome search_grid(const OptimizeOptions& o, PlanEvaluator& ev, const Opt
                  {"skipped", skipped},
                  {"pre_llm", rank_pre_llm(out, templates, shape.n_visual_tokens)}};
   return out;
+}
+
+std::string grid_section(const nlohmann::json& d) {
+  std::string md = "## Grid\n\n" + std::to_string(d.value("n_plans", 0)) + " plans evaluated, " +
+                   std::to_string(d["skipped"].size()) + " skipped (the scorer rejects that K or layer).\n\n";
+  const auto& pre = d["pre_llm"];
+  if (!pre["best"].is_null()) {
+    md += "Best pre-LLM template: `" + pre["best"].get<std::string>() + "` (" +
+          pre["rule"].get<std::string>() + "):";
+    for (const auto& r : pre["ranking"])
+      md += " `" + r["template"].get<std::string>() + "` " +
+            format_number("%.4f", r["mean_accuracy"].get<double>()) + ";";
+    md += "\n\n";
+  }
+  return md;
+}
+
+class GridSearch final : public PlanSearch {
+ public:
+  void add_flags(SearchFlags& flags, OptimizeOptions& o) const override {
+    flags.option_parsed(
+        "--keep",
+        [&o](const std::string& text) {
+          if (!text.empty()) o.keeps = parse_int_list(text, "--keep");
+        },
+        "grid: comma-separated K values (e.g. 576,288,192,144,96,64,32,16)");
+  }
+  // --template as given, else every scorer of --scorers (default: --scorer, else all) at its default layer or
+  // at each of --layers it can act at.
+  std::vector<std::string> templates(const std::string&, const JobFlags& j) const override {
+    std::vector<std::string> out = given_templates(j);
+    if (!out.empty()) return out;
+    std::vector<std::string> names = parse_name_list(j.scorers.empty() ? j.scorer : j.scorers);
+    if (names.empty())
+      for (const auto& e : scorer_registry()) names.push_back(e.name);
+    const std::vector<int64_t> layers =
+        j.layers.empty() ? std::vector<int64_t>{} : parse_int_list(j.layers, "--layers");
+    for (const auto& s : names) {
+      const int64_t def = default_layer(s);  // also rejects unknown names
+      if (layers.empty()) {
+        out.push_back(s + ":layer=" + std::to_string(def));
+        continue;
+      }
+      const HookPoint hp = make_scorer(s)->hook_point();
+      for (const int64_t l : layers)  // only the layers where the scorer can act
+        if ((hp == HookPoint::kPreLlm && l == 0) || (hp == HookPoint::kInLlm && l >= 1) ||
+            hp == HookPoint::kAny)
+          out.push_back(s + ":layer=" + std::to_string(l));
+    }
+    return out;
+  }
+  void validate(const OptimizeOptions& o) const override {
+    if (o.keeps.empty())
+      throw InvalidArgument("optimize --method grid needs K values (--keep 576,288,144,64,32)");
+  }
+  SearchOutcome run(const OptimizeOptions& o, PlanEvaluator& ev, const OptimizeLog& log) const override {
+    return search_grid(o, ev, log);
+  }
+  std::string constraint_text(const OptimizeOptions& o) const override {
+    return "frontier; chosen: the cheapest plan with accuracy loss within " + epsilon_text(o);
+  }
+  std::string report_section(const nlohmann::json& details) const override { return grid_section(details); }
+  std::string summary_templates(const OptimizeOptions&) const override { return ""; }  // often many
+};
+
+}  // namespace
+
+const PlanSearch& grid_search() {
+  static const GridSearch search;
+  return search;
 }
 
 }  // namespace vispco::optimize

@@ -1,13 +1,42 @@
 // min-k: the smallest K within ε on the calibration split, by binary search (min_k.h) over one K template.
 // Plans of the same template already complete in the result store (e.g. from a grid) join as known points:
-// free evidence for the monotonicity check, never steering the search.
+// free evidence for the monotonicity check, never steering the search. Its registry row: settings
+// (search_min_k.h), flags, validation, search and report section.
+#include "optimize/search_min_k.h"
+
 #include <cstdio>
 #include <map>
 
 #include "core/errors.h"
+#include "optimize/search_flags.h"
 #include "optimize/searches.h"
 
 namespace vispco::optimize {
+
+void MinKSearchOptions::validate() const {
+  if (k_min < 1) throw InvalidArgument("optimize: --k-min must be ≥ 1, got " + std::to_string(k_min));
+  if (k_max < 0)
+    throw InvalidArgument("optimize: --k-max must be ≥ 0 (0 = N_v), got " + std::to_string(k_max));
+  if (k_max != 0 && k_max < k_min)
+    throw InvalidArgument("optimize: --k-max " + std::to_string(k_max) + " is below --k-min " +
+                          std::to_string(k_min));
+  if (k_step < 1) throw InvalidArgument("optimize: --k-step must be ≥ 1, got " + std::to_string(k_step));
+}
+
+void MinKSearchOptions::validate(int64_t n_visual) const {
+  if (k_max > n_visual || k_min > n_visual)
+    throw InvalidArgument("optimize: the min-K range [" + std::to_string(k_min) + ", " +
+                          std::to_string(k_max) + "] leaves [1, N_v = " + std::to_string(n_visual) + "]");
+}
+
+const JsonFields<MinKSearchOptions>& min_k_search_fields() {
+  using S = MinKSearchOptions;
+  static const JsonFields<S> fields("optimize options",
+                                    {{"k_min", &S::k_min}, {"k_max", &S::k_max}, {"k_step", &S::k_step}});
+  return fields;
+}
+
+namespace {
 
 SearchOutcome search_min_k(const OptimizeOptions& o, PlanEvaluator& ev, const OptimizeLog& log) {
   const ModelShape& shape = ev.shape();
@@ -98,6 +127,80 @@ SearchOutcome search_min_k(const OptimizeOptions& o, PlanEvaluator& ev, const Op
   add_check_notes(out, o.timing_factor);  // after the search's own notes
   set_frontier(out);
   return out;
+}
+
+std::string min_k_section(const nlohmann::json& d) {
+  std::string md = "## min-K search\n\n";
+  md += "Template `" + d.value("template", "") + "`, " + std::to_string(d.value("n_candidates", 0)) +
+        " candidate K values (k_min " + std::to_string(d["options"].value("k_min", 0)) + ", k_max " +
+        std::to_string(d["options"].value("k_max", 0)) + ", step " +
+        std::to_string(d["options"].value("k_step", 0)) + "); threshold accuracy " +
+        format_number("%.4f", d.value("threshold", 0.0)) + ".\n\n";
+  md += "**Rule.** " + d.value("rule", "") + "\n\n";
+  md += "| probe | K | accuracy | within ε |\n|---:|---:|---:|:---:|\n";
+  for (const auto& p : d["probes"])
+    md += "| " + std::to_string(p["order"].get<int>() + 1) + " | " +
+          std::to_string(p["keep"].get<int64_t>()) + " | " +
+          format_number("%.4f", p["accuracy"].get<double>()) + " | " +
+          (p["within_epsilon"].get<bool>() ? "yes" : "no") + " |\n";
+  if (!d["known"].empty()) {
+    md += "\nKnown points (complete in the result store, not probed): ";
+    std::string list;
+    for (const auto& p : d["known"])
+      list += (list.empty() ? "" : ", ") + std::string("K=") + std::to_string(p["keep"].get<int64_t>()) +
+              " " + format_number("%.4f", p["accuracy"].get<double>()) +
+              (p["within_epsilon"].get<bool>() ? " (within)" : "");
+    md += list + ".\n";
+  }
+  md += "\n";
+  if (d["violations"].empty()) {
+    md += "Monotonicity: no violation among the " + std::to_string(d["probes"].size() + d["known"].size()) +
+          " points seen (accuracy never falls as K grows).\n\n";
+  } else {
+    md += "Monotonicity violations (accuracy falls as K grows, adjacent points in K):\n\n";
+    for (const auto& v : d["violations"]) md += "- " + v["text"].get<std::string>() + "\n";
+    md += "\n";
+  }
+  return md;
+}
+
+class MinKSearch final : public PlanSearch {
+ public:
+  void add_flags(SearchFlags& flags, OptimizeOptions& o) const override {
+    flags.option("--k-min", &o.k_min, "min-k: smallest K searched")->capture_default_str();
+    flags.option("--k-max", &o.k_max, "min-k: largest K searched (0 = N_v)")->capture_default_str();
+    flags.option("--k-step", &o.k_step, "min-k: K searched on k_min, k_min + step, …, and k_max")
+        ->capture_default_str();
+  }
+  void validate(const OptimizeOptions& o) const override {
+    if (o.templates.size() != 1)
+      throw InvalidArgument("optimize --method min-k searches one template, got " +
+                            std::to_string(o.templates.size()));
+  }
+  void validate(const OptimizeOptions& o, const std::vector<PlanTemplate>& templates,
+                int64_t n_visual) const override {
+    for (const int64_t k : o.min_k_options(n_visual).candidates()) {
+      std::string why;
+      if (!templates.at(0).valid_at(k, &why))
+        throw InvalidArgument("optimize --method min-k: template '" + o.templates[0] +
+                              "' rejects K=" + std::to_string(k) + " (" + why +
+                              "); min-k needs every K of the searched range");
+    }
+  }
+  SearchOutcome run(const OptimizeOptions& o, PlanEvaluator& ev, const OptimizeLog& log) const override {
+    return search_min_k(o, ev, log);
+  }
+  std::string constraint_text(const OptimizeOptions& o) const override {
+    return "accuracy loss within " + epsilon_text(o);
+  }
+  std::string report_section(const nlohmann::json& details) const override { return min_k_section(details); }
+};
+
+}  // namespace
+
+const PlanSearch& min_k_search() {
+  static const MinKSearch search;
+  return search;
 }
 
 }  // namespace vispco::optimize

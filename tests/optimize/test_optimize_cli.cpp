@@ -201,7 +201,7 @@ TEST(OptimizeCli, BadInputGivesOneLineErrorsBeforeAnythingIsWritten) {
   const std::string base = "optimize --model " + testing::tiny_model_dir() + " --calib " + data + " --test " + data +
                            " --out " + tmp.str("o");
   expect_one_line_error(run_cli(base + " --method anneal --scorer fastv"),
-                        "unknown method 'anneal' (valid: min-k, budget, grid)");
+                        "unknown method 'anneal' (valid: min-k, budget, grid, dynamic-k, coverage, vispco)");
   expect_one_line_error(run_cli(base + " --method min-k --scorer fastv --epsilon 1.5"), "epsilon must be in [0, 1)");
   expect_one_line_error(run_cli(base + " --method min-k --scorer fastv --epsilon-abs 2"), "epsilon must be in [0, 1]");
   expect_one_line_error(run_cli(base + " --method min-k --scorer fastv --epsilon 0.1 --epsilon-abs 0.1"), "not both");

@@ -1,0 +1,104 @@
+// `vispco optimize --method dynamic-k`, the registry row (search_method.h): its flags, their checks and its
+// run (dynamic_k.h), writing dynamic_k.{json,md} and the K predictor. It needs per-sample outcomes, which the
+// plan searches' PlanEvaluator does not give, so it is a job of its own.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "core/context.h"
+#include "core/errors.h"
+#include "eval/dataset.h"
+#include "eval/run_key.h"
+#include "model/family.h"
+#include "model/vlm.h"
+#include "optimize/dynamic_k/auto_keep.h"
+#include "optimize/dynamic_k/dynamic_k.h"
+#include "optimize/job_flags.h"
+#include "optimize/plots.h"
+#include "optimize/searches.h"
+
+namespace vispco::optimize {
+namespace {
+
+class DynamicKMethod final : public SearchMethod {
+ public:
+  void add_flags(SearchFlags& flags) override {
+    add_job_flags(flags, job_);
+    flags.option("--train", &train_,
+                 "dynamic-k: fresh scenes to label and train the K predictor on (--calib validates)");
+    flags.option("--ladder", &ladder_,
+                 "dynamic-k: comma-separated K rungs (default 16,24,32,48,64,96,144,192,288,576)");
+    flags.option("--target", &target_, "dynamic-k: label target: correct | agree (with the unpruned answer)")
+        ->capture_default_str();
+    flags.option("--hidden", &hidden_, "dynamic-k: predictor hidden width")->capture_default_str();
+    flags.option("--predictor-steps", &predictor_steps_, "dynamic-k: predictor training steps")
+        ->capture_default_str();
+    flags.option("--limit-train", &limit_train_, "dynamic-k: first N training samples (0 = all)")
+        ->capture_default_str();
+  }
+
+  void run(const SearchFlags& flags, std::ostream& out) override {
+    const JobFlags& a = job_;
+    DynamicKOptions o;
+    const auto templates = scorer_templates("dynamic-k", a, false);
+    if (templates.size() != 1)
+      throw InvalidArgument("optimize --method dynamic-k: give exactly one --template");
+    o.template_text = templates[0];
+    if (!ladder_.empty()) o.ladder = parse_int_list(ladder_, "--ladder");
+    std::tie(o.epsilon, o.epsilon_absolute) = job_epsilon(a, flags);
+    o.target = target_;
+    o.confidence = a.confidence;
+    o.hidden = hidden_;
+    o.training.steps = predictor_steps_;
+    if (a.limit_calib < 0 || a.limit_test < 0 || limit_train_ < 0)
+      throw InvalidArgument("optimize: --limit-train, --limit-calib and --limit-test must be ≥ 0 (0 = all)");
+    o.limit_train = static_cast<size_t>(limit_train_);
+    o.limit_val = static_cast<size_t>(a.limit_calib);
+    o.limit_test = static_cast<size_t>(a.limit_test);
+    if (a.batch < 1) throw InvalidArgument("optimize: --batch must be ≥ 1, got " + std::to_string(a.batch));
+    o.batch_size = static_cast<size_t>(a.batch);
+    o.store_path = store_or_default(a.store, a.out);
+    o.validate();
+    if (train_.empty())
+      throw InvalidArgument(
+          "optimize --method dynamic-k: --train DIR is required (fresh scenes to label: "
+          "vispco data synth --seed S --count N --out DIR)");
+    if (a.no_test)
+      throw InvalidArgument(
+          "optimize --method dynamic-k: the test split is part of its report (no --no-test)");
+    if (a.test.empty()) throw InvalidArgument("optimize: --test DIR is required");
+    for (const auto& [path, flag] :
+         {std::pair{a.model, "--model"}, {train_, "--train"}, {a.calib, "--calib"}, {a.test, "--test"}})
+      require_path(path, flag);
+    const ModelShape shape = load_model_shape(a.model);
+    parse_auto_keep(
+        o.template_text + (o.template_text.find(':') == std::string::npos ? ":" : ",") + "keep=auto", shape);
+    if (!a.no_plots) check_gnuplot(a.gnuplot);
+    DtypeChoice dtype_choice;
+    const RunContext ctx = inference_context(a.device, a.dtype, a.threads, &dtype_choice);
+    const eval::Dataset train = eval::load_dataset(train_), val = eval::load_dataset(a.calib),
+                        test = eval::load_dataset(a.test);
+    const std::string model_hash = eval::model_folder_hash(a.model);
+    auto model = VisionLanguageModel::load(a.model, ctx);
+    auto rep =
+        run_dynamic_k(model, a.model, model_hash, train, val, test, o, a.out, a.no_plots, stderr_log());
+    if (a.json) {
+      out << rep.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      return;
+    }
+    out << rep.summary() << "wrote " << a.out << "/dynamic_k.{json,md}, predictor " << rep.predictor_path
+        << " (use it: --plan " << rep.options.template_text << ",keep=auto:file=" << rep.predictor_path
+        << ", or copy it to " << a.model << "/k_predictor.safetensors)\n";
+    std::fprintf(stderr, "dtype: %s\n", dtype_choice.describe().c_str());
+  }
+
+ private:
+  JobFlags job_;
+  std::string train_, ladder_, target_ = "correct";
+  int64_t hidden_ = 64, predictor_steps_ = 600, limit_train_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<SearchMethod> make_dynamic_k_method() { return std::make_unique<DynamicKMethod>(); }
+
+}  // namespace vispco::optimize
