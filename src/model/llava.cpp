@@ -125,13 +125,20 @@ LlavaModel::LlavaModel(LlavaConfig cfg, LlavaNet net, io::ImagePreprocessConfig 
 
 at::Tensor LlavaModel::preprocess(const cv::Mat& rgb) const { return io::preprocess_llava(rgb, pre_); }
 
-VisualTokens LlavaModel::encode_images(const at::Tensor& pixels, bool want_cls_attention) {
-  const bool drop_cls = cfg_.vision_feature_select_strategy == "default";
-  auto vo = net_->vision_tower->forward(pixels, cfg_.n_vision_layers_used(), drop_cls, want_cls_attention);
+VisualTokens llava_tower_tokens(ClipVisionTower& tower, const LlavaConfig& cfg, const at::Tensor& pixels,
+                                bool want_cls_attention) {
+  const bool drop_cls = cfg.vision_feature_select_strategy == "default";
+  auto vo = tower->forward(pixels, cfg.n_vision_layers_used(), drop_cls, want_cls_attention);
   VisualTokens out;
-  out.embeds = net_->multi_modal_projector->forward(vo.features);
+  out.embeds = vo.features;
   if (vo.cls_attention.defined()) out.cls_attention = vo.cls_attention.mean(1);
   out.keys = vo.keys;
+  return out;
+}
+
+VisualTokens LlavaModel::encode_images(const at::Tensor& pixels, bool want_cls_attention) {
+  VisualTokens out = llava_tower_tokens(net_->vision_tower, cfg_, pixels, want_cls_attention);
+  out.embeds = net_->multi_modal_projector->forward(out.embeds);
   return out;
 }
 

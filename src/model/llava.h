@@ -40,6 +40,13 @@ struct LlavaNetImpl : torch::nn::Module {
 };
 TORCH_MODULE(LlavaNet);
 
+/// LLaVA's vision side before the projector: the CLIP tower up to cfg.vision_feature_layer, [CLS] dropped
+/// ("default") or kept ("full"). @param pixels [B, C, S, S] on the tower's device and dtype @return embeds =
+/// the tower's features [B, N_v, D_v] (not yet projected); with want_cls_attention also the head-averaged
+/// [CLS] attention [B, N_v] fp32 and the feature layer's keys [B, N_v, D_v] (VisionZip).
+VisualTokens llava_tower_tokens(ClipVisionTower& tower, const LlavaConfig& cfg, const at::Tensor& pixels,
+                                bool want_cls_attention);
+
 /// The LLaVA-1.5 family's half of a loaded model (model/family.h): config, network, preprocessing
 /// (pad-to-square + CLIP norm), the LLaVA-1.5 conversation template (model/llava_prompt.h).
 class LlavaModel final : public FamilyModel {

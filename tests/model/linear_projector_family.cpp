@@ -19,6 +19,7 @@
 #include "model/clip_vision.h"
 #include "model/config.h"
 #include "model/family.h"
+#include "model/llava.h"
 #include "model/llava_prompt.h"
 #include "model/llava_shape.h"
 #include "model/tiny_model.h"
@@ -58,12 +59,8 @@ class LinearProjectorModel final : public FamilyModel {
   at::Tensor preprocess(const cv::Mat& rgb) const override { return io::preprocess_llava(rgb, pre_); }
   const io::ImagePreprocessConfig& preprocess_config() const override { return pre_; }
   VisualTokens encode_images(const at::Tensor& pixels, bool want_cls_attention) override {
-    const bool drop_cls = cfg_.vision_feature_select_strategy == "default";
-    auto vo = net_->vision_tower->forward(pixels, cfg_.n_vision_layers_used(), drop_cls, want_cls_attention);
-    VisualTokens out;
-    out.embeds = net_->multi_modal_projector->forward(vo.features);
-    if (vo.cls_attention.defined()) out.cls_attention = vo.cls_attention.mean(1);
-    out.keys = vo.keys;
+    VisualTokens out = llava_tower_tokens(net_->vision_tower, cfg_, pixels, want_cls_attention);
+    out.embeds = net_->multi_modal_projector->forward(out.embeds);
     return out;
   }
   std::vector<int64_t> prompt_ids(const io::Tokenizer& tok, const std::string& question) const override {
