@@ -39,7 +39,8 @@ EvalReport evaluate_plan_groups(VisionLanguageModel& model, const std::string& m
     Dataset sub = dataset;  // same hash: the store keys stay those of the full dataset's samples
     sub.samples.clear();
     for (auto i : group.samples) sub.samples.push_back(dataset.samples.at(i));
-    EvalReport rep = evaluate_plan(model, model_hash, sub, options, group.plan, env, seed);
+    EvalReport rep = group.bound ? evaluate_plan(model, model_hash, sub, options, *group.bound, seed)
+                                 : evaluate_plan(model, model_hash, sub, options, group.plan, env, seed);
     if (on_group) on_group(key, rep);
     merged.n_evaluated += rep.n_evaluated;
     merged.n_from_store += rep.n_from_store;

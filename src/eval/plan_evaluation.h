@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,8 @@ EvalReport evaluate_plan(VisionLanguageModel& model, const std::string& model_ha
 struct PlanGroup {
   PruningPlan plan;
   std::vector<size_t> samples;
+  /// The plan bound already (a keep=auto plan's rung: no file read again), or unset: `plan` is bound here.
+  std::optional<BoundPlan> bound;
 };
 
 /// Evaluates samples under per-sample plans (VisPCO's predicted plans, dynamic K's keep=auto): each group

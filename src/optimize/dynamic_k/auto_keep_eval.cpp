@@ -81,6 +81,7 @@ AutoKeepEval evaluate_auto_keep(VisionLanguageModel& model, const std::string& m
     const BoundPlan at_k = plan.at_keep(k);
     auto& group = groups[at_k.text()];
     group.plan = at_k.plan();
+    group.bound = at_k;  // every rung was bound with the plan: no gate file read again
     group.samples.insert(group.samples.end(), idx.begin(), idx.end());
     out.groups[k] = idx.size();
   }
