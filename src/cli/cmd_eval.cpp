@@ -6,7 +6,6 @@
 #include <iostream>
 #include <limits>
 #include <memory>
-#include <optional>
 #include <regex>
 #include <string>
 #include <tuple>
@@ -19,10 +18,10 @@
 #include "eval/plan_evaluation.h"
 #include "eval/run_key.h"
 #include "model/family.h"
-#include "model/vlm.h"
 #include "model/quant.h"
-#include "optimize/dynamic_k/auto_keep.h"
+#include "model/vlm.h"
 #include "optimize/dynamic_k/auto_keep_eval.h"
+#include "prune/bound_plan.h"
 
 namespace vispco::cli {
 namespace {
@@ -58,18 +57,11 @@ void run_eval(const EvalArgs& a) {
   o.batch_size = static_cast<size_t>(a.batch);
   o.generation.max_new_tokens = a.max_new_tokens;
   const ModelShape shape = load_model_shape(a.model);  // cheap: checks the plan before the slow steps
-  const bool auto_keep = optimize::is_auto_keep(a.plan);
-  std::optional<optimize::AutoKeepPlan> auto_plan;
-  std::optional<optimize::KPredictor> predictor;
-  if (auto_keep) {
-    auto_plan = optimize::parse_auto_keep(a.plan, shape);
-    predictor = optimize::load_plan_predictor(*auto_plan, a.model, shape);
-  }
-  const ScorerEnv env{a.model};
-  // The plan bound once: its scorers check it before the slow steps; its key (+ a learned gate's hash) keys
-  // the results.
-  eval::BoundPlan bound(auto_keep ? PruningPlan{} : parse_plan(eval::canonical_plan(a.plan), shape), shape, env);
-  o.plan = auto_keep ? auto_plan->to_string() : bound.key();
+  // The plan bound once, before the slow steps: its scorers (and a keep=auto predictor) checked and loaded;
+  // its key (+ a learned gate's hash) keys the results.
+  const BoundPlan bound = BoundPlan::bind(a.plan, shape, ScorerEnv{a.model});
+  const bool auto_keep = bound.is_auto();
+  o.plan = bound.key();
   o.out_dir = a.out;
   o.store_path = a.store.empty() ? (std::filesystem::path(a.out) / "results.sqlite").string() : a.store;
   o.on_missing_image = a.skip_missing ? eval::MissingImagePolicy::kSkip : eval::MissingImagePolicy::kStop;
@@ -98,7 +90,7 @@ void run_eval(const EvalArgs& a) {
   nlohmann::json dynamic;  // keep=auto: K groups, batching, prediction cost
   eval::EvalReport rep;
   if (auto_keep) {
-    auto res = optimize::evaluate_auto_keep(model, model_hash, ds, o, *auto_plan, *predictor, env);
+    auto res = optimize::evaluate_auto_keep(model, model_hash, ds, o, bound);
     dynamic = res.to_json();
     dynamic.erase("report");
     rep = std::move(res.report);

@@ -1,11 +1,12 @@
 // `vispco finetune`: prune-then-fine-tune a model for one pruning plan (train/finetune.h).
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <memory>
-#include <unistd.h>
 
 #include "cli/commands.h"
 #include "core/errors.h"
@@ -13,13 +14,13 @@
 #include "eval/progress.h"
 #include "model/family.h"
 #include "model/model_source.h"
-#include "prune/plan.h"
+#include "prune/bound_plan.h"
 #include "train/finetune.h"
 
 namespace vispco::cli {
 
 std::string plan_for_model(const std::string& model_dir, const std::string& given, bool given_explicitly) {
-  const std::string tuned = train::tuned_plan_of(model_dir);
+  const std::string tuned = tuned_plan_of(model_dir);
   if (given_explicitly) {
     if (!tuned.empty() && given != tuned)
       std::fprintf(stderr, "warning: %s was fine-tuned for the plan %s; running %s\n", model_dir.c_str(),
@@ -56,7 +57,8 @@ void register_finetune(CLI::App& app) {
   cmd->add_option("--train", a->o.train, "What trains: projector | projector+decoder | decoder-last-N")
       ->capture_default_str();
   cmd->add_option("--steps", a->o.steps, "Most optimiser steps")->capture_default_str();
-  cmd->add_option("--epochs", a->epochs, "Instead of --steps: passes over --train-scenes scenes")->excludes("--steps");
+  cmd->add_option("--epochs", a->epochs, "Instead of --steps: passes over --train-scenes scenes")
+      ->excludes("--steps");
   add_count_option(cmd, "--train-scenes", &a->o.train_scenes,
                    "Training-scene pool size (0 = a fresh scene every time)");
   cmd->add_option("--batch", a->o.batch, "(image, question) pairs per step")->capture_default_str();
@@ -77,23 +79,28 @@ void register_finetune(CLI::App& app) {
   cmd->callback([a] {
     if (a->epochs != 0) {
       if (!(a->epochs > 0) || a->o.train_scenes == 0)
-        throw InvalidArgument("finetune: --epochs needs a positive value and --train-scenes N (the pool an epoch covers)");
+        throw InvalidArgument(
+            "finetune: --epochs needs a positive value and --train-scenes N (the pool an epoch covers)");
       a->o.steps = static_cast<int64_t>(
           std::ceil(a->epochs * static_cast<double>(a->o.train_scenes) / static_cast<double>(a->o.batch)));
     }
     if (resolve_model_source(a->model).is_gguf())
-      throw InvalidArgument("finetune: --model must be a Hugging Face folder (the tuned model is written as one); '" +
-                            a->model + "' is a GGUF pair");
+      throw InvalidArgument(
+          "finetune: --model must be a Hugging Face folder (the tuned model is written as one); '" +
+          a->model + "' is a GGUF pair");
     const ModelShape shape = load_model_shape(a->model);
-    a->o.plan = parse_plan(a->plan, shape).to_string();
+    a->o.plan = BoundPlan::bind(a->plan, shape, ScorerEnv{a->model}).text();  // canonical, checked early
     a->o.validate();
     const auto val = eval::load_dataset(a->val);
     std::unique_ptr<eval::Dataset> test;
     if (!a->test.empty()) test = std::make_unique<eval::Dataset>(eval::load_dataset(a->test));
     const auto mode = eval::parse_progress_mode(a->progress);
-    const bool bar = mode == eval::ProgressMode::kBar || (mode == eval::ProgressMode::kAuto && isatty(fileno(stderr)));
+    const bool bar =
+        mode == eval::ProgressMode::kBar || (mode == eval::ProgressMode::kAuto && isatty(fileno(stderr)));
     // A log line first clears a progress bar drawn in place, which redraws on its next step.
-    const auto log = [bar](const std::string& l) { std::fprintf(stderr, "%s%s\n", bar ? "\r\033[K" : "", l.c_str()); };
+    const auto log = [bar](const std::string& l) {
+      std::fprintf(stderr, "%s%s\n", bar ? "\r\033[K" : "", l.c_str());
+    };
     const auto rep = train::run_finetune(a->model, val, test.get(), a->o, a->out, a->threads, log, mode);
     std::cout << "tuned for " << rep.options.plan << ": best validation accuracy " << rep.best_val_accuracy
               << " at step " << rep.best_step << " (" << rep.stopped << "); model " << a->out

@@ -2,19 +2,17 @@
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <optional>
 
 #include "cli/commands.h"
 #include "core/context.h"
 #include "core/errors.h"
 #include "cost/timer.h"
 #include "io/image.h"
-#include "model/generate.h"
 #include "model/family.h"
-#include "model/vlm.h"
+#include "model/generate.h"
 #include "model/logprobs.h"
-#include "optimize/dynamic_k/auto_keep.h"
-#include "optimize/dynamic_k/k_features.h"
+#include "model/vlm.h"
+#include "prune/bound_plan.h"
 #include "prune/heatmap.h"
 #include "prune/plan_hook.h"
 
@@ -41,8 +39,9 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--seed", o->gen.seed, "Sampling seed")->capture_default_str();
   add_compute_flags(cmd, &o->dtype, &o->device, &o->threads);
   add_quant_flags(cmd, &o->quant);
-  cmd->add_flag_callback("--ignore-eos", [o] { o->gen.stop_at_eos = false; },
-                         "Keep generating after EOS until --max-new-tokens (decode benchmarks)");
+  cmd->add_flag_callback(
+      "--ignore-eos", [o] { o->gen.stop_at_eos = false; },
+      "Keep generating after EOS until --max-new-tokens (decode benchmarks)");
   cmd->add_option(
          "--plan", o->plan,
          "Pruning plan: 'scorer:[layer=L,]keep=K[+…]' (layer defaults to the method's paper layer), "
@@ -64,54 +63,47 @@ void register_generate(CLI::App& app) {
     RunContext ctx = inference_context(o->device, o->dtype, o->threads, &dtype_choice);
     ctx.seed = o->gen.seed;
     const ModelShape shape = load_model_shape(o->model);  // cheap: checks the plan before the slow steps
-    const bool auto_keep = optimize::is_auto_keep(o->plan);
-    std::optional<optimize::AutoKeepPlan> auto_plan;
-    std::optional<optimize::KPredictor> predictor;
-    if (auto_keep) {
-      auto_plan = optimize::parse_auto_keep(o->plan, shape);
-      predictor = optimize::load_plan_predictor(*auto_plan, o->model, shape);
-    }
-    std::optional<PlanHook> hook_slot;
-    if (!auto_keep) hook_slot.emplace(parse_plan(o->plan, shape), shape, o->gen.seed, ScorerEnv{o->model});
+    // The plan bound once, before the slow steps (a keep=auto predictor and a gate file loaded here).
+    const BoundPlan bound = BoundPlan::bind(o->plan, shape, ScorerEnv{o->model});
+    const bool auto_keep = bound.is_auto();
     auto rgb = io::load_image_rgb(o->image);
     auto model = VisionLanguageModel::load(o->model, ctx);
     apply_quant(model, o->quant);
     VlmRequest req{model.preprocess(rgb), model.prompt_ids(o->prompt)};
     double predict_ms = 0;
+    BoundPlan run = bound;
     if (auto_keep) {  // K from the image and the question, then the static plan at that K
       Stopwatch sw;
       auto vt = model.encode_images(req.pixels.unsqueeze(0), true);
-      const int rung = (*predictor)->predict(optimize::k_features(model, vt, {o->prompt})).at(0);
+      const int64_t k = bound.predict_keep(model, vt, {o->prompt}).at(0);
       req.visual = {vt.embeds[0], vt.cls_attention[0], vt.keys[0]};  // generate() re-uses the tower's output
       predict_ms = sw.ms();
-      const int64_t k = (*predictor)->meta.ladder.at(rung);  // N_v runs unpruned, as in eval and serve
-      hook_slot.emplace(k >= shape.n_visual_tokens ? PruningPlan{} : auto_plan->at(k, shape), shape, o->gen.seed,
-                        ScorerEnv{o->model});
+      run = bound.at_keep(k);  // N_v runs unpruned, as in eval and serve
     }
-    PlanHook& hook = *hook_slot;
-    if (!o->heatmap.empty() && hook.plan().empty()) throw InvalidArgument("--heatmap needs a pruning --plan");
+    const auto hook_ptr = run.hook(o->gen.seed);
+    PlanHook* hook = hook_ptr.get();
+    if (!o->heatmap.empty() && hook == nullptr) throw InvalidArgument("--heatmap needs a pruning --plan");
     const bool want_logprobs = o->top_logprobs >= 0;
-    auto res = generate(model, {req}, o->gen, hook.plan().empty() ? nullptr : &hook, want_logprobs);
+    auto res = generate(model, {req}, o->gen, hook, want_logprobs);
     std::vector<PositionLogprobs> logprobs;
     if (want_logprobs)
       logprobs = token_logprobs(res.step_logits, 0, res.tokens[0], o->top_logprobs, model.tokenizer());
-    if (!o->heatmap.empty() && !hook.traces().empty()) {
+    if (!o->heatmap.empty() && !hook->traces().empty()) {
       at::Tensor scores;
-      for (const auto& t : hook.traces())
+      for (const auto& t : hook->traces())
         if (!scores.defined() && !t.scores[0].isnan().all().item<bool>()) scores = t.scores[0];
-      if (!scores.defined()) scores = hook.traces().front().scores[0];
-      write_token_heatmap(o->heatmap, rgb, model.shape().grid_side(), scores,
-                          hook.traces().back().kept[0]);
+      if (!scores.defined()) scores = hook->traces().front().scores[0];
+      write_token_heatmap(o->heatmap, rgb, model.shape().grid_side(), scores, hook->traces().back().kept[0]);
     }
     const auto& s = res.stats;
     const double rss_mb = peak_rss_bytes() / 1048576.0;
     if (o->json) {
       nlohmann::json j = {{"answer", res.texts[0]},
                           {"tokens", res.tokens[0]},
-                          {"plan", hook.plan().to_string()},
+                          {"plan", run.text()},
                           {"stats", s.to_json()},
                           {"dtype", dtype_choice.describe()}};
-      if (auto_keep) j["keep_auto"] = {{"plan", auto_plan->to_string()}, {"predict_ms", predict_ms}};
+      if (auto_keep) j["keep_auto"] = {{"plan", bound.text()}, {"predict_ms", predict_ms}};
       j["stats"]["peak_rss_mb"] = rss_mb;
       if (want_logprobs) j["logprobs"] = {{"content", to_openai_json(logprobs)}};
       std::cout << j.dump() << "\n";
@@ -122,8 +114,8 @@ void register_generate(CLI::App& app) {
       std::printf(
           "[keep=auto: K = %ld → plan %s (tower + features + predictor %.1f ms; the tower's output is "
           "re-used)]\n",
-          (long)(hook.plan().empty() ? shape.n_visual_tokens : hook.plan().stages.at(0).keep),
-          hook.plan().to_string().c_str(), predict_ms);
+          (long)(run.unpruned() ? shape.n_visual_tokens : run.plan().stages.at(0).keep), run.text().c_str(),
+          predict_ms);
     for (size_t i = 0; i < logprobs.size(); ++i) {  // one line per generated token
       const auto& p = logprobs[i];
       std::printf("%3zu %6ld %-12s %9.4f |", i, (long)p.chosen.id, p.chosen.piece.c_str(), p.chosen.logprob);

@@ -1,7 +1,6 @@
 // One way to evaluate and key a pruning plan (eval/plan_evaluation.h).
 #include "eval/plan_evaluation.h"
 
-#include <memory>
 #include <utility>
 
 #include "prune/plan_hook.h"
@@ -9,28 +8,20 @@
 namespace vispco::eval {
 
 std::string plan_store_key(const PruningPlan& plan, const ModelShape& shape, const ScorerEnv& env) {
-  return BoundPlan(plan, shape, env).key();
+  return BoundPlan::bind(plan, shape, env).key();
 }
-
-BoundPlan::BoundPlan(PruningPlan plan, const ModelShape& shape, const ScorerEnv& env, uint64_t seed)
-    : plan_(std::move(plan)) {
-  if (!plan_.empty()) hook_ = std::make_unique<PlanHook>(plan_, shape, seed, env);
-  key_ = hook_ ? hook_->store_key() : plan_.to_string();
-}
-BoundPlan::BoundPlan(BoundPlan&&) noexcept = default;
-BoundPlan& BoundPlan::operator=(BoundPlan&&) noexcept = default;
-BoundPlan::~BoundPlan() = default;
 
 EvalReport evaluate_plan(VisionLanguageModel& model, const std::string& model_hash, const Dataset& dataset,
-                         EvalOptions options, BoundPlan& plan) {
+                         EvalOptions options, const BoundPlan& plan, uint64_t seed) {
   options.plan = plan.key();
-  return evaluate(model, model_hash, dataset, options, plan.hook());
+  const auto hook = plan.hook(seed);
+  return evaluate(model, model_hash, dataset, options, hook.get());
 }
 
 EvalReport evaluate_plan(VisionLanguageModel& model, const std::string& model_hash, const Dataset& dataset,
                          EvalOptions options, const PruningPlan& plan, const ScorerEnv& env, uint64_t seed) {
-  BoundPlan bound(plan, model.shape(), env, seed);
-  return evaluate_plan(model, model_hash, dataset, std::move(options), bound);
+  return evaluate_plan(model, model_hash, dataset, std::move(options),
+                       BoundPlan::bind(plan, model.shape(), env), seed);
 }
 
 EvalReport evaluate_plan_groups(VisionLanguageModel& model, const std::string& model_hash,
@@ -48,7 +39,8 @@ EvalReport evaluate_plan_groups(VisionLanguageModel& model, const std::string& m
     Dataset sub = dataset;  // same hash: the store keys stay those of the full dataset's samples
     sub.samples.clear();
     for (auto i : group.samples) sub.samples.push_back(dataset.samples.at(i));
-    EvalReport rep = evaluate_plan(model, model_hash, sub, options, group.plan, env, seed);
+    EvalReport rep = group.bound ? evaluate_plan(model, model_hash, sub, options, *group.bound, seed)
+                                 : evaluate_plan(model, model_hash, sub, options, group.plan, env, seed);
     if (on_group) on_group(key, rep);
     merged.n_evaluated += rep.n_evaluated;
     merged.n_from_store += rep.n_from_store;

@@ -1,62 +1,37 @@
-// Evaluating a pruning plan the one way every caller keys it: the plan's scorers bound to the model folder
-// (a learned gate's default file), results stored under PlanHook::store_key (canonical plan text + the hash
-// of any file a scorer read), so `vispco eval`, the searches, the scorer table, dynamic K, VisPCO and
-// fine-tuning share stored results and a retrained gate is never served another gate's.
+// Evaluating a pruning plan the one way every caller keys it: the plan bound by the front door
+// (prune/bound_plan.h: scorers bound to the model folder, a learned gate's default file), results stored
+// under BoundPlan::key (canonical plan text + the hash of any file a scorer read), so `vispco eval`, the
+// searches, the scorer table, dynamic K, VisPCO and fine-tuning share stored results and a retrained gate is
+// never served another gate's.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "eval/dataset.h"
 #include "eval/evaluator.h"
 #include "model/vlm.h"
+#include "prune/bound_plan.h"
 #include "prune/plan.h"
 #include "prune/scorer.h"
 
-namespace vispco {
-class PlanHook;
-}
-
 namespace vispco::eval {
 
-/// A plan ready to evaluate, as one value: the plan, its scorers bound to the model folder once (a
-/// PlanHook seeded with `seed`), and the key its results are stored under (plan_store_key()). Bind it before
-/// the slow steps: a plan the model cannot run or a missing gate file fails here. Move-only; one evaluation
-/// at a time.
-class BoundPlan {
- public:
-  /// @throws what plan_store_key() throws.
-  BoundPlan(PruningPlan plan, const ModelShape& shape, const ScorerEnv& env, uint64_t seed = 0);
-  BoundPlan(BoundPlan&&) noexcept;
-  BoundPlan& operator=(BoundPlan&&) noexcept;
-  ~BoundPlan();
-  const PruningPlan& plan() const { return plan_; }
-  /// The result-store key: "none" for the empty plan, else PlanHook::store_key().
-  const std::string& key() const { return key_; }
-  /// The bound hook, nullptr for the empty plan.
-  PlanHook* hook() { return hook_.get(); }
-
- private:
-  PruningPlan plan_;
-  std::unique_ptr<PlanHook> hook_;
-  std::string key_;
-};
-
-/// The result-store key of `plan` with its scorers bound to `env`: "none" for the empty plan, else
-/// PlanHook::store_key(). @throws InvalidArgument for a plan the model cannot run, what binding a scorer
-/// throws (e.g. a missing gate file).
+/// The result-store key of `plan` bound to `env`: BoundPlan::bind(plan, shape, env).key() ("none" for the
+/// empty plan). @throws what BoundPlan::bind throws (a plan the model cannot run, a missing gate file).
 std::string plan_store_key(const PruningPlan& plan, const ModelShape& shape, const ScorerEnv& env);
 
-/// evaluate() with a bound plan (its hook; empty = unpruned), options.plan set to its key.
-/// @throws what evaluate() throws.
+/// evaluate() with a bound plan (a fresh hook seeded with `seed`; unpruned = no hook), options.plan set to
+/// its key. @throws InvalidArgument for a keep=auto plan (evaluate its static plans at K), what evaluate()
+/// throws.
 EvalReport evaluate_plan(VisionLanguageModel& model, const std::string& model_hash, const Dataset& dataset,
-                         EvalOptions options, BoundPlan& plan);
+                         EvalOptions options, const BoundPlan& plan, uint64_t seed = 0);
 
-/// evaluate_plan() of BoundPlan(plan, model.shape(), env, seed). @throws what binding and evaluate() throw.
+/// evaluate_plan() of BoundPlan::bind(plan, model.shape(), env). @throws what binding and evaluate() throw.
 EvalReport evaluate_plan(VisionLanguageModel& model, const std::string& model_hash, const Dataset& dataset,
                          EvalOptions options, const PruningPlan& plan, const ScorerEnv& env,
                          uint64_t seed = 0);
@@ -65,6 +40,8 @@ EvalReport evaluate_plan(VisionLanguageModel& model, const std::string& model_ha
 struct PlanGroup {
   PruningPlan plan;
   std::vector<size_t> samples;
+  /// The plan bound already (a keep=auto plan's rung: no file read again), or unset: `plan` is bound here.
+  std::optional<BoundPlan> bound;
 };
 
 /// Evaluates samples under per-sample plans (VisPCO's predicted plans, dynamic K's keep=auto): each group

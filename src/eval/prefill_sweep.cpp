@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "prune/bound_plan.h"
 #include "prune/plan_hook.h"
 
 namespace vispco::eval {
@@ -211,10 +212,12 @@ PrefillSweepResult run_prefill_sweep(const PrefillBenchConfig& cfg, const Prefil
   res.repeats = cfg.repeats;
 
   bool any_cls = false;
-  for (const auto& t : spec.plan_templates)
-    any_cls =
-        any_cls || PlanHook(sweep_plan(t, spec.keeps.front(), n_v, shape.n_layers), shape, 0, ScorerEnv{cfg.model_dir})
-                       .wants_vision_attention();
+  for (const auto& t : spec.plan_templates) {
+    const auto hook = BoundPlan::bind(sweep_plan(t, spec.keeps.front(), n_v, shape.n_layers), shape,
+                                      ScorerEnv{cfg.model_dir})
+                          .hook(0);
+    any_cls = any_cls || (hook != nullptr && hook->wants_vision_attention());
+  }
   say("vision encode ...");
   at::Tensor visual;
   res.vision_ms_runs = time_runs(cfg.repeats, [&] { visual = setup.run_vision(); });
@@ -259,10 +262,12 @@ PrefillSweepResult run_prefill_sweep(const PrefillBenchConfig& cfg, const Prefil
       PrefillSweepRow row;
       row.plan_template = t;
       row.keep = k;
-      PlanHook hook(sweep_plan(t, k, n_v, shape.n_layers), shape, cfg.seed, ScorerEnv{cfg.model_dir});
-      row.plan = hook.plan().to_string();
+      const BoundPlan bound =
+          BoundPlan::bind(sweep_plan(t, k, n_v, shape.n_layers), shape, ScorerEnv{cfg.model_dir});
+      const auto hook = bound.hook(cfg.seed);
+      row.plan = bound.text();
       say("prefill, " + row.plan + " ...");
-      measure(row, &hook);
+      measure(row, hook.get());
       res.rows.push_back(row);
     }
   for (auto& row : res.rows) {

@@ -80,10 +80,25 @@ const ModelFamily& family_for_config(const nlohmann::json& config, const std::st
           ? config["model_type"].get<std::string>()
           : "";
   for (const auto& f : registry())
-    if (!arch.empty() ? f.architecture == arch : (!f.model_type.empty() && f.model_type == model_type)) return f;
+    if (!arch.empty() ? f.architecture == arch : (!f.model_type.empty() && f.model_type == model_type))
+      return f;
   throw ConfigError(where + ": unsupported model (architectures " +
                     (arch.empty() ? std::string("none") : "'" + arch + "'") + ", model_type '" + model_type +
                     "'); vispco reads " + registered_names());
+}
+
+std::string tuned_plan_of(const std::string& model_dir) {
+  const std::filesystem::path path = std::filesystem::path(model_dir) / "config.json";
+  nlohmann::json j;
+  try {
+    j = read_json_file(path.string(), "model config");
+  } catch (const Error&) {
+    return "";  // a missing or corrupt config is the model loader's error to report, in its words
+  }
+  if (j.contains("vispco") && j["vispco"].is_object() && j["vispco"].contains("tuned_for_plan") &&
+      j["vispco"]["tuned_for_plan"].is_string())
+    return j["vispco"]["tuned_for_plan"].get<std::string>();
+  return "";
 }
 
 ModelShape load_model_shape(const std::string& dir) {

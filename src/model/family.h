@@ -6,11 +6,11 @@
 // tools/mtmd (one projector type per family).
 #pragma once
 #include <ATen/core/Tensor.h>
-#include <nlohmann/json_fwd.hpp>
 
 #include <deque>
 #include <functional>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -30,9 +30,10 @@ struct ModelSource;
 
 /// Visual tokens of a batch of images, ready for the decoder.
 struct VisualTokens {
-  at::Tensor embeds;         ///< [B, N_v, D] projected visual tokens, compute dtype
-  at::Tensor cls_attention;  ///< [B, N_v] fp32 head-averaged [CLS] attention at the feature layer (when asked)
-  at::Tensor keys;           ///< [B, N_v, D_v] feature-layer keys (when asked)
+  at::Tensor embeds;  ///< [B, N_v, D] projected visual tokens, compute dtype
+  at::Tensor
+      cls_attention;  ///< [B, N_v] fp32 head-averaged [CLS] attention at the feature layer (when asked)
+  at::Tensor keys;    ///< [B, N_v, D_v] feature-layer keys (when asked)
 };
 
 /// The family-specific half of a loaded model. VisionLanguageModel (model/vlm.h) owns one and adds the
@@ -77,7 +78,8 @@ struct ModelFamily {
   std::function<ModelShape(const nlohmann::json& config)> shape;
   /// Loads a Hugging Face folder whose config.json is `config`, weights in ctx.dtype on ctx.device.
   /// @throws IoError, FormatError, ConfigError.
-  std::function<LoadedFamilyModel(const std::string& dir, const nlohmann::json& config, const RunContext& ctx)>
+  std::function<LoadedFamilyModel(const std::string& dir, const nlohmann::json& config,
+                                  const RunContext& ctx)>
       load;
   /// Optional: the shape and the loader of a llama.cpp GGUF pair of this family.
   std::function<ModelShape(const ModelSource& src)> gguf_shape;
@@ -100,6 +102,11 @@ const ModelFamily& family_for_config(const nlohmann::json& config, const std::st
 /// @throws IoError (no such folder, unreadable file), FormatError (bad JSON), ConfigError (unknown
 ///         architecture or a bad field).
 ModelShape load_model_shape(const std::string& dir);
+
+/// The plan a model folder was fine-tuned for (config.json "vispco"."tuned_for_plan", written by `vispco
+/// finetune`), or "" when none (also when config.json is missing or unreadable: loading the model reports
+/// that). The CLI and the server run it when no --plan is given.
+std::string tuned_plan_of(const std::string& model_dir);
 
 /// Loads the model at `dir` through its family's loader (VisionLanguageModel::load calls this).
 /// @throws as load_model_shape, plus the loader's errors (missing or mis-shaped tensor, tokenizer).

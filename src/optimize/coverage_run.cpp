@@ -6,19 +6,21 @@
 
 #include "core/errors.h"
 #include "cost/timer.h"
-#include "optimize/dynamic_k/auto_keep.h"
 #include "optimize/dynamic_k/ladder_eval.h"
+#include "prune/auto_keep/auto_keep.h"
 
 namespace vispco::optimize {
 
 void CoverageRunOptions::validate() const {
-  if (template_text.empty()) throw InvalidArgument("optimize --method coverage: give one --template (or --scorer)");
+  if (template_text.empty())
+    throw InvalidArgument("optimize --method coverage: give one --template (or --scorer)");
   if (ladder.empty()) throw InvalidArgument("optimize --method coverage: --ladder is empty");
   for (size_t i = 0; i < ladder.size(); ++i)
     if (ladder[i] < 1 || (i > 0 && ladder[i] <= ladder[i - 1]))
       throw InvalidArgument("optimize --method coverage: --ladder must be ascending K ≥ 1");
   if (batch_size < 1) throw InvalidArgument("optimize --method coverage: batch size must be ≥ 1");
-  if (store_path.empty()) throw InvalidArgument("optimize --method coverage: a result store path is required");
+  if (store_path.empty())
+    throw InvalidArgument("optimize --method coverage: a result store path is required");
   if (coverage.draws < 1 || coverage.n_calib < 1)
     throw InvalidArgument("optimize --method coverage: need ≥ 1 draw of ≥ 1 calibration sample");
   if (!(coverage.confidence > 0 && coverage.confidence < 1))
@@ -26,23 +28,24 @@ void CoverageRunOptions::validate() const {
 }
 
 nlohmann::json CoverageRunReport::to_json() const {
-  return {{"template", options.template_text}, {"ladder", ladder},         {"n_pool", n_pool},
-          {"n_test", n_test},                  {"coverage", result.to_json()}, {"inputs", inputs},
-          {"wall_s", wall_s}};
+  return {{"template", options.template_text}, {"ladder", ladder}, {"n_pool", n_pool}, {"n_test", n_test},
+          {"coverage", result.to_json()},      {"inputs", inputs}, {"wall_s", wall_s}};
 }
 
 std::string CoverageRunReport::to_markdown() const {
   const CoverageOptions& o = result.options;
   char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "# vispco optimize — ε coverage\n\nTemplate `%s`; pool %zu samples, test %zu; %zu draws of %zu "
-                "calibration samples (%s); ε = %g %s, per-family E = %g (families ≥ %zu samples), confidence "
-                "%.2f; wall time %.1f s.\n\n",
-                options.template_text.c_str(), n_pool, n_test, o.draws, o.n_calib,
-                o.with_replacement ? "with replacement" : "without replacement", o.epsilon,
-                o.absolute ? "(absolute)" : "(relative)", o.epsilon_per_family, o.min_family_n, o.confidence, wall_s);
+  std::snprintf(
+      buf, sizeof buf,
+      "# vispco optimize — ε coverage\n\nTemplate `%s`; pool %zu samples, test %zu; %zu draws of %zu "
+      "calibration samples (%s); ε = %g %s, per-family E = %g (families ≥ %zu samples), confidence "
+      "%.2f; wall time %.1f s.\n\n",
+      options.template_text.c_str(), n_pool, n_test, o.draws, o.n_calib,
+      o.with_replacement ? "with replacement" : "without replacement", o.epsilon,
+      o.absolute ? "(absolute)" : "(relative)", o.epsilon_per_family, o.min_family_n, o.confidence, wall_s);
   std::string md = buf;
-  for (const auto& [k, v] : inputs.items()) md += "- " + k + ": `" + (v.is_string() ? v.get<std::string>() : v.dump()) + "`\n";
+  for (const auto& [k, v] : inputs.items())
+    md += "- " + k + ": `" + (v.is_string() ? v.get<std::string>() : v.dump()) + "`\n";
   md += "\n" + result.to_markdown();
   md += "Rule: " + result.to_json()["rule"].get<std::string>() + ".\n";
   return md;
@@ -50,18 +53,20 @@ std::string CoverageRunReport::to_markdown() const {
 
 std::string CoverageRunReport::summary() const {
   char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "coverage %s, %zu draws of %zu: test loss > ε in %.1f %% (point) / %.1f %% (bound); a family > E "
-                "in %.1f %% / %.1f %%; mean K %.1f / %.1f, mean LLM FLOPs ratio %.3f / %.3f\n",
-                options.template_text.c_str(), result.options.draws, result.options.n_calib,
-                100 * result.violation_rate_point, 100 * result.violation_rate_bound,
-                100 * result.family_violation_rate_point, 100 * result.family_violation_rate_bound,
-                result.mean_keep_point, result.mean_keep_bound, result.mean_flops_point, result.mean_flops_bound);
+  std::snprintf(
+      buf, sizeof buf,
+      "coverage %s, %zu draws of %zu: test loss > ε in %.1f %% (point) / %.1f %% (bound); a family > E "
+      "in %.1f %% / %.1f %%; mean K %.1f / %.1f, mean LLM FLOPs ratio %.3f / %.3f\n",
+      options.template_text.c_str(), result.options.draws, result.options.n_calib,
+      100 * result.violation_rate_point, 100 * result.violation_rate_bound,
+      100 * result.family_violation_rate_point, 100 * result.family_violation_rate_bound,
+      result.mean_keep_point, result.mean_keep_bound, result.mean_flops_point, result.mean_flops_bound);
   return buf;
 }
 
-CoverageRunReport run_coverage(VisionLanguageModel& model, const std::string& model_dir, const std::string& model_hash,
-                               const eval::Dataset& pool, const eval::Dataset& test, const CoverageRunOptions& options,
+CoverageRunReport run_coverage(VisionLanguageModel& model, const std::string& model_dir,
+                               const std::string& model_hash, const eval::Dataset& pool,
+                               const eval::Dataset& test, const CoverageRunOptions& options,
                                const std::function<void(const std::string&)>& log) {
   options.validate();
   Stopwatch wall;
@@ -71,14 +76,17 @@ CoverageRunReport run_coverage(VisionLanguageModel& model, const std::string& mo
   rep.options = options;
   for (const int64_t k : options.ladder) {
     if (k > n_v)
-      throw InvalidArgument("optimize --method coverage: ladder value " + std::to_string(k) + " exceeds N_v = " +
-                            std::to_string(n_v));
+      throw InvalidArgument("optimize --method coverage: ladder value " + std::to_string(k) +
+                            " exceeds N_v = " + std::to_string(n_v));
     rep.ladder.push_back(k);
   }
   if (rep.ladder.back() != n_v) rep.ladder.push_back(n_v);
-  if (rep.ladder.size() < 2) throw InvalidArgument("optimize --method coverage: the ladder needs a rung below N_v");
-  const AutoKeepPlan plan = parse_auto_keep(
-      options.template_text + (options.template_text.find(':') == std::string::npos ? ":" : ",") + "keep=auto", shape);
+  if (rep.ladder.size() < 2)
+    throw InvalidArgument("optimize --method coverage: the ladder needs a rung below N_v");
+  const AutoKeepPlan plan =
+      parse_auto_keep(options.template_text +
+                          (options.template_text.find(':') == std::string::npos ? ":" : ",") + "keep=auto",
+                      shape);
   rep.options.template_text = plan.template_text;
   const ScorerEnv env{model_dir};
   const auto tagged = [&](const char* split) {

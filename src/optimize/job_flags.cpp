@@ -8,6 +8,7 @@
 #include "core/errors.h"
 #include "model/model_source.h"
 #include "optimize/plan_template.h"
+#include "prune/scorer.h"
 
 namespace vispco::optimize {
 

@@ -12,7 +12,8 @@ namespace vispco::optimize {
 namespace {
 
 bool is_pdrop_ratio_template(const std::string& t) {
-  return t.rfind("pdrop:", 0) == 0 && t.find("ratio=") == std::string::npos && t.find('+') == std::string::npos;
+  return t.rfind("pdrop:", 0) == 0 && t.find("ratio=") == std::string::npos &&
+         t.find('+') == std::string::npos;
 }
 
 std::string ratio_text(int64_t p) {
@@ -84,10 +85,6 @@ std::vector<std::string> split_templates(const std::string& text) {
     if (b != std::string::npos) out.push_back(piece.substr(b, e - b + 1));
   }
   return out;
-}
-
-int64_t default_layer(const std::string& scorer) {
-  return make_scorer(scorer)->hook_point() == HookPoint::kInLlm ? 2 : 0;
 }
 
 }  // namespace vispco::optimize

@@ -13,8 +13,8 @@ namespace vispco::optimize {
 
 /// What the template's parameter p means.
 enum class TemplateParam {
-  kKeep,         ///< p = K, kept visual tokens, in [1, N_v]
-  kPdropRatio,   ///< p = λ·1000, PyramidDrop keep ratio per stage boundary, in [1, 1000]
+  kKeep,        ///< p = K, kept visual tokens, in [1, N_v]
+  kPdropRatio,  ///< p = λ·1000, PyramidDrop keep ratio per stage boundary, in [1, 1000]
 };
 
 /// A parsed plan template bound to a model config.
@@ -52,10 +52,5 @@ class PlanTemplate {
 
 /// Splits a ';'-separated list of templates (empty pieces dropped).
 std::vector<std::string> split_templates(const std::string& text);
-
-/// The default stage layer of a scorer for templates built from a scorer name: 0 for scorers that act
-/// before the LLM or anywhere, 2 for scorers that need decoder attention (FastV's default k = 2).
-/// @throws InvalidArgument for an unknown scorer (listing the valid names).
-int64_t default_layer(const std::string& scorer);
 
 }  // namespace vispco::optimize

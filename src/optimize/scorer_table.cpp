@@ -146,18 +146,18 @@ ScorerTable run_scorer_table(VisionLanguageModel& model, const std::string& mode
   struct Job {
     std::string scorer;
     int64_t keep;
-    eval::BoundPlan plan;
+    BoundPlan plan;
   };
   const ScorerEnv env{model_dir};
   std::vector<Job> jobs;
-  jobs.push_back({"none", t.n_visual, eval::BoundPlan(PruningPlan(), shape, env)});
+  jobs.push_back({"none", t.n_visual, BoundPlan::bind(PruningPlan(), shape, env)});
   for (const auto& s : scorers)
     for (auto k : t.keeps) {
       const std::string text = scorer_table_plan(s, k, shape, options.llm_layer);
       if (s == "pool" && text != "pool:layer=0,keep=" + std::to_string(k))
         t.notes.push_back("pool at K = " + std::to_string(k) + " keeps the largest square ≤ K: `" + text +
                           "`");
-      jobs.push_back({s, k, eval::BoundPlan(parse_plan(text, shape), shape, env)});
+      jobs.push_back({s, k, BoundPlan::bind(text, shape, env)});
     }
   for (auto& job : jobs) {
     eval::EvalOptions o = options.eval;
@@ -166,7 +166,7 @@ ScorerTable run_scorer_table(VisionLanguageModel& model, const std::string& mode
     ScorerTableCell c;
     c.scorer = job.scorer;
     c.keep = job.keep;
-    c.plan = job.plan.plan().to_string();
+    c.plan = job.plan.text();
     c.mean_kept = rep.mean_n_visual_kept;
     c.metrics = rep.metrics;
     c.mean_ttft_ms = rep.mean_ttft_ms;

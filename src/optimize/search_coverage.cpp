@@ -13,9 +13,9 @@
 #include "model/family.h"
 #include "model/vlm.h"
 #include "optimize/coverage_run.h"
-#include "optimize/dynamic_k/auto_keep.h"
 #include "optimize/job_flags.h"
 #include "optimize/searches.h"
+#include "prune/auto_keep/auto_keep.h"
 
 namespace vispco::optimize {
 namespace {

@@ -10,12 +10,32 @@
 
 namespace vispco {
 
+std::vector<std::shared_ptr<const Scorer>> bind_scorers(const PruningPlan& plan, const ModelShape& shape,
+                                                        const ScorerEnv& env) {
+  plan.validate(shape);
+  std::vector<std::shared_ptr<const Scorer>> out;
+  for (const auto& st : plan.stages) {
+    std::shared_ptr<Scorer> s = make_scorer(st.scorer);
+    s->bind(st, shape, env);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 PlanHook::PlanHook(PruningPlan plan, const ModelShape& shape, uint64_t seed, const ScorerEnv& env)
-    : plan_(std::move(plan)), grid_(shape.grid_side()), n_visual_(shape.n_visual_tokens), seed_(seed) {
-  plan_.validate(shape);
+    : PlanHook(plan, shape, seed, bind_scorers(plan, shape, env)) {}
+
+PlanHook::PlanHook(PruningPlan plan, const ModelShape& shape, uint64_t seed,
+                   std::vector<std::shared_ptr<const Scorer>> scorers)
+    : plan_(std::move(plan)),
+      scorers_(std::move(scorers)),
+      grid_(shape.grid_side()),
+      n_visual_(shape.n_visual_tokens),
+      seed_(seed) {
+  if (scorers_.size() != plan_.stages.size())
+    throw InvalidArgument("plan hook: " + std::to_string(scorers_.size()) + " bound scorers for " +
+                          std::to_string(plan_.stages.size()) + " stages");
   for (const auto& st : plan_.stages) {
-    scorers_.push_back(make_scorer(st.scorer));
-    scorers_.back()->bind(st, shape, env);
     auto sel = st.options.find("select");
     selectors_.push_back(sel == st.options.end() ? nullptr : make_selector(sel->second));
   }
@@ -48,13 +68,6 @@ bool PlanHook::acts_before(int64_t layer) const {
   for (const auto& st : plan_.stages)
     if (st.layer == layer) return true;
   return false;
-}
-
-std::string PlanHook::store_key() const {
-  std::string key = plan_.to_string();
-  for (const auto& s : scorers_)
-    if (auto r = s->resource_key(); !r.empty()) key += " @" + r;
-  return key;
 }
 
 at::Tensor PlanHook::attention_rows(int64_t layer, const TokenState& state) {
@@ -131,7 +144,7 @@ bool PlanHook::apply(int64_t layer, TokenState& state, const LayerSignals& signa
 
   auto grid_of_alive = state.grid_index.gather(1, in.visual_pos);  // [B, N]
   if (sel.scores.defined()) trace.scores.scatter_(1, grid_of_alive, sel.scores.to(dev, at::kFloat));
-  auto kept_visual = in.visual_pos.gather(1, sel.keep.to(dev));     // [B, K_keep] indices into T
+  auto kept_visual = in.visual_pos.gather(1, sel.keep.to(dev));  // [B, K_keep] indices into T
   trace.kept.scatter_(1, state.grid_index.gather(1, kept_visual), true);
 
   // Non-visual tokens (text, padding) in order, plus the kept visual ones, re-sorted into sequence order.

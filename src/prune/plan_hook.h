@@ -19,7 +19,7 @@ namespace vispco {
 struct StageTrace {
   PruneStage stage;
   at::Tensor scores;  ///< [B, N_v] fp32, NaN for tokens already gone before this stage or unscored
-  at::Tensor kept;    ///< [B, N_v] bool, true for patches represented after this stage (kept or merge targets)
+  at::Tensor kept;  ///< [B, N_v] bool, true for patches represented after this stage (kept or merge targets)
   bool merged = false;  ///< the stage made new (merged) tokens: `kept` alone does not reproduce it
 };
 
@@ -31,6 +31,11 @@ class PlanHook : public PrefillHook {
   /// @throws InvalidArgument when the plan does not fit the model (PruningPlan::validate); what a scorer's
   ///         bind() throws (a missing or mismatched gate file).
   PlanHook(PruningPlan plan, const ModelShape& shape, uint64_t seed = 0, const ScorerEnv& env = {});
+  /// A hook over scorers bound already (BoundPlan::hook: nothing is read again).
+  /// @param scorers one per stage, from bind_scorers(plan, shape, …). @throws InvalidArgument when the
+  ///        counts differ.
+  PlanHook(PruningPlan plan, const ModelShape& shape, uint64_t seed,
+           std::vector<std::shared_ptr<const Scorer>> scorers);
 
   bool wants_vision_attention() const override;
   void begin(const at::Tensor& cls_attention, const at::Tensor& vision_keys) override;
@@ -42,17 +47,13 @@ class PlanHook : public PrefillHook {
   bool apply(int64_t layer, TokenState& state, const LayerSignals& signals) override;
 
   const PruningPlan& plan() const { return plan_; }
-  /// The result-store key of the plan: its canonical text, then " @" and each stage's resource key when a
-  /// scorer loaded one (e.g. "gate:layer=0,keep=64 @gate=sha256:…"), so retraining a gate never reuses the
-  /// results of the old one. "none" for the empty plan.
-  std::string store_key() const;
   /// One entry per stage that ran, in order.
   const std::vector<StageTrace>& traces() const { return traces_; }
 
  private:
   PruningPlan plan_;
-  std::vector<std::unique_ptr<Scorer>> scorers_;      // one per stage
-  std::vector<std::unique_ptr<Selector>> selectors_;  // one per stage: its select= selector, or null
+  std::vector<std::shared_ptr<const Scorer>> scorers_;  // one per stage, shared with a BoundPlan
+  std::vector<std::unique_ptr<Selector>> selectors_;    // one per stage: its select= selector, or null
   int64_t grid_ = 0, n_visual_ = 0;
   uint64_t seed_ = 0;
   at::Tensor cls_attention_, vision_keys_, saliency_;
@@ -60,5 +61,10 @@ class PlanHook : public PrefillHook {
   at::Tensor query_weights_;  // [B, R] of the attention rows asked for the next stage, or undefined
   std::vector<StageTrace> traces_;
 };
+
+/// Validates `plan` against the model and binds one scorer per stage to its resources (Scorer::bind): what
+/// several hooks of one plan share. @throws what PruningPlan::validate() and the scorers' bind() throw.
+std::vector<std::shared_ptr<const Scorer>> bind_scorers(const PruningPlan& plan, const ModelShape& shape,
+                                                        const ScorerEnv& env);
 
 }  // namespace vispco

@@ -11,8 +11,7 @@
 #include "cost/flops.h"
 #include "cost/timer.h"
 #include "model/logprobs.h"
-#include "optimize/dynamic_k/auto_keep.h"
-#include "optimize/dynamic_k/k_features.h"
+#include "prune/auto_keep/k_features.h"
 #include "prune/plan_hook.h"
 #include "serve/api_error.h"
 #include "serve/text_stream.h"
@@ -20,8 +19,9 @@
 namespace vispco::serve {
 namespace {
 
-constexpr size_t kMaxCachedPlans = 4096;  // validated plan texts kept (each < 1 KB)
-constexpr size_t kMaxAutoPlans = 16;      // keep=auto predictors kept (each a loaded predictor)
+constexpr size_t kMaxCachedPlans =
+    256;                              // bound static plans kept (each its scorers, a gate's weights at most)
+constexpr size_t kMaxAutoPlans = 16;  // bound keep=auto plans kept (each a loaded predictor + its rungs)
 
 using Clock = std::chrono::steady_clock;
 
@@ -36,8 +36,8 @@ double row_flops_ratio(const ModelShape& shape, const GenerationStats& st, int64
   std::vector<int64_t> row = st.tokens_per_layer;
   for (auto& n : row) n -= pad;
   const double pruned = static_cast<double>(prefill_flops(shape.flops, row).decoder_total);
-  const double full =
-      static_cast<double>(prefill_flops(shape.flops, unpruned_tokens_per_layer(shape.flops, n_text)).decoder_total);
+  const double full = static_cast<double>(
+      prefill_flops(shape.flops, unpruned_tokens_per_layer(shape.flops, n_text)).decoder_total);
   return pruned / full;
 }
 
@@ -91,6 +91,8 @@ void declare_server_metrics(Metrics& m) {
 BatchScheduler::BatchScheduler(VisionLanguageModel& model, std::string model_dir, SchedulerOptions opts,
                                Metrics* metrics)
     : model_(model), model_dir_(std::move(model_dir)), opts_(std::move(opts)), metrics_(metrics) {
+  static_plans_.capacity = kMaxCachedPlans;
+  auto_plans_.capacity = kMaxAutoPlans;
   opts_.validate();
   opts_.default_plan = resolve_plan(opts_.default_plan);
   batch_ = std::make_unique<DecodeBatch>(model_);
@@ -99,55 +101,43 @@ BatchScheduler::BatchScheduler(VisionLanguageModel& model, std::string model_dir
 
 BatchScheduler::~BatchScheduler() { drain_and_stop(); }
 
-struct BatchScheduler::AutoPredictor {
-  optimize::AutoKeepPlan plan;
-  mutable optimize::KPredictor predictor{nullptr};  // predict() is not const (a torch module call)
-};
-
-std::shared_ptr<const BatchScheduler::AutoPredictor> BatchScheduler::auto_predictor(const std::string& text) const {
-  auto a = std::make_shared<AutoPredictor>();
-  a->plan = optimize::parse_auto_keep(text, model_.shape());
-  const std::string key = a->plan.to_string();  // canonical: "keep=0064"-style spellings share one entry
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = auto_predictors_.find(key); it != auto_predictors_.end()) return it->second;
-  }
-  a->predictor = optimize::load_plan_predictor(a->plan, model_dir_, model_.shape());
-  for (const auto k :
-       a->predictor->meta.ladder)  // every rung binds (e.g. a gate file) before any request runs
-    if (k < model_.shape().n_visual_tokens)
-      PlanHook(a->plan.at(k, model_.shape()), model_.shape(), 0, ScorerEnv{model_dir_});
-  std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = auto_predictors_.find(key); it != auto_predictors_.end()) return it->second;
-  if (auto_predictors_.size() >= kMaxAutoPlans) {  // jobs hold their own reference: eviction is safe
-    auto_predictors_.erase(auto_order_.front());
-    auto_order_.pop_front();
-  }
-  auto_order_.push_back(key);
-  return auto_predictors_.emplace(key, std::move(a)).first->second;
+const BoundPlan* BatchScheduler::PlanCache::find(const std::string& key) const {
+  const auto it = plans.find(key);
+  return it == plans.end() ? nullptr : &it->second;
 }
 
-std::string BatchScheduler::resolve_plan(const std::string& plan) const {
+const BoundPlan& BatchScheduler::PlanCache::insert(const std::string& key, BoundPlan plan) {
+  if (const auto* b = find(key)) return *b;  // bound meanwhile by another thread: keep the first
+  if (plans.size() >= capacity) {
+    plans.erase(order.front());
+    order.pop_front();
+  }
+  order.push_back(key);
+  return plans.emplace(key, std::move(plan)).first->second;
+}
+
+BoundPlan BatchScheduler::bound_plan(const std::string& plan) const {
   const std::string text = plan.empty() ? opts_.default_plan : plan;
-  if (optimize::is_auto_keep(text)) return auto_predictor(text)->plan.to_string();
-  const std::string canonical = parse_plan(text, model_.shape()).to_string();
+  // Parsing alone gives the cache key ("keep=0064"-style spellings share one entry); binding reads files.
+  const std::string canonical = canonical_plan_text(text, model_.shape());
+  const bool is_auto = is_auto_keep(canonical);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (valid_plans_.count(canonical) > 0) return canonical;
+    if (const auto* b = (is_auto ? auto_plans_ : static_plans_).find(canonical)) return *b;
   }
-  PlanHook hook(parse_plan(canonical, model_.shape()), model_.shape(), 0,
-                ScorerEnv{model_dir_});  // binds scorers
+  BoundPlan bound = BoundPlan::bind(canonical, model_.shape(), ScorerEnv{model_dir_});  // lock released
   std::lock_guard<std::mutex> lock(mu_);
-  if (valid_plans_.size() >= kMaxCachedPlans) valid_plans_.clear();
-  valid_plans_.insert(canonical);
-  return hook.plan().to_string();
+  return (is_auto ? auto_plans_ : static_plans_).insert(canonical, std::move(bound));
 }
+
+std::string BatchScheduler::resolve_plan(const std::string& plan) const { return bound_plan(plan).text(); }
 
 void BatchScheduler::check_admission() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (draining_ || !accepting_) throw ApiError(503, "the server is shutting down", "server_error");
   if (static_cast<int64_t>(queue_.size()) >= opts_.max_queue)
-    throw ApiError(503, "the request queue is full (" + std::to_string(opts_.max_queue) + " waiting); retry later",
+    throw ApiError(503,
+                   "the request queue is full (" + std::to_string(opts_.max_queue) + " waiting); retry later",
                    "server_error");
 }
 
@@ -155,8 +145,14 @@ std::future<JobResult> BatchScheduler::submit(GenerationJob job) {
   check_admission();  // before resolving the plan: a refusal costs nothing
   auto p = std::make_unique<Pending>();
   try {
-    p->plan_key = resolve_plan(job.plan);
-    if (optimize::is_auto_keep(p->plan_key)) p->auto_text = p->plan_key;
+    const BoundPlan bound = bound_plan(job.plan);
+    p->plan_key = bound.text();
+    if (bound.is_auto()) {
+      p->auto_plan = bound;
+      p->auto_pending = true;
+    } else {
+      p->plan = bound;
+    }
   } catch (const Error& e) {
     throw bad_request(std::string("vispco.plan: ") + e.what(), "vispco");
   }
@@ -199,7 +195,7 @@ void BatchScheduler::drain_and_stop() {
 
 size_t BatchScheduler::cached_plan_count() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return valid_plans_.size() + auto_predictors_.size();
+  return static_plans_.plans.size() + auto_plans_.plans.size();
 }
 
 size_t BatchScheduler::queue_depth() const {
@@ -244,7 +240,7 @@ void BatchScheduler::worker() {
         idle_cv_.notify_all();
         continue;
       }
-      if (!queue_.front()->auto_text.empty()) continue;  // arrived during the resolve: resolve it first
+      if (queue_.front()->auto_pending) continue;  // arrived during the resolve: resolve it first
       batch_plan_ = queue_.front()->plan_key;
       const auto deadline =
           queue_.front()->enqueued + std::chrono::duration_cast<Clock::duration>(
@@ -291,7 +287,7 @@ void BatchScheduler::worker() {
 void BatchScheduler::resolve_auto_keep(std::unique_lock<std::mutex>& lock) {
   std::vector<Pending*> todo;
   for (const auto& p : queue_)
-    if (!p->auto_text.empty()) todo.push_back(p.get());  // Pending objects stay put: only this thread erases
+    if (p->auto_pending) todo.push_back(p.get());  // Pending objects stay put: only this thread erases
   if (todo.empty()) return;
   lock.unlock();
   std::map<Pending*, std::string> failed;
@@ -304,23 +300,22 @@ void BatchScheduler::resolve_auto_keep(std::unique_lock<std::mutex>& lock) {
       questions.push_back(p->job.question);
     }
     const auto vt = model_.encode_images(at::stack(px), true);
-    const auto features = optimize::k_features(model_, vt, questions);
+    const auto features = k_features(model_, vt, questions);
     for (size_t i = 0; i < todo.size(); ++i) {
       // The batch's generate() re-uses this tower output instead of running the tower again.
       todo[i]->job.request.visual = {vt.embeds[static_cast<int64_t>(i)],
                                      vt.cls_attention[static_cast<int64_t>(i)],
                                      vt.keys[static_cast<int64_t>(i)]};
-      const auto a = auto_predictor(todo[i]->auto_text);
-      const int rung = a->predictor->predict(features.slice(0, i, i + 1)).at(0);
-      const int64_t k = a->predictor->meta.ladder.at(rung);
-      todo[i]->plan_key = k >= model_.shape().n_visual_tokens ? std::string("none")
-                                                                 : a->plan.at(k, model_.shape()).to_string();
+      const BoundPlan& a = todo[i]->auto_plan;
+      const int64_t k = a.predict_keep(features.slice(0, i, i + 1)).at(0);
+      todo[i]->plan = a.at_keep(k);  // bound when the plan was (every rung); N_v runs unpruned
+      todo[i]->plan_key = todo[i]->plan.text();
     }
   } catch (const std::exception& e) {
     for (auto* p : todo) failed[p] = std::string("keep=auto: ") + e.what();
   }
   lock.lock();
-  for (auto* p : todo) p->auto_text.clear();
+  for (auto* p : todo) p->auto_pending = false;
   if (failed.empty()) return;
   for (auto it = queue_.begin(); it != queue_.end();) {
     auto f = failed.find(it->get());
@@ -365,10 +360,10 @@ void BatchScheduler::admit(std::vector<std::unique_ptr<Pending>>& group) {
   GenerationStats st;
   std::string plan;
   try {
-    PlanHook hook(parse_plan(joining[0]->p->plan_key, shape), shape, 0, ScorerEnv{model_dir_});
-    plan = hook.plan().to_string();
-    st = batch_->add(reqs, configs, ids, hook.plan().empty() ? nullptr : &hook,
-                     std::vector<bool>(reqs.size(), false), top_logprobs);
+    const BoundPlan& bound = joining[0]->p->plan;  // bound once per canonical plan: no file read here
+    const auto hook = bound.hook(0);
+    plan = bound.text();
+    st = batch_->add(reqs, configs, ids, hook.get(), std::vector<bool>(reqs.size(), false), top_logprobs);
   } catch (const std::exception& e) {  // the running batch is unchanged (DecodeBatch::add)
     for (auto& a : joining) {
       a->r.error = e.what();

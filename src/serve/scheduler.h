@@ -17,7 +17,6 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,6 +24,7 @@
 #include "model/decode_batch.h"
 #include "model/generate.h"
 #include "model/vlm.h"
+#include "prune/bound_plan.h"
 #include "serve/metrics.h"
 
 namespace vispco::serve {
@@ -98,6 +98,9 @@ class BatchScheduler {
   /// @throws InvalidArgument / ConfigError from prune/plan.h and the scorers (an unknown scorer, K out of
   /// range, a missing gate file).
   std::string resolve_plan(const std::string& plan) const;
+  /// The plan bound by the front door (prune/bound_plan.h) once per canonical text and cached ("" → the
+  /// default plan). @throws what resolve_plan() throws.
+  BoundPlan bound_plan(const std::string& plan) const;
   /// Cheap admission check before a request is prepared: @throws ApiError 503 when max_queue requests wait or
   /// the scheduler is draining (submit() checks again).
   void check_admission() const;
@@ -112,14 +115,16 @@ class BatchScheduler {
   void drain_and_stop();
   /// Requests waiting (not yet in a batch).
   size_t queue_depth() const;
-  /// Plans held in the scheduler's caches (validated plans + keep=auto predictors), by canonical text.
+  /// Plans held in the scheduler's caches (bound static plans + keep=auto plans), by canonical text.
   size_t cached_plan_count() const;
 
  private:
   struct Pending {
     GenerationJob job;
-    std::string plan_key;   // the static plan it runs; for keep=auto set by the worker before batching
-    std::string auto_text;  // keep=auto plan still to resolve ("" = none or resolved)
+    BoundPlan plan;        // the static plan it runs; for keep=auto set by the worker before batching
+    std::string plan_key;  // plan.text(): requests of one key share a prefill
+    BoundPlan auto_plan;   // keep=auto plan still to resolve (unpruned = none or resolved)
+    bool auto_pending = false;
     std::chrono::steady_clock::time_point enqueued;
     std::promise<JobResult> promise;
   };
@@ -128,9 +133,15 @@ class BatchScheduler {
   // the plan's predictor, plan_key = the static plan at K. Jobs whose prediction fails are answered with the
   // error and leave the queue. Called by the worker with `lock` held.
   void resolve_auto_keep(std::unique_lock<std::mutex>& lock);
-  struct AutoPredictor;
-  // keep=auto plan text → its parsed plan and predictor (loaded once per canonical plan, by resolve_plan).
-  std::shared_ptr<const AutoPredictor> auto_predictor(const std::string& text) const;
+  // Bound plans by canonical text, oldest evicted first at `capacity` (under mu_; jobs hold their own copy,
+  // so eviction is safe).
+  struct PlanCache {
+    size_t capacity = 0;
+    std::map<std::string, BoundPlan> plans;
+    std::deque<std::string> order;
+    const BoundPlan* find(const std::string& key) const;
+    const BoundPlan& insert(const std::string& key, BoundPlan plan);
+  };
   // Requests of plan `key` taken out of the queue, oldest first, at most n and within the prefill token
   // budget (the first always). Called with mu_ held.
   std::vector<std::unique_ptr<Pending>> take_plan(const std::string& key, int64_t n);
@@ -161,11 +172,9 @@ class BatchScheduler {
   std::map<int64_t, std::unique_ptr<Active>> active_;
   int64_t next_row_id_ = 0;
   std::condition_variable idle_cv_;
-  // Canonical texts of plans already validated (under mu_); at most kMaxCachedPlans, then cleared.
-  mutable std::set<std::string> valid_plans_;
-  // Canonical keep=auto plan → its predictor (under mu_); at most kMaxAutoPlans, the oldest evicted.
-  mutable std::map<std::string, std::shared_ptr<const AutoPredictor>> auto_predictors_;
-  mutable std::deque<std::string> auto_order_;
+  // Static plans (each may hold a gate's weights) and keep=auto plans (each a loaded predictor and its rungs'
+  // plans), bound once per canonical text (issue 45: both bounded).
+  mutable PlanCache static_plans_, auto_plans_;
   std::thread worker_;
 };
 

@@ -26,7 +26,7 @@
 #include "eval/synthvqa/generator.h"
 #include "model/generate.h"
 #include "model/llava.h"
-#include "prune/plan.h"
+#include "prune/bound_plan.h"
 #include "prune/plan_hook.h"
 #include "prune/replay_hook.h"
 #include "train/conversation_loss.h"
@@ -84,12 +84,12 @@ double lr_at(const FinetuneOptions& o, int64_t step) {  // step 0-based
   return o.lr * (0.1 + 0.9 * 0.5 * (1 + std::cos(M_PI * std::min(1.0, t))));
 }
 
-double accuracy_with(VisionLanguageModel& m, const eval::Dataset& ds, size_t limit, const PruningPlan& plan,
-                     const std::string& model_dir, size_t batch, eval::EvalReport* full = nullptr) {
+double accuracy_with(VisionLanguageModel& m, const eval::Dataset& ds, size_t limit, const BoundPlan& plan,
+                     size_t batch, eval::EvalReport* full = nullptr) {
   eval::EvalOptions o;
   o.limit = limit;
   o.batch_size = batch;
-  auto rep = eval::evaluate_plan(m, "in-memory", ds, o, plan, ScorerEnv{model_dir});
+  auto rep = eval::evaluate_plan(m, "in-memory", ds, o, plan);
   const double acc = rep.metrics.overall.accuracy();
   if (full) *full = std::move(rep);
   return acc;
@@ -194,20 +194,6 @@ std::string FinetuneReport::to_markdown() const {
   return s.str();
 }
 
-std::string tuned_plan_of(const std::string& model_dir) {
-  const fs::path path = fs::path(model_dir) / "config.json";
-  nlohmann::json j;
-  try {
-    j = read_json_file(path.string(), "model config");
-  } catch (const Error&) {
-    return "";  // a missing or corrupt config is the model loader's error to report, in its words
-  }
-  if (j.contains("vispco") && j["vispco"].is_object() && j["vispco"].contains("tuned_for_plan") &&
-      j["vispco"]["tuned_for_plan"].is_string())
-    return j["vispco"]["tuned_for_plan"].get<std::string>();
-  return "";
-}
-
 FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& val, const eval::Dataset* test,
                             const FinetuneOptions& options, const std::string& out_dir, int n_threads,
                             const std::function<void(const std::string&)>& log, eval::ProgressMode progress) {
@@ -222,20 +208,22 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
   apply_threads(ctx);
   auto m = VisionLanguageModel::load(model_dir, ctx);
   const auto& cfg = m.config();
-  const PruningPlan plan = parse_plan(options.plan, m.shape());
-  plan.validate(m.shape());
-  if (plan.empty()) throw InvalidArgument("finetune: --plan must prune something");
+  // The plan bound once (a gate file read here); every hook below shares its scorers.
+  const BoundPlan plan = BoundPlan::bind(options.plan, m.shape(), ScorerEnv{model_dir});
+  if (plan.is_auto())
+    throw InvalidArgument("finetune: --plan must fix K (keep=auto is not a plan to tune for)");
+  if (plan.unpruned()) throw InvalidArgument("finetune: --plan must prune something");
   {  // a plan whose stages merge tokens cannot be replayed: refuse it before any file is written
     const auto s0 = eval::synthvqa::make_sample(options.data_seed, 0);
-    PlanHook probe(plan, m.shape(), 0, ScorerEnv{model_dir});
+    const auto probe = plan.hook(0);
     GenerationConfig one;
     one.max_new_tokens = 1;
-    generate(m, {{m.preprocess(s0.rgb), m.prompt_ids(s0.question)}}, one, &probe);
-    ReplayHook check(probe.traces());
+    generate(m, {{m.preprocess(s0.rgb), m.prompt_ids(s0.question)}}, one, probe.get());
+    ReplayHook check(probe->traces());
   }
   FinetuneReport rep;
   rep.options = options;
-  rep.options.plan = plan.to_string();
+  rep.options.plan = plan.text();
   auto net = m.net();
   auto params = trainable(net, options.train, cfg.text.num_hidden_layers);
   for (const auto& p : params) rep.n_trainable += p.numel();
@@ -263,7 +251,7 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
     best.clear();
     for (const auto& p : params) best.push_back(p.detach().clone());
   };
-  recover_directory(ckpt);  // a run killed while publishing its checkpoint resumes from it
+  recover_directory(ckpt);                   // a run killed while publishing its checkpoint resumes from it
   if (fs::exists(ckpt / "position.json")) {  // resume
     const auto pos = read_json_file((ckpt / "position.json").string(), "finetune checkpoint");
     auto stored = finetune_options_from_json(pos.at("options"));  // keys added later take their defaults
@@ -315,8 +303,8 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
   };
   const auto check = [&] {
     net->eval();
-    const double v = accuracy_with(m, val, options.val_limit, plan, model_dir, options.eval_batch);
-    const double t = accuracy_with(m, probe, 0, plan, model_dir, options.eval_batch);
+    const double v = accuracy_with(m, val, options.val_limit, plan, options.eval_batch);
+    const double t = accuracy_with(m, probe, 0, plan, options.eval_batch);
     net->train();
     rep.checks.push_back({step, v, t});
     if (rep.checks.size() == 1 || v > rep.best_val_accuracy) {
@@ -351,11 +339,11 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
       turns.push_back({{samples.back().question, samples.back().answer}});
     }
     // The plan's decisions, from an inference prefill of the prompts (exactly what inference would keep).
-    PlanHook hook(plan, m.shape(), 0, ScorerEnv{model_dir});
+    const auto hook = plan.hook(0);
     GenerationConfig one;
     one.max_new_tokens = 1;
-    generate(m, reqs, one, &hook);
-    ReplayHook replay(hook.traces());
+    generate(m, reqs, one, hook.get());
+    ReplayHook replay(hook->traces());
     ConversationOptions co;
     co.prune_hook = &replay;
     for (auto g : opt.param_groups())
@@ -392,8 +380,8 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
   eval::EvalReport before_plan, before_full, after_plan, after_full;
   if (test) {
     auto src = VisionLanguageModel::load(model_dir, ctx);  // the untuned model, whatever was resumed
-    accuracy_with(src, *test, options.test_limit, plan, model_dir, options.eval_batch, &before_plan);
-    accuracy_with(src, *test, options.test_limit, PruningPlan{}, model_dir, options.eval_batch, &before_full);
+    accuracy_with(src, *test, options.test_limit, plan, options.eval_batch, &before_plan);
+    accuracy_with(src, *test, options.test_limit, BoundPlan(), options.eval_batch, &before_full);
   }
   {
     torch::NoGradGuard g;
@@ -420,9 +408,8 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
   write_text_atomically((model_out / "config.json").string(), j.dump(2) + "\n");
   if (test) {  // what ships: the saved (bf16) folder, computed in fp32 like the "before" figures
     auto tuned = VisionLanguageModel::load(model_out.string(), ctx);
-    accuracy_with(tuned, *test, options.test_limit, plan, model_dir, options.eval_batch, &after_plan);
-    accuracy_with(tuned, *test, options.test_limit, PruningPlan{}, model_dir, options.eval_batch,
-                  &after_full);
+    accuracy_with(tuned, *test, options.test_limit, plan, options.eval_batch, &after_plan);
+    accuracy_with(tuned, *test, options.test_limit, BoundPlan(), options.eval_batch, &after_full);
     const double u0 = before_full.metrics.overall.accuracy(), p0 = before_plan.metrics.overall.accuracy(),
                  p1 = after_plan.metrics.overall.accuracy();
     rep.test = {{"unpruned_before", per_family(before_full)},

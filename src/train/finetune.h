@@ -22,15 +22,15 @@ struct FinetuneOptions {
   std::string plan;  ///< the pruning plan (canonical text); required, not "none"
   /// What trains: "projector", "projector+decoder", or "decoder-last-N" (the last N decoder layers, N ≥ 1).
   std::string train = "projector";
-  int64_t steps = 300;              ///< optimiser steps, ≥ 1 (the most; early stopping may end sooner)
-  int64_t batch = 8;                ///< (image, question) pairs per step, ≥ 1
-  double lr = 2e-4;                 ///< peak learning rate > 0 (linear warm-up, cosine to 10 %)
-  double weight_decay = 0.0;        ///< AdamW decoupled weight decay ≥ 0
-  double warmup = 0.05;             ///< warm-up fraction of the steps, in [0, 1)
-  int64_t val_every = 50;           ///< validate every N steps, ≥ 1 (and at step 0 and at the end)
-  int64_t patience = 3;             ///< stop after this many validations without a new best, ≥ 1
-  uint64_t seed = 0;                ///< initialisation / shuffling seed
-  uint64_t data_seed = 40401;       ///< SynthVQA seed of the training scenes (disjoint from calib/test)
+  int64_t steps = 300;         ///< optimiser steps, ≥ 1 (the most; early stopping may end sooner)
+  int64_t batch = 8;           ///< (image, question) pairs per step, ≥ 1
+  double lr = 2e-4;            ///< peak learning rate > 0 (linear warm-up, cosine to 10 %)
+  double weight_decay = 0.0;   ///< AdamW decoupled weight decay ≥ 0
+  double warmup = 0.05;        ///< warm-up fraction of the steps, in [0, 1)
+  int64_t val_every = 50;      ///< validate every N steps, ≥ 1 (and at step 0 and at the end)
+  int64_t patience = 3;        ///< stop after this many validations without a new best, ≥ 1
+  uint64_t seed = 0;           ///< initialisation / shuffling seed
+  uint64_t data_seed = 40401;  ///< SynthVQA seed of the training scenes (disjoint from calib/test)
   /// Size of the training-scene pool: scene (step·batch + b) mod train_scenes; 0 = every scene fresh (the
   /// generator makes any number). `vispco finetune --epochs E` sets steps = ⌈E · train_scenes / batch⌉.
   size_t train_scenes = 0;
@@ -80,9 +80,5 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
                             const FinetuneOptions& options, const std::string& out_dir, int n_threads,
                             const std::function<void(const std::string&)>& log,
                             eval::ProgressMode progress = eval::ProgressMode::kOff);
-
-/// The plan a model folder was fine-tuned for (config.json "vispco"."tuned_for_plan"), or "" when none (also
-/// when config.json is missing or unreadable: loading the model reports that).
-std::string tuned_plan_of(const std::string& model_dir);
 
 }  // namespace vispco::train

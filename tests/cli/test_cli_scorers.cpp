@@ -83,6 +83,26 @@ TEST(CliScorers, EveryNewScorerRunsThroughGenerateAndEval) {
   EXPECT_NE(text.out.find("gradient pre-pass"), std::string::npos) << text.out;
 }
 
+TEST(CliScorers, NoneInAnyCaseRunsUnprunedInGenerateAndEval) {
+  Scratch s;
+  const auto none = s.generate("none");
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  const auto want = nlohmann::json::parse(none.out);
+  const auto data = testing::known_dataset().dir.string();
+  for (const std::string plan : {"NONE", "None", ""}) {
+    const auto g = s.generate(plan);
+    ASSERT_EQ(g.exit_code, 0) << "'" << plan << "': " << g.err;
+    const auto j = nlohmann::json::parse(g.out);
+    EXPECT_EQ(j["plan"], "none") << plan;
+    EXPECT_EQ(j["tokens"], want["tokens"]) << plan;
+    EXPECT_EQ(j["stats"]["n_visual_kept"], want["stats"]["n_visual"]) << plan;
+  }
+  const auto e = run_cli("eval --model " + s.model.string() + " --data " + data +
+                         " --plan NONE --limit 1 --threads 1 --json --out " + s.tmp.str("eval_none"));
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_EQ(nlohmann::json::parse(e.out)["run"]["plan"], "none");
+}
+
 TEST(CliScorers, InvalidOptionsGiveOneLineErrors) {
   Scratch s;
   expect_one_line_error(s.generate("dart:layer=2,keep=6,pivots=x"), "option pivots must be");
@@ -126,7 +146,8 @@ TEST(CliScorers, ScorerTableWritesMarkdownAndJsonAndResumes) {
   auto j = nlohmann::json::parse(std::ifstream(s.tmp.str("t.json")));
   EXPECT_EQ(j["cells"].size(), 10u);  // 5 scorers × K ∈ {8, 4}
   EXPECT_EQ(j["n_samples"], 2);
-  // Each cell's accuracy carries its 95 % Wilson interval over the 2 samples (hand-computed for 0, 1, 2 right).
+  // Each cell's accuracy carries its 95 % Wilson interval over the 2 samples (hand-computed for 0, 1, 2
+  // right).
   const std::map<int, std::string> wilson_of_2 = {{0, "[0.0–65.8]"}, {1, "[9.5–90.5]"}, {2, "[34.2–100.0]"}};
   for (const auto& c : j["cells"]) {
     const int right = static_cast<int>(std::lround(c["metrics"]["overall"]["accuracy"].get<double>() * 2));

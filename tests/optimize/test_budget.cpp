@@ -1,6 +1,7 @@
 // FLOPs-budget search (optimize/budget.h) and plan FLOPs (optimize/plan_flops.h): tokens per layer by hand,
 // the ratio against cost/flops.h sums, bisection on synthetic costs (largest fitting value; never over the
-// budget, even when the cost is not monotone), and budget plans of K, pool (K = s²) and PyramidDrop templates.
+// budget, even when the cost is not monotone), and budget plans of K, pool (K = s²) and PyramidDrop
+// templates.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -11,6 +12,7 @@
 #include "optimize/budget.h"
 #include "optimize/plan_flops.h"
 #include "optimize/plan_template.h"
+#include "prune/scorer.h"
 
 namespace vispco::optimize {
 namespace {
@@ -64,7 +66,8 @@ TEST(Bisection, FindsTheLargestFittingValueOfAMonotoneCost) {
     std::map<int64_t, double> by_param;
     for (size_t i = 0; i < params.size(); ++i) by_param[params[i]] = cost[i];
     const double budget = (rng() % 1200) / 1000.0;
-    const Bisection b = largest_within_budget(params, [&](int64_t p) { return by_param.at(p); }, budget);
+    const Bisection b = largest_within_budget(
+        params, [&](int64_t p) { return by_param.at(p); }, budget);
     int64_t want = -1;
     for (size_t i = 0; i < params.size(); ++i)
       if (cost[i] <= budget) want = params[i];
@@ -81,13 +84,18 @@ TEST(Bisection, NeverExceedsTheBudgetEvenForANonMonotoneCost) {
     std::map<int64_t, double> cost;
     for (auto p : params) cost[p] = (rng() % 1000) / 1000.0;
     const double budget = (rng() % 1000) / 1000.0;
-    const Bisection b = largest_within_budget(params, [&](int64_t p) { return cost.at(p); }, budget);
+    const Bisection b = largest_within_budget(
+        params, [&](int64_t p) { return cost.at(p); }, budget);
     if (b.best) {
       EXPECT_LE(cost.at(*b.best), budget) << "trial " << trial;
     }
   }
-  EXPECT_THROW(largest_within_budget({}, [](int64_t) { return 0.0; }, 0.5), InvalidArgument);
-  EXPECT_THROW(largest_within_budget({3, 2}, [](int64_t) { return 0.0; }, 0.5), InvalidArgument);
+  EXPECT_THROW(largest_within_budget(
+                   {}, [](int64_t) { return 0.0; }, 0.5),
+               InvalidArgument);
+  EXPECT_THROW(largest_within_budget(
+                   {3, 2}, [](int64_t) { return 0.0; }, 0.5),
+               InvalidArgument);
 }
 
 // For a template: the plan fits, and the next valid parameter does not (the plan is the largest that fits).
@@ -152,7 +160,8 @@ TEST(PlanTemplate, ParsesKAndRatioTemplatesAndRejectsBadOnes) {
   std::string why;
   EXPECT_FALSE(PlanTemplate::parse("pool:layer=0", tiny()).valid_at(5, &why));
   EXPECT_NE(why.find("square"), std::string::npos) << why;
-  EXPECT_EQ(split_templates(" fastv:layer=2; pool:layer=0;;"), (std::vector<std::string>{"fastv:layer=2", "pool:layer=0"}));
+  EXPECT_EQ(split_templates(" fastv:layer=2; pool:layer=0;;"),
+            (std::vector<std::string>{"fastv:layer=2", "pool:layer=0"}));
   EXPECT_EQ(default_layer("fastv"), 2);
   EXPECT_EQ(default_layer("visionzip"), 0);
   EXPECT_THROW(default_layer("nosuch"), InvalidArgument);

@@ -9,6 +9,7 @@
 #include "core/errors.h"
 #include "model/generate.h"
 #include "model/tiny_model.h"
+#include "prune/bound_plan.h"
 #include "prune/gate.h"
 #include "prune/plan_hook.h"
 #include "prune/scorer_reference.h"
@@ -123,9 +124,10 @@ TEST(Gate, FileRoundTripAndScorer) {
   VlmRequest req{testing::test_pixels(56, 72), m.prompt_ids("Is the cube red?")};
   testing::RecordHook rec(0);
   generate(m, {req}, gc, &rec);
-  PlanHook h(parse_plan("gate:layer=0,keep=4,file=" + path, 16), m.shape());
-  EXPECT_NE(h.store_key().find(" @gate=sha256:"), std::string::npos) << h.store_key();
-  generate(m, {req}, gc, &h);
+  const BoundPlan bound = BoundPlan::bind("gate:layer=0,keep=4,file=" + path, m.shape(), ScorerEnv{});
+  EXPECT_NE(bound.key().find(" @gate=sha256:"), std::string::npos) << bound.key();
+  const auto h = bound.hook();
+  generate(m, {req}, gc, h.get());
   const auto vis = testing::visual_tokens(rec.seen), txt = testing::instruction_tokens(rec.seen);
   auto tokens =
       at::stack(std::vector<at::Tensor>{rec.seen.hidden[0].index_select(0, at::tensor(vis, at::kLong))});
@@ -136,7 +138,7 @@ TEST(Gate, FileRoundTripAndScorer) {
   std::set<int64_t> expect;
   for (int64_t i = 0; i < 4; ++i)
     expect.insert(rec.seen.grid_index[0][vis[top[i].item<int64_t>()]].item<int64_t>());
-  EXPECT_EQ(testing::kept_patches(h.traces()[0].kept[0]), expect);
+  EXPECT_EQ(testing::kept_patches(h->traces()[0].kept[0]), expect);
   // No file anywhere: one clear error naming train-gate.
   try {
     PlanHook none(parse_plan("gate:layer=0,keep=4", 16), m.shape(), 0, ScorerEnv{tmp.str()});

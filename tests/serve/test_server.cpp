@@ -15,8 +15,8 @@
 
 #include "model/generate.h"
 #include "model/logprobs.h"
-#include "optimize/dynamic_k/k_features.h"
 #include "optimize/dynamic_k/k_predictor.h"
+#include "prune/auto_keep/k_features.h"
 #include "prune/plan_hook.h"
 #include "server_fixture.h"
 
@@ -191,22 +191,22 @@ TEST(Server, KeepAutoBatchesByPredictedKAndAnswersAsTheStaticPlanAlone) {
   const int n = 8;
   {  // a predictor whose rungs vary: statistics fitted on these requests, output layer scaled up
     auto m = testing::load_tiny();
-    optimize::KPredictorMeta meta;
+    KPredictorMeta meta;
     meta.template_text = "fastv:layer=2";
     meta.ladder = {2, 4, 8, 16};
-    meta.n_features = optimize::k_feature_width(m.shape());
-    meta.features = optimize::kKFeatureRecipe;
-    optimize::KPredictor p(meta, 11);
+    meta.n_features = k_feature_width(m.shape());
+    meta.features = kKFeatureRecipe;
+    KPredictor p(meta, 11);
     std::vector<at::Tensor> px;
     std::vector<std::string> qs;
     for (int i = 0; i < n; ++i) {
       px.push_back(m.preprocess(io::decode_image_rgb(test_png(64, 40 + i))));
       qs.push_back(questions[i % 2]);
     }
-    optimize::fit_feature_stats(p, optimize::k_features(m, m.encode_images(at::stack(px), true), qs));
+    optimize::fit_feature_stats(p, k_features(m, m.encode_images(at::stack(px), true), qs));
     torch::NoGradGuard g;
     p->out->weight.mul_(20.0);
-    optimize::save_k_predictor(file, p);
+    save_k_predictor(file, p);
   }
   serve::SchedulerOptions so;
   so.max_batch = 4;
@@ -223,13 +223,13 @@ TEST(Server, KeepAutoBatchesByPredictedKAndAnswersAsTheStaticPlanAlone) {
       replies[i] = post(c, body);
     });
   for (auto& t : clients) t.join();
-  auto predictor = optimize::load_k_predictor(file);
+  auto predictor = load_k_predictor(file);
   std::set<int64_t> ks;
   for (int i = 0; i < n; ++i) {
     ASSERT_TRUE(replies[i].contains("choices")) << replies[i].dump();
     // The K this request should get, predicted here for it alone.
     auto px = f.model().preprocess(io::decode_image_rgb(test_png(64, 40 + i))).unsqueeze(0);
-    const auto feats = optimize::k_features(f.model(), f.model().encode_images(px, true), {questions[i % 2]});
+    const auto feats = k_features(f.model(), f.model().encode_images(px, true), {questions[i % 2]});
     const int64_t k = predictor->meta.ladder.at(predictor->predict(feats).at(0));
     ks.insert(k);
     const std::string static_plan = k == 16 ? "none" : "fastv:layer=2,keep=" + std::to_string(k);
@@ -245,7 +245,8 @@ TEST(Server, KeepAutoBatchesByPredictedKAndAnswersAsTheStaticPlanAlone) {
   body["vispco"] = {{"plan", "fastv:keep=auto:file=" + tmp / "missing.safetensors"}};
   const auto err = post(c, body, &status);
   EXPECT_EQ(status, 400) << err.dump();
-  EXPECT_NE(err.dump().find("may not name a file"), std::string::npos) << err.dump();  // a request names no file
+  EXPECT_NE(err.dump().find("may not name a file"), std::string::npos)
+      << err.dump();  // a request names no file
 }
 
 TEST(Server, BadRequestsGetTheirStatusAndTheServerGoesOn) {

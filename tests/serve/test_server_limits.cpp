@@ -170,6 +170,13 @@ TEST(ServerLimits, SpellingsOfOnePlanShareOneCacheEntry) {
   EXPECT_EQ(f.scheduler().cached_plan_count(), before + 1);
 }
 
+TEST(ServerLimits, NoneInAnyCaseIsTheUnprunedPlan) {
+  ServerFixture f;
+  for (const std::string p : {"none", "NONE", "None", " none "})
+    EXPECT_EQ(f.scheduler().resolve_plan(p), "none") << p;
+  EXPECT_TRUE(f.scheduler().bound_plan("NONE").unpruned());
+}
+
 TEST(ServerLimits, ATinyTemperatureSamplesTheArgmaxAndOtherRequestsAreUntouched) {
   serve::SchedulerOptions so;
   so.batch_window_ms = 200;  // the two requests share one batch

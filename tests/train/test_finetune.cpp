@@ -12,6 +12,7 @@
 #include "eval/dataset.h"
 #include "eval/evaluator.h"
 #include "eval/synthvqa/generator.h"
+#include "model/family.h"
 #include "model/generate.h"
 #include "model/kv_cache.h"
 #include "model/tiny_model.h"

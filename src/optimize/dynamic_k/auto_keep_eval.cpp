@@ -51,11 +51,11 @@ nlohmann::json AutoKeepEval::to_json() const {
 
 AutoKeepEval evaluate_auto_keep(VisionLanguageModel& model, const std::string& model_hash,
                                 const eval::Dataset& dataset, const eval::EvalOptions& options,
-                                const AutoKeepPlan& plan, KPredictor& predictor, const ScorerEnv& env) {
+                                const BoundPlan& plan) {
   options.validate();
+  if (!plan.is_auto()) throw InvalidArgument("evaluate_auto_keep: plan " + plan.text() + " is not keep=auto");
   if (options.shuffle_images) throw InvalidArgument("eval: --shuffle-images does not combine with keep=auto");
   Stopwatch wall;
-  const auto& shape = model.shape();
   const size_t n_limited =
       options.limit == 0 ? dataset.samples.size() : std::min(options.limit, dataset.samples.size());
   std::vector<size_t> selected;
@@ -66,27 +66,28 @@ AutoKeepEval evaluate_auto_keep(VisionLanguageModel& model, const std::string& m
   out.tower_ms = feats.tower_ms;
   out.feature_ms = feats.feature_ms;
   Stopwatch pred;
-  const auto rungs = predictor->predict(feats.features);
+  const auto keeps = plan.predict_keep(feats.features);
   out.predictor_ms = pred.ms();
   std::map<std::string, int64_t> keep_of;  // sample id → K
   std::map<int64_t, std::vector<size_t>> by_k;
   for (size_t j = 0; j < selected.size(); ++j) {
-    const int64_t k = predictor->meta.ladder.at(rungs[j]);
+    const int64_t k = keeps[j];
     by_k[k].push_back(selected[j]);
     keep_of[dataset.samples[selected[j]].id] = k;
   }
 
   std::map<std::string, eval::PlanGroup> groups;  // plan key → the samples predicted that K
   for (const auto& [k, idx] : by_k) {
-    const PruningPlan at_k = k >= shape.n_visual_tokens ? PruningPlan{} : plan.at(k, shape);
-    auto& group = groups[at_k.to_string()];
-    group.plan = at_k;
+    const BoundPlan at_k = plan.at_keep(k);
+    auto& group = groups[at_k.text()];
+    group.plan = at_k.plan();
+    group.bound = at_k;  // every rung was bound with the plan: no gate file read again
     group.samples.insert(group.samples.end(), idx.begin(), idx.end());
     out.groups[k] = idx.size();
   }
   eval::EvalReport merged = eval::evaluate_plan_groups(model, model_hash, dataset, options, groups, selected,
-                                                       env, options.generation.seed);
-  merged.key.plan = plan.to_string();
+                                                       plan.env(), options.generation.seed);
+  merged.key.plan = plan.text();
   for (const auto& r : merged.rows) out.keep.push_back(keep_of.at(r.id));
   std::vector<int64_t> arrival;
   for (auto i : selected) arrival.push_back(keep_of.at(dataset.samples[i].id));

@@ -10,8 +10,7 @@
 #include <vector>
 
 #include "eval/evaluator.h"
-#include "optimize/dynamic_k/auto_keep.h"
-#include "prune/scorer.h"
+#include "prune/bound_plan.h"
 
 namespace vispco::optimize {
 
@@ -37,11 +36,13 @@ struct AutoKeepEval {
   nlohmann::json to_json() const;
 };
 
-/// @param model_hash the model's store key @param options as for eval::evaluate; options.plan is ignored
-/// (each group's key is its static plan's), shuffle_images is refused, out_dir receives the merged outputs.
-/// @throws InvalidArgument (shuffle, bad options), what eval::evaluate and the predictor throw.
+/// @param model_hash the model's store key @param plan a keep=auto plan from the front door (its predictor
+/// and every rung's static plan bound) @param options as for eval::evaluate; options.plan is ignored (each
+/// group's key is its static plan's), shuffle_images is refused, out_dir receives the merged outputs.
+/// @throws InvalidArgument (shuffle, bad options, a plan that is not keep=auto), what eval::evaluate and the
+/// predictor throw.
 AutoKeepEval evaluate_auto_keep(VisionLanguageModel& model, const std::string& model_hash,
                                 const eval::Dataset& dataset, const eval::EvalOptions& options,
-                                const AutoKeepPlan& plan, KPredictor& predictor, const ScorerEnv& env);
+                                const BoundPlan& plan);
 
 }  // namespace vispco::optimize

@@ -17,13 +17,14 @@
 #include "eval/evaluator.h"
 #include "eval/metrics.h"
 #include "optimize/confidence.h"
-#include "optimize/dynamic_k/auto_keep.h"
 #include "optimize/dynamic_k/auto_keep_eval.h"
 #include "optimize/dynamic_k/k_features.h"
 #include "optimize/dynamic_k/ladder_eval.h"
 #include "optimize/epsilon_coverage.h"
 #include "optimize/plan_flops.h"
 #include "optimize/plots.h"
+#include "prune/auto_keep/auto_keep.h"
+#include "prune/bound_plan.h"
 #include "prune/plan_hook.h"
 
 namespace vispco::optimize {
@@ -441,12 +442,12 @@ DynamicKReport run_dynamic_k(VisionLanguageModel& model, const std::string& mode
   {
     AutoKeepPlan auto_plan = plan;
     auto_plan.predictor_file = rep.predictor_path;
-    auto loaded = load_plan_predictor(auto_plan, model_dir, shape);
+    const BoundPlan bound = BoundPlan::bind(auto_plan.to_string(), shape, env);  // the file just written
     eval::EvalOptions eo;
     eo.limit = te.table.n();
     eo.batch_size = options.batch_size;
     eo.store_path = options.store_path;
-    const auto e2e = evaluate_auto_keep(model, model_hash, test, eo, auto_plan, loaded, env);
+    const auto e2e = evaluate_auto_keep(model, model_hash, test, eo, bound);
     rep.end_to_end = e2e.to_json();
     rep.end_to_end.erase("report");
     rep.end_to_end["accuracy"] = e2e.report.metrics.overall.accuracy();

@@ -9,8 +9,8 @@
 
 #include "eval/dataset.h"
 #include "model/vlm.h"
-#include "optimize/dynamic_k/auto_keep.h"
 #include "optimize/dynamic_k/ladder_table.h"
+#include "prune/auto_keep/auto_keep.h"
 #include "prune/scorer.h"
 
 namespace vispco::optimize {

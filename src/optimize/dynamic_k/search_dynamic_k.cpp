@@ -10,11 +10,11 @@
 #include "eval/run_key.h"
 #include "model/family.h"
 #include "model/vlm.h"
-#include "optimize/dynamic_k/auto_keep.h"
 #include "optimize/dynamic_k/dynamic_k.h"
 #include "optimize/job_flags.h"
 #include "optimize/plots.h"
 #include "optimize/searches.h"
+#include "prune/auto_keep/auto_keep.h"
 
 namespace vispco::optimize {
 namespace {

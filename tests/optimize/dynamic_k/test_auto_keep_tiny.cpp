@@ -13,12 +13,13 @@
 #include "eval/eval_fixture.h"
 #include "eval/metrics.h"
 #include "eval/run_key.h"
-#include "optimize/dynamic_k/auto_keep.h"
 #include "optimize/dynamic_k/auto_keep_eval.h"
 #include "optimize/dynamic_k/dynamic_k.h"
 #include "optimize/dynamic_k/k_features.h"
 #include "optimize/dynamic_k/ladder_eval.h"
 #include "optimize/self_answered.h"
+#include "prune/auto_keep/auto_keep.h"
+#include "prune/bound_plan.h"
 #include "prune/plan_hook.h"
 
 namespace vispco::optimize {
@@ -47,6 +48,13 @@ KPredictor constant_predictor(const ModelShape& cfg, const std::string& tmpl, in
   for (auto& w : p->parameters()) w.zero_();
   for (int k = 0; k < 3; ++k) p->out->bias[k] = k < r ? 10.0 : -10.0;
   return p;
+}
+
+// The keep=auto plan `text` bound through the front door with predictor `p` (written to `dir` first).
+BoundPlan bind_with(const std::string& text, KPredictor& p, const ModelShape& cfg, const std::string& dir) {
+  const std::string path = (fs::path(dir) / "k_predictor.safetensors").string();
+  save_k_predictor(path, p);
+  return BoundPlan::bind(text + ":file=" + path, cfg, ScorerEnv{});
 }
 
 TEST(KFeatures, MatchAnIndependentComputation) {
@@ -124,11 +132,12 @@ TEST(AutoKeepEval, AConstantPredictorEqualsTheStaticPlan) {
   for (const std::string text : {"fastv:layer=2,keep=auto", "divprune:keep=auto"}) {
     const auto plan = parse_auto_keep(text, cfg);
     auto p = constant_predictor(cfg, plan.template_text, 1);  // K = 4
+    testing::TempDir tmp;
     eval::EvalOptions o;
     o.batch_size = 4;
-    const auto dyn = evaluate_auto_keep(m, hash, ds, o, plan, p, {});
+    const auto dyn = evaluate_auto_keep(m, hash, ds, o, bind_with(text, p, cfg, tmp.str()));
     PlanHook hook(plan.at(4, cfg), cfg);
-    o.plan = hook.store_key();
+    o.plan = plan.at(4, cfg).to_string();
     const auto stat = eval::evaluate(m, hash, ds, o, &hook);
     ASSERT_EQ(dyn.report.rows.size(), stat.rows.size());
     for (size_t i = 0; i < stat.rows.size(); ++i) {
@@ -159,8 +168,8 @@ TEST(AutoKeepEval, GroupedBatchesGiveTheAnswersOfSingleRequests) {
   eval::EvalOptions o;
   o.batch_size = 4;
   o.store_path = tmp / "store.sqlite";
-  const auto dyn =
-      evaluate_auto_keep(m, eval::model_folder_hash(testing::tiny_model_dir()), ds, o, plan, p, {});
+  const BoundPlan bound = bind_with("fastv:layer=2,keep=auto", p, cfg, tmp.str());
+  const auto dyn = evaluate_auto_keep(m, eval::model_folder_hash(testing::tiny_model_dir()), ds, o, bound);
   ASSERT_GE(dyn.groups.size(), 2u) << "the test needs samples of different K";
   for (size_t i = 0; i < ds.samples.size(); ++i) {
     const auto& s = ds.samples[i];
@@ -177,7 +186,7 @@ TEST(AutoKeepEval, GroupedBatchesGiveTheAnswersOfSingleRequests) {
       {
         auto so = o;
         so.shuffle_images = 1;
-        evaluate_auto_keep(m, "h", ds, so, plan, p, {});
+        evaluate_auto_keep(m, "h", ds, so, bound);
       },
       InvalidArgument);
 }

@@ -7,8 +7,8 @@
 #include "io/safetensors.h"
 #include "model/config.h"
 #include "model/presets.h"
-#include "optimize/dynamic_k/auto_keep.h"
 #include "optimize/dynamic_k/k_predictor.h"
+#include "prune/auto_keep/auto_keep.h"
 #include "test_util.h"
 
 namespace vispco::optimize {

@@ -1,12 +1,12 @@
 // keep=auto plan parsing and predictor loading (see auto_keep.h).
-#include "optimize/dynamic_k/auto_keep.h"
+#include "prune/auto_keep/auto_keep.h"
 
 #include <filesystem>
 
 #include "core/errors.h"
-#include "optimize/dynamic_k/k_features.h"
+#include "prune/auto_keep/k_features.h"
 
-namespace vispco::optimize {
+namespace vispco {
 
 namespace {
 
@@ -84,4 +84,4 @@ KPredictor load_plan_predictor(const AutoKeepPlan& plan, const std::string& mode
   return p;
 }
 
-}  // namespace vispco::optimize
+}  // namespace vispco

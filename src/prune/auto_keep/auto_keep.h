@@ -1,17 +1,19 @@
 // `keep=auto` plans (issue 18): "scorer[:layer=ℓ][,option=value…],keep=auto[:file=PATH]" — one stage whose K
-// a K predictor (k_predictor.h) chooses per sample from the image and the question. Each sample then runs the
-// static plan at its K, so results share the result store with static plans, and a batch groups samples of
-// one K (no padding). The default predictor file is `<model>/k_predictor.safetensors`.
+// a K predictor (prune/auto_keep/k_predictor.h) chooses per sample from the image and the question. Each
+// sample then runs the static plan at its K, so results share the result store with static plans, and a batch
+// groups samples of one K (no padding). The default predictor file is `<model>/k_predictor.safetensors`.
+// Callers reach this through the plan front door (prune/bound_plan.h), which recognises keep=auto and loads
+// the predictor once.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "model/shape.h"
-#include "optimize/dynamic_k/k_predictor.h"
+#include "prune/auto_keep/k_predictor.h"
 #include "prune/plan.h"
 
-namespace vispco::optimize {
+namespace vispco {
 
 /// A parsed keep=auto plan.
 struct AutoKeepPlan {
@@ -37,4 +39,4 @@ std::string default_k_predictor_path(const std::string& model_dir);
 KPredictor load_plan_predictor(const AutoKeepPlan& plan, const std::string& model_dir,
                                const ModelShape& shape);
 
-}  // namespace vispco::optimize
+}  // namespace vispco
