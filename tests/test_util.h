@@ -4,12 +4,13 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <stdexcept>
-#include <cstdlib>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+
 #include "test_paths.h"
 
 namespace vispco::testing {
@@ -29,7 +30,9 @@ class TempDir {
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
   const std::filesystem::path& path() const { return path_; }
-  std::string str(const std::string& child = "") const { return (child.empty() ? path_ : path_ / child).string(); }
+  std::string str(const std::string& child = "") const {
+    return (child.empty() ? path_ : path_ / child).string();
+  }
   /// path()/name as a string.
   std::string operator/(const std::string& name) const { return (path_ / name).string(); }
 

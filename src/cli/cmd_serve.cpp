@@ -62,7 +62,8 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--host", o->server.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", o->server.port, "TCP port (0 = any free port)")->capture_default_str();
   cmd->add_option("--port-file", o->port_file, "Write the bound port to this file once listening");
-  cmd->add_option("--model-name", o->server.model_name, "Model id in /v1/models (default: the folder's name)");
+  cmd->add_option("--model-name", o->server.model_name,
+                  "Model id in /v1/models (default: the folder's name)");
   cmd->add_option("--max-batch", o->sched.max_batch, "Most rows of the decode batch (and of one prefill)")
       ->capture_default_str();
   cmd->add_option("--max-prefill-tokens", o->max_prefill_tokens,
@@ -78,14 +79,16 @@ void register_serve(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-queue", o->sched.max_queue, "Waiting requests beyond which the server answers 503")
       ->capture_default_str();
-  cmd->add_option("--max-tokens", o->server.limits.default_max_tokens, "max_tokens of requests that name none")
+  cmd->add_option("--max-tokens", o->server.limits.default_max_tokens,
+                  "max_tokens of requests that name none")
       ->capture_default_str();
   cmd->add_option("--max-tokens-cap", o->server.limits.max_tokens_cap, "Largest max_tokens accepted")
       ->capture_default_str();
   cmd->add_option("--max-body-mb", o->max_body_mb, "Largest request body (413 above)")->capture_default_str();
-  cmd->add_option("--max-image-pixels", o->server.max_image_pixels,
-                  "Largest image in pixels preprocessing allocates (W·H, and max(W,H)² when the model pads to a "
-                  "square), read from the image's header before decoding (413 above)")
+  cmd->add_option(
+         "--max-image-pixels", o->server.max_image_pixels,
+         "Largest image in pixels preprocessing allocates (W·H, and max(W,H)² when the model pads to a "
+         "square), read from the image's header before decoding (413 above)")
       ->capture_default_str();
   cmd->add_option("--max-preparing", o->server.max_preparing,
                   "Requests parsed, decoded and preprocessed at once (others wait)")
@@ -98,9 +101,11 @@ void register_serve(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-header-lines", lim.max_header_lines, "Most request line + header lines")
       ->capture_default_str();
-  cmd->add_option("--header-timeout-s", lim.header_timeout_s, "Request line and headers must arrive within this")
+  cmd->add_option("--header-timeout-s", lim.header_timeout_s,
+                  "Request line and headers must arrive within this")
       ->capture_default_str();
-  cmd->add_option("--request-timeout-s", lim.request_timeout_s, "A whole request (headers + body) within this")
+  cmd->add_option("--request-timeout-s", lim.request_timeout_s,
+                  "A whole request (headers + body) within this")
       ->capture_default_str();
   cmd->add_option("--idle-timeout-s", lim.idle_timeout_s, "Keep-alive: close a connection idle this long")
       ->capture_default_str();
@@ -111,8 +116,10 @@ void register_serve(CLI::App& app) {
   cmd->callback([o, cmd] {
     o->sched.default_plan = plan_for_model(o->model, o->sched.default_plan, cmd->count("--plan") > 0);
     o->server.max_body_bytes = static_cast<int64_t>(o->max_body_mb * 1048576.0);
-    if (o->server.model_name.empty()) o->server.model_name = std::filesystem::path(o->model).lexically_normal().filename().string();
-    if (o->server.model_name.empty()) o->server.model_name = std::filesystem::path(o->model).parent_path().filename().string();
+    if (o->server.model_name.empty())
+      o->server.model_name = std::filesystem::path(o->model).lexically_normal().filename().string();
+    if (o->server.model_name.empty())
+      o->server.model_name = std::filesystem::path(o->model).parent_path().filename().string();
     o->sched.validate();
     o->server.validate();
     // OpenCV refuses to decode images over this many pixels: a second guard behind the server's own check of
@@ -140,7 +147,8 @@ void register_serve(CLI::App& app) {
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
     const int port = server.bind();
-    if (!o->port_file.empty()) write_text_atomically(o->port_file, std::to_string(port) + "\n");  // whole or absent
+    if (!o->port_file.empty())
+      write_text_atomically(o->port_file, std::to_string(port) + "\n");  // whole or absent
     std::fprintf(
         stderr,
         "vispco serve: %s on http://%s:%d (plan %s, max batch %ld%s, prefill ≤ %s tokens, window %.1f ms, "
@@ -157,7 +165,8 @@ void register_serve(CLI::App& app) {
     });
     server.listen();  // returns after shutdown(), once the connection threads have finished
     const unsigned char wake = 0;
-    if (write(g_stop_pipe[1], &wake, 1) != 1) std::fprintf(stderr, "vispco serve: cannot wake the signal thread\n");
+    if (write(g_stop_pipe[1], &wake, 1) != 1)
+      std::fprintf(stderr, "vispco serve: cannot wake the signal thread\n");
     waiter.join();
     scheduler.drain_and_stop();
     std::fprintf(stderr, "vispco serve: stopped\n");

@@ -38,8 +38,9 @@ void register_search_alias(CLI::App& app, const std::string& command, const std:
                            const std::string& description);
 
 /// The plan a command runs: `given` when the user named one (warning on stderr when the model was fine-tuned
-/// for another plan), else the plan the model folder was fine-tuned for (config.json "vispco"."tuned_for_plan",
-/// train/finetune.h; said on stderr), else "none". @throws what reading the config throws.
+/// for another plan), else the plan the model folder was fine-tuned for (config.json
+/// "vispco"."tuned_for_plan", train/finetune.h; said on stderr), else "none". @throws what reading the config
+/// throws.
 std::string plan_for_model(const std::string& model_dir, const std::string& given, bool given_explicitly);
 
 /// Help text of --dtype for the commands that resolve it with choose_dtype() (core/context.h).

@@ -8,8 +8,8 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "core/errors.h"
-#include "core/json_file.h"
 #include "core/hash.h"
+#include "core/json_file.h"
 
 namespace vispco::eval {
 namespace fs = std::filesystem;

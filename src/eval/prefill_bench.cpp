@@ -12,8 +12,8 @@
 #include "core/errors.h"
 #include "cost/timer.h"
 #include "io/tokenizer.h"
-#include "model/generate.h"
 #include "model/family.h"
+#include "model/generate.h"
 #include "model/presets.h"
 #include "model/saliency.h"
 

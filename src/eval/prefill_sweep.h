@@ -38,7 +38,8 @@ std::vector<int64_t> parse_keep_list(const std::string& text);
 /// @throws InvalidArgument when the template fixes keep= itself, has several stages without "{K}", or does
 ///         not parse (parse_plan's message, prefixed with the template). @param n_layers the decoder's L, for
 ///         PyramidDrop's default layers (0 = unknown).
-PruningPlan sweep_plan(const std::string& plan_template, int64_t keep, int64_t n_visual, int64_t n_layers = 0);
+PruningPlan sweep_plan(const std::string& plan_template, int64_t keep, int64_t n_visual,
+                       int64_t n_layers = 0);
 
 /// One (template, K) of a sweep, or the unpruned reference (template "none", K = N_v, no hook).
 struct PrefillSweepRow {

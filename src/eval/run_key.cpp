@@ -85,7 +85,6 @@ void hash_safetensors(Sha256& h, const fs::path& p) {
   }
 }
 
-
 // Name, size, header bytes and the two edges of every tensor of one GGUF file.
 void hash_gguf(Sha256& h, const std::string& path) {
   const auto f = io::GgufFile::open(path);

@@ -75,7 +75,8 @@ std::vector<int64_t> Tokenizer::encode(const std::string& text, bool add_bos) co
   for (size_t i = 0; i < text.size() && !added_.empty();) {
     const AddedToken* hit = nullptr;  // the longest added token starting at i
     for (const auto& t : added_)
-      if (text.compare(i, t.content.size(), t.content) == 0 && (!hit || t.content.size() > hit->content.size()))
+      if (text.compare(i, t.content.size(), t.content) == 0 &&
+          (!hit || t.content.size() > hit->content.size()))
         hit = &t;
     if (!hit) {
       ++i;
@@ -94,7 +95,7 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
   const SpmProcessor& sp = checked(sp_);
   const int64_t n = sp.piece_size();
   std::string text;
-  std::vector<int> run;  // SentencePiece ids since the last added token
+  std::vector<int> run;      // SentencePiece ids since the last added token
   bool after_added = false;  // the run follows a non-special added token
   const auto flush = [&] {
     std::string part, error;
@@ -155,8 +156,8 @@ std::string Tokenizer::piece_bytes(int64_t id) const {
   const std::string p = piece(id);
   const SpmProcessor& sp = checked(sp_);
   if (id == sp.bos_id() || id == sp.eos_id() || id == sp.pad_id()) return "";
-  if (p.size() == 6 && p.compare(0, 3, "<0x") == 0 && p[5] == '>' && std::isxdigit(static_cast<unsigned char>(p[3])) &&
-      std::isxdigit(static_cast<unsigned char>(p[4])))
+  if (p.size() == 6 && p.compare(0, 3, "<0x") == 0 && p[5] == '>' &&
+      std::isxdigit(static_cast<unsigned char>(p[3])) && std::isxdigit(static_cast<unsigned char>(p[4])))
     return std::string(1, static_cast<char>(std::stoi(p.substr(3, 2), nullptr, 16)));
   std::string out;
   static const std::string kSpace = "\xe2\x96\x81";  // U+2581 "▁", SentencePiece's whitespace mark
@@ -205,7 +206,8 @@ void train_sentencepiece(const std::vector<std::string>& sentences, int vocab_si
     std::string list;
     for (const auto& u : user_defined_symbols) {
       if (u.empty() || u.find(',') != std::string::npos)
-        throw InvalidArgument("train_sentencepiece: user-defined symbol '" + u + "' must be non-empty without ','");
+        throw InvalidArgument("train_sentencepiece: user-defined symbol '" + u +
+                              "' must be non-empty without ','");
       list += (list.empty() ? "" : ",") + u;
     }
     kwargs.emplace_back("user_defined_symbols", list);

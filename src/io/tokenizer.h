@@ -49,9 +49,9 @@ class Tokenizer {
   /// The SentencePiece piece of `id` ("▁star", "<0x0A>", "</s>"). @throws InvalidArgument outside
   /// [0, vocab_size()).
   std::string piece(int64_t id) const;
-  /// The piece's score (BPE: merge priority) and type (SpmPieceType; a user-defined piece reads as kNormal, as
-  /// SentencePiece cannot tell them apart) — what a GGUF vocabulary stores. @throws InvalidArgument outside
-  /// [0, vocab_size()).
+  /// The piece's score (BPE: merge priority) and type (SpmPieceType; a user-defined piece reads as kNormal,
+  /// as SentencePiece cannot tell them apart) — what a GGUF vocabulary stores. @throws InvalidArgument
+  /// outside [0, vocab_size()).
   float piece_score(int64_t id) const;
   SpmPieceType piece_type(int64_t id) const;
   /// What `id` contributes to the text, as bytes (OpenAI's logprobs "bytes"): its piece with "▁" as a space,
@@ -75,6 +75,7 @@ class Tokenizer {
 /// keeps "<image>" inside its SentencePiece vocabulary has it; an empty one or one holding ',' throws
 /// InvalidArgument.
 void train_sentencepiece(const std::vector<std::string>& sentences, int vocab_size,
-                         const std::string& out_path, const std::vector<std::string>& user_defined_symbols = {});
+                         const std::string& out_path,
+                         const std::vector<std::string>& user_defined_symbols = {});
 
 }  // namespace vispco::io

@@ -105,12 +105,14 @@ void LlavaConfig::validate() const {
   positive("vision_config.num_attention_heads", v.num_attention_heads);
   positive("vision_config.image_size", v.image_size);
   positive("vision_config.patch_size", v.patch_size);
-  require(v.num_channels == 3, "vision_config.num_channels must be 3 (got " + std::to_string(v.num_channels) + ")");
+  require(v.num_channels == 3,
+          "vision_config.num_channels must be 3 (got " + std::to_string(v.num_channels) + ")");
   require(v.hidden_size % v.num_attention_heads == 0,
-          "vision_config.hidden_size " + std::to_string(v.hidden_size) + " is not divisible by num_attention_heads " +
-              std::to_string(v.num_attention_heads));
+          "vision_config.hidden_size " + std::to_string(v.hidden_size) +
+              " is not divisible by num_attention_heads " + std::to_string(v.num_attention_heads));
   require(v.image_size % v.patch_size == 0, "vision_config.image_size " + std::to_string(v.image_size) +
-                                                " is not a multiple of patch_size " + std::to_string(v.patch_size));
+                                                " is not a multiple of patch_size " +
+                                                std::to_string(v.patch_size));
   require(v.hidden_act == "quick_gelu" || v.hidden_act == "gelu",
           "vision_config.hidden_act '" + v.hidden_act + "' (valid: quick_gelu, gelu)");
   positive("text_config.vocab_size", t.vocab_size);
@@ -155,7 +157,8 @@ LlavaConfig llava_config_from_json(const json& j) {
   read(j, "pad_token_id", c.pad_token_id, "config");
   read(j, "projector_hidden_act", c.projector_hidden_act, "config");
   if (j.contains("vision_feature_layer") && j["vision_feature_layer"].is_array())
-    throw ConfigError("vision_feature_layer as a list is not supported (got " + j["vision_feature_layer"].dump() + ")");
+    throw ConfigError("vision_feature_layer as a list is not supported (got " +
+                      j["vision_feature_layer"].dump() + ")");
   read(j, "vision_feature_layer", c.vision_feature_layer, "config");
   read(j, "vision_feature_select_strategy", c.vision_feature_select_strategy, "config");
   read(j, "multimodal_projector_bias", c.projector_bias, "config");
@@ -166,11 +169,16 @@ LlavaConfig llava_config_from_json(const json& j) {
 json llava_config_to_json(const LlavaConfig& c) {
   const auto& v = c.vision;
   const auto& t = c.text;
-  json vj = {{"model_type", "clip_vision_model"},     {"hidden_size", v.hidden_size},
-             {"intermediate_size", v.intermediate_size}, {"num_hidden_layers", v.num_hidden_layers},
-             {"num_attention_heads", v.num_attention_heads}, {"image_size", v.image_size},
-             {"patch_size", v.patch_size},               {"num_channels", v.num_channels},
-             {"hidden_act", v.hidden_act},               {"layer_norm_eps", v.layer_norm_eps}};
+  json vj = {{"model_type", "clip_vision_model"},
+             {"hidden_size", v.hidden_size},
+             {"intermediate_size", v.intermediate_size},
+             {"num_hidden_layers", v.num_hidden_layers},
+             {"num_attention_heads", v.num_attention_heads},
+             {"image_size", v.image_size},
+             {"patch_size", v.patch_size},
+             {"num_channels", v.num_channels},
+             {"hidden_act", v.hidden_act},
+             {"layer_norm_eps", v.layer_norm_eps}};
   json tj = {{"model_type", "llama"},
              {"architectures", {"LlamaForCausalLM"}},
              {"vocab_size", t.vocab_size},

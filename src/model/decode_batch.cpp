@@ -67,7 +67,8 @@ GenerationStats DecodeBatch::add(const std::vector<VlmRequest>& reqs,
     throw InvalidArgument("decode batch: " + std::to_string(top_logprobs.size()) + " top_logprobs for " +
                           std::to_string(reqs.size()) + " requests");
   for (const auto n : top_logprobs)
-    if (n < -1 || n > 20) throw InvalidArgument("decode batch: top_logprobs must be −1 or in [0, 20], got " + std::to_string(n));
+    if (n < -1 || n > 20)
+      throw InvalidArgument("decode batch: top_logprobs must be −1 or in [0, 20], got " + std::to_string(n));
   if (!to_feed_.empty()) throw Error("decode batch: add() between sample() and advance()");
   for (const auto& gc : configs) gc.validate();
   c10::InferenceMode guard;
@@ -158,7 +159,8 @@ std::vector<FinishedRow> DecodeBatch::sample(const RowTokenCallback& on_token) {
     if (r.record) r.logits.push_back(cpu_logits.narrow(0, static_cast<int64_t>(i), 1).clone());
     std::string reason;
     if (!errors[i].empty()) {
-      finished.push_back({r.id, std::move(r.tokens), "error", std::move(r.logits), std::move(r.logprobs), errors[i]});
+      finished.push_back(
+          {r.id, std::move(r.tokens), "error", std::move(r.logits), std::move(r.logprobs), errors[i]});
       continue;
     }
     if (r.gc.stop_at_eos && next[i] == eos) {
@@ -166,7 +168,8 @@ std::vector<FinishedRow> DecodeBatch::sample(const RowTokenCallback& on_token) {
     } else {
       r.tokens.push_back(next[i]);
       ++n_generated_;
-      if (r.top_n >= 0) r.logprobs.push_back(step_logprobs(cpu_logits[static_cast<int64_t>(i)], next[i], r.top_n));
+      if (r.top_n >= 0)
+        r.logprobs.push_back(step_logprobs(cpu_logits[static_cast<int64_t>(i)], next[i], r.top_n));
       if (on_token && !on_token(r.id, next[i]))
         reason = "stop";
       else if (static_cast<int64_t>(r.tokens.size()) >= r.gc.max_new_tokens)

@@ -3,9 +3,9 @@
 // (a pruning plan) removes visual tokens inside the prefill; decode then runs on the pruned cache unchanged.
 #pragma once
 #include <ATen/core/Tensor.h>
-#include <nlohmann/json_fwd.hpp>
 
 #include <functional>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -46,19 +46,20 @@ struct VlmRequest {
 
 /// Measurements of one generate() call (the whole batch).
 struct GenerationStats {
-  int64_t batch = 0;                ///< B
-  int64_t n_visual = 0;             ///< N_v per request before pruning
-  int64_t n_visual_kept = 0;        ///< visual tokens per request after the last pruning stage
-  int64_t n_text_max = 0;           ///< longest N_t in the batch (prompt text tokens, incl. BOS)
+  int64_t batch = 0;                      ///< B
+  int64_t n_visual = 0;                   ///< N_v per request before pruning
+  int64_t n_visual_kept = 0;              ///< visual tokens per request after the last pruning stage
+  int64_t n_text_max = 0;                 ///< longest N_t in the batch (prompt text tokens, incl. BOS)
   std::vector<int64_t> tokens_per_layer;  ///< sequence length entering each decoder layer in prefill
-  double vision_ms = 0;             ///< vision tower + projector
-  double prepass_ms = 0;            ///< gradient pre-pass of a plan that needs it (model/saliency.h), else 0
-  double prefill_ms = 0;            ///< decoder prefill + first logits
-  double ttft_ms = 0;               ///< time to first token: vision + pre-pass + prefill + first sampling
-  double decode_ms = 0;             ///< all decode steps after the first token
-  int64_t n_generated = 0;          ///< tokens generated over the batch (incl. the first)
-  double decode_tokens_per_s = 0;   ///< tokens generated after the first, per second of decode, whole batch
-  int64_t kv_cache_bytes = 0;       ///< KV cache buffer bytes, the peak over the generation (finished rows leave it)
+  double vision_ms = 0;                   ///< vision tower + projector
+  double prepass_ms = 0;           ///< gradient pre-pass of a plan that needs it (model/saliency.h), else 0
+  double prefill_ms = 0;           ///< decoder prefill + first logits
+  double ttft_ms = 0;              ///< time to first token: vision + pre-pass + prefill + first sampling
+  double decode_ms = 0;            ///< all decode steps after the first token
+  int64_t n_generated = 0;         ///< tokens generated over the batch (incl. the first)
+  double decode_tokens_per_s = 0;  ///< tokens generated after the first, per second of decode, whole batch
+  int64_t kv_cache_bytes =
+      0;  ///< KV cache buffer bytes, the peak over the generation (finished rows leave it)
   nlohmann::json to_json() const;
 };
 
@@ -83,23 +84,25 @@ using TokenCallback = std::function<bool(size_t row, int64_t token)>;
 /// spliced in at the image placeholder, rows left-padded to the longest (padding invalid, zeros), RoPE
 /// positions counting valid tokens from 0. @param visual [B, N_v, D] @return TokenState of [B, T_max, …].
 /// @throws InvalidArgument when a prompt does not hold exactly one image placeholder.
-TokenState build_prefill_state(VisionLanguageModel& m, const std::vector<VlmRequest>& reqs, const at::Tensor& visual);
+TokenState build_prefill_state(VisionLanguageModel& m, const std::vector<VlmRequest>& reqs,
+                               const at::Tensor& visual);
 
 /// Generates for a batch of requests with one decoding config. Batching is by left padding with key masks;
 /// rows finish independently and a finished row leaves the decode batch (its KV-cache rows are dropped), so
 /// the remaining rows step on without it. @param hook optional pruning plan acting inside the prefill.
 /// @param record_logits keep each step's logits.
 /// @throws InvalidArgument for an empty batch, a bad config or a prompt without its image placeholder.
-GenerationOutput generate(VisionLanguageModel& m, const std::vector<VlmRequest>& reqs, const GenerationConfig& gc,
-                          PrefillHook* hook = nullptr, bool record_logits = false);
+GenerationOutput generate(VisionLanguageModel& m, const std::vector<VlmRequest>& reqs,
+                          const GenerationConfig& gc, PrefillHook* hook = nullptr,
+                          bool record_logits = false);
 
 /// As above with one decoding config per row (max_new_tokens, temperature, top_p, seed, stop_at_eos): each
 /// row samples with its own generator seeded by its own seed, so a row's tokens equal those it gets alone
 /// (greedy exactly; sampled up to the batched logits' rounding). @param on_token optional per-token callback.
 /// @throws InvalidArgument also when row_configs.size() != reqs.size().
 GenerationOutput generate(VisionLanguageModel& m, const std::vector<VlmRequest>& reqs,
-                          const std::vector<GenerationConfig>& row_configs, PrefillHook* hook, bool record_logits,
-                          const TokenCallback& on_token = {});
+                          const std::vector<GenerationConfig>& row_configs, PrefillHook* hook,
+                          bool record_logits, const TokenCallback& on_token = {});
 
 /// Samples one token per row. @param logits [B, V] fp32 @return [B] int64 (greedy when temperature == 0).
 at::Tensor sample_next(const at::Tensor& logits, const GenerationConfig& gc, at::Generator& gen);

@@ -2,21 +2,16 @@
 // registry row.
 #include "model/llava.h"
 
-#include "model/llava_shape.h"
-#include "model/llava_prompt.h"
-#include "model/weights.h"
-
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 #include <torch/nn/utils.h>
 
-#include <malloc.h>
-
 #include <cstdio>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "core/default_dtype.h"
@@ -25,8 +20,11 @@
 #include "io/safetensors.h"
 #include "model/blocks.h"
 #include "model/gguf_llava.h"
-#include "model/quant.h"
+#include "model/llava_prompt.h"
+#include "model/llava_shape.h"
 #include "model/model_source.h"
+#include "model/quant.h"
+#include "model/weights.h"
 
 namespace vispco {
 
@@ -34,8 +32,10 @@ namespace fs = std::filesystem;
 
 LlavaProjectorImpl::LlavaProjectorImpl(const LlavaConfig& cfg) : act(cfg.projector_hidden_act) {
   const int64_t dv = cfg.vision.hidden_size, d = cfg.text.hidden_size;
-  linear_1 = register_module("linear_1", torch::nn::Linear(torch::nn::LinearOptions(dv, d).bias(cfg.projector_bias)));
-  linear_2 = register_module("linear_2", torch::nn::Linear(torch::nn::LinearOptions(d, d).bias(cfg.projector_bias)));
+  linear_1 = register_module("linear_1",
+                             torch::nn::Linear(torch::nn::LinearOptions(dv, d).bias(cfg.projector_bias)));
+  linear_2 =
+      register_module("linear_2", torch::nn::Linear(torch::nn::LinearOptions(d, d).bias(cfg.projector_bias)));
 }
 
 at::Tensor LlavaProjectorImpl::forward(const at::Tensor& x) {
@@ -82,7 +82,8 @@ LoadedFamilyModel load_llava_gguf(const ModelSource& src, const RunContext& ctx)
   return {std::make_shared<LlavaModel>(g.config, net, g.preprocess), tok};
 }
 
-LoadedFamilyModel load_llava_folder(const std::string& dir, const nlohmann::json& config, const RunContext& ctx) {
+LoadedFamilyModel load_llava_folder(const std::string& dir, const nlohmann::json& config,
+                                    const RunContext& ctx) {
   const auto config_path = (fs::path(dir) / "config.json").string();
   LlavaConfig cfg;
   try {
@@ -159,7 +160,8 @@ ModelFamily llava_family() {
 }
 
 VisionLanguageModel::VisionLanguageModel(LlavaConfig cfg, LlavaNet net, io::Tokenizer tok, RunContext ctx)
-    : VisionLanguageModel(std::make_shared<LlavaModel>(cfg, net, default_preprocess(cfg)), std::move(tok), ctx) {}
+    : VisionLanguageModel(std::make_shared<LlavaModel>(cfg, net, default_preprocess(cfg)), std::move(tok),
+                          ctx) {}
 
 namespace {
 LlavaModel& llava_of(FamilyModel& f) {

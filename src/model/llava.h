@@ -1,5 +1,5 @@
-// The LLaVA-1.5 family (transformers LlavaForConditionalGeneration): CLIP vision tower → 2-layer MLP projector
-// → Llama decoder, loaded from a Hugging Face folder (config.json, model.safetensors[.index.json],
+// The LLaVA-1.5 family (transformers LlavaForConditionalGeneration): CLIP vision tower → 2-layer MLP
+// projector → Llama decoder, loaded from a Hugging Face folder (config.json, model.safetensors[.index.json],
 // tokenizer.model) or a llama.cpp GGUF pair (text model + mmproj). Code outside model/ holds it as a
 // VisionLanguageModel (model/vlm.h).
 #pragma once
@@ -9,11 +9,11 @@
 #include <string>
 
 #include "core/context.h"
-#include "model/family.h"
 #include "io/image.h"
 #include "io/tokenizer.h"
 #include "model/clip_vision.h"
 #include "model/config.h"
+#include "model/family.h"
 #include "model/llama.h"
 #include "model/shape.h"
 #include "model/vlm.h"
@@ -74,8 +74,8 @@ class LlavaModel final : public FamilyModel {
 /// folders (config.json, model.safetensors or shards, tokenizer.model) and llama.cpp GGUF pairs.
 ModelFamily llava_family();
 
-/// Writes `net` (parameters cast to `dtype`) as a Hugging Face LLaVA folder: config.json and model.safetensors
-/// (older key layout). The tokenizer is not written. @throws IoError.
+/// Writes `net` (parameters cast to `dtype`) as a Hugging Face LLaVA folder: config.json and
+/// model.safetensors (older key layout). The tokenizer is not written. @throws IoError.
 void save_llava(const std::string& dir, const LlavaConfig& cfg, LlavaNet& net, c10::ScalarType dtype);
 
 }  // namespace vispco

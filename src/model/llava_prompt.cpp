@@ -11,7 +11,8 @@ std::vector<int64_t> llava_prompt_ids(const io::Tokenizer& tok, const std::strin
                                       int64_t image_token_index) {
   if (image_token_index >= 0 && image_token_index < tok.vocab_size() && !tok.added_token(image_token_index))
     throw InvalidArgument("llava_prompt_ids: image_token_index " + std::to_string(image_token_index) +
-                          " is a text piece of the tokenizer (vocab_size " + std::to_string(tok.vocab_size()) +
+                          " is a text piece of the tokenizer (vocab_size " +
+                          std::to_string(tok.vocab_size()) +
                           "); expected an id >= vocab_size (HF: 32000), < 0 (LLaVA: -200), or an added token "
                           "declared in tokenizer_config.json's added_tokens_decoder");
   // Each text segment around <image> gets its own dummy prefix, as LLaVA's tokenizer_image_token and HF's

@@ -1,6 +1,5 @@
 // The preset table and random-weight model folders.
 #include "model/presets.h"
-#include "model/llava_shape.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -14,6 +13,7 @@
 #include "core/errors.h"
 #include "core/named_table.h"
 #include "io/tokenizer.h"
+#include "model/llava_shape.h"
 
 namespace vispco {
 
@@ -36,8 +36,12 @@ LlavaConfig clip_l336() {
 
 LlavaConfig tiny() {
   LlavaConfig c;
-  c.vision = {.hidden_size = 32, .intermediate_size = 64, .num_hidden_layers = 2, .num_attention_heads = 2,
-              .image_size = 56, .patch_size = 14};
+  c.vision = {.hidden_size = 32,
+              .intermediate_size = 64,
+              .num_hidden_layers = 2,
+              .num_attention_heads = 2,
+              .image_size = 56,
+              .patch_size = 14};
   c.text.vocab_size = 448;
   c.text.hidden_size = 64;
   c.text.intermediate_size = 128;
@@ -124,18 +128,23 @@ LlavaNet random_llava_net(const LlavaConfig& cfg, uint64_t seed, c10::ScalarType
     const auto& name = item.key();
     auto& p = item.value();
     const bool is_norm = name.find("norm") != std::string::npos || name.find("layrnorm") != std::string::npos;
-    if (is_norm && name.size() > 6 && name.compare(name.size() - 6, 6, "weight") == 0) p.fill_(1.0);
-    else if (name.size() > 4 && name.compare(name.size() - 4, 4, "bias") == 0) p.zero_();
-    else p.normal_(0.0, 0.02);
+    if (is_norm && name.size() > 6 && name.compare(name.size() - 6, 6, "weight") == 0)
+      p.fill_(1.0);
+    else if (name.size() > 4 && name.compare(name.size() - 4, 4, "bias") == 0)
+      p.zero_();
+    else
+      p.normal_(0.0, 0.02);
   }
   return net;
 }
 
 std::vector<std::string> builtin_tokenizer_corpus() {
-  const std::vector<std::string> colours = {"red", "green", "blue", "yellow", "purple", "orange", "gray", "cyan"};
+  const std::vector<std::string> colours = {"red",    "green",  "blue", "yellow",
+                                            "purple", "orange", "gray", "cyan"};
   const std::vector<std::string> shapes = {"cube", "sphere", "cylinder", "cone", "triangle", "star", "ring"};
-  const std::vector<std::string> words = {"left", "right", "above", "below", "bigger", "smaller", "yes", "no",
-                                          "what", "how", "many", "is", "there", "the", "of", "a", "text", "say"};
+  const std::vector<std::string> words = {"left",  "right", "above", "below", "bigger", "smaller",
+                                          "yes",   "no",    "what",  "how",   "many",   "is",
+                                          "there", "the",   "of",    "a",     "text",   "say"};
   std::vector<std::string> out;
   for (const auto& c : colours)
     for (const auto& s : shapes) {
@@ -145,7 +154,8 @@ std::vector<std::string> builtin_tokenizer_corpus() {
       out.push_back("Is there a " + c + " " + s + " in the image? yes no");
     }
   for (const auto& w : words) out.push_back("USER: " + w + " ASSISTANT: " + w);
-  for (int i = 0; i < 200; ++i) out.push_back("The text says " + std::to_string(i * 37 % 1000) + " AB" + char('A' + i % 26));
+  for (int i = 0; i < 200; ++i)
+    out.push_back("The text says " + std::to_string(i * 37 % 1000) + " AB" + char('A' + i % 26));
   return out;
 }
 
@@ -162,7 +172,8 @@ void write_preprocessor_config(const std::string& dir, const LlavaConfig& cfg) {
   if (!out) throw IoError("cannot write preprocessor_config.json in " + dir);
 }
 
-void write_random_llava(const std::string& dir, const LlavaConfig& cfg, uint64_t seed, c10::ScalarType dtype) {
+void write_random_llava(const std::string& dir, const LlavaConfig& cfg, uint64_t seed,
+                        c10::ScalarType dtype) {
   if (cfg.image_token_index >= 0 && cfg.image_token_index < kImageTokenInsideVocab)
     throw InvalidArgument("write_random_llava: image_token_index " + std::to_string(cfg.image_token_index) +
                           " would be a control piece; use " + std::to_string(kImageTokenInsideVocab) +

@@ -25,7 +25,8 @@ const std::vector<ModelPreset>& model_presets();
 const ModelPreset& find_preset(const std::string& name);
 
 /// A network with random weights, HF-style initialisation (normal(0, 0.02) matrices and embeddings, zero
-/// biases, unit norm weights), built directly in `dtype` to keep peak memory at one copy. Deterministic by seed.
+/// biases, unit norm weights), built directly in `dtype` to keep peak memory at one copy. Deterministic by
+/// seed.
 LlavaNet random_llava_net(const LlavaConfig& cfg, uint64_t seed, c10::ScalarType dtype);
 
 /// `cfg` with depth truncated to N ≥ 1 layers for a quick benchmark: the decoder to min(N, L) layers and the
@@ -43,19 +44,22 @@ ModelShape preset_shape(const std::string& name, int64_t n_layers);
 VisionLanguageModel random_preset_model(const std::string& name, int64_t n_layers, uint64_t seed,
                                         const RunContext& ctx);
 
-/// image_token_index that puts "<image>" inside the SentencePiece vocabulary (the first id after unk, BOS, EOS).
+/// image_token_index that puts "<image>" inside the SentencePiece vocabulary (the first id after unk, BOS,
+/// EOS).
 inline constexpr int64_t kImageTokenInsideVocab = 3;
 
 /// Writes a random-weight LLaVA folder: config.json, model.safetensors (weights in `dtype`),
-/// tokenizer.model (a small SentencePiece model trained on a built-in VQA-style corpus), tokenizer_config.json
-/// declaring "<image>" as a special added token at image_token_index, and preprocessor_config.json. Two
-/// tokenizer kinds, as checkpoints have them: image_token_index = kImageTokenInsideVocab makes "<image>" a
-/// user-defined piece (id 3) of a min(text vocab_size, 4000)-piece model; any larger id gets a model of
-/// min(image_token_index, 4000) pieces with the image token after them (HF llava-1.5: 32000).
+/// tokenizer.model (a small SentencePiece model trained on a built-in VQA-style corpus),
+/// tokenizer_config.json declaring "<image>" as a special added token at image_token_index, and
+/// preprocessor_config.json. Two tokenizer kinds, as checkpoints have them: image_token_index =
+/// kImageTokenInsideVocab makes "<image>" a user-defined piece (id 3) of a min(text vocab_size, 4000)-piece
+/// model; any larger id gets a model of min(image_token_index, 4000) pieces with the image token after them
+/// (HF llava-1.5: 32000).
 /// @throws IoError, ConfigError; InvalidArgument for image_token_index in [0, 3).
 void write_random_llava(const std::string& dir, const LlavaConfig& cfg, uint64_t seed, c10::ScalarType dtype);
 
-/// Writes `<dir>/preprocessor_config.json` (CLIPImageProcessor at the tower's size, CLIP mean/std). @throws IoError.
+/// Writes `<dir>/preprocessor_config.json` (CLIPImageProcessor at the tower's size, CLIP mean/std). @throws
+/// IoError.
 void write_preprocessor_config(const std::string& dir, const LlavaConfig& cfg);
 
 /// A few hundred VQA-style sentences (questions and short answers), the tokenizer corpus of random models.

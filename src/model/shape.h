@@ -24,12 +24,12 @@ struct ModelShape {
   /// Position-id axes: 1 for RoPE over [B, T] positions; 3 for multi-axis (M-RoPE: time, row, column).
   int64_t position_axes = 1;
 
-  int64_t n_layers = 0;          ///< L, decoder layers
-  int64_t hidden_size = 0;       ///< D, decoder width (visual tokens enter it projected to D)
-  int64_t vocab_size = 0;        ///< V
-  int64_t max_positions = 0;     ///< longest sequence the decoder takes, tokens
-  int64_t image_token_id = 0;    ///< id of the image placeholder in prompts
-  int64_t bos_token_id = 0;      ///< BOS id
+  int64_t n_layers = 0;        ///< L, decoder layers
+  int64_t hidden_size = 0;     ///< D, decoder width (visual tokens enter it projected to D)
+  int64_t vocab_size = 0;      ///< V
+  int64_t max_positions = 0;   ///< longest sequence the decoder takes, tokens
+  int64_t image_token_id = 0;  ///< id of the image placeholder in prompts
+  int64_t bos_token_id = 0;    ///< BOS id
 
   int64_t vision_hidden_size = 0;  ///< D_v, width of the tower's features (pre-LLM keys)
   int64_t n_vision_layers = 0;     ///< tower layers that run per image

@@ -5,7 +5,8 @@
 
 namespace vispco {
 
-VisionLanguageModel::VisionLanguageModel(std::shared_ptr<FamilyModel> family, io::Tokenizer tok, RunContext ctx)
+VisionLanguageModel::VisionLanguageModel(std::shared_ptr<FamilyModel> family, io::Tokenizer tok,
+                                         RunContext ctx)
     : family_(std::move(family)), tok_(std::move(tok)), ctx_(ctx) {
   auto& net = family_->network();
   net.eval();

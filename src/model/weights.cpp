@@ -2,8 +2,8 @@
 #include "model/weights.h"
 
 #include <ATen/ATen.h>
-#include <spdlog/spdlog.h>
 #include <malloc.h>
+#include <spdlog/spdlog.h>
 
 #include <array>
 #include <filesystem>
@@ -20,9 +20,12 @@ namespace fs = std::filesystem;
 std::vector<std::string> hf_checkpoint_keys(const std::string& name) {
   auto starts = [&](const char* p) { return name.rfind(p, 0) == 0; };
   std::vector<std::string> keys{name};
-  if (starts("language_model.model.")) keys.push_back("model.language_model." + name.substr(21));
-  else if (starts("language_model.lm_head.")) keys.push_back(name.substr(15));
-  else keys.push_back("model." + name);
+  if (starts("language_model.model."))
+    keys.push_back("model.language_model." + name.substr(21));
+  else if (starts("language_model.lm_head."))
+    keys.push_back(name.substr(15));
+  else
+    keys.push_back("model." + name);
   return keys;
 }
 
@@ -32,7 +35,8 @@ void release_freed_heap() {
 #endif
 }
 
-void load_weights(torch::nn::Module& net, const TensorSource& ckpt, const RunContext& ctx, const CheckpointKeys& keys) {
+void load_weights(torch::nn::Module& net, const TensorSource& ckpt, const RunContext& ctx,
+                  const CheckpointKeys& keys) {
   // Pass 1: find and check every tensor (views into the mapped file, or the GGUF reader's tensors), so a bad
   // checkpoint throws before anything changes.
   struct Assignment {
@@ -50,20 +54,22 @@ void load_weights(torch::nn::Module& net, const TensorSource& ckpt, const RunCon
         break;
       }
     if (found.empty())
-      throw ConfigError("missing tensor '" + name + "' in " + ckpt.where +
-                        " (also looked for '" + keys(name).back() + "'; wrong model folder?)");
+      throw ConfigError("missing tensor '" + name + "' in " + ckpt.where + " (also looked for '" +
+                        keys(name).back() + "'; wrong model folder?)");
     auto t = ckpt.get(found);
     if (t.sizes() != param.sizes()) {
       std::ostringstream msg;
-      msg << "tensor '" << found << "' in " << ckpt.where << " has shape " << t.sizes() << " but the config implies "
-          << param.sizes();
+      msg << "tensor '" << found << "' in " << ckpt.where << " has shape " << t.sizes()
+          << " but the config implies " << param.sizes();
       throw ConfigError(msg.str());
     }
     if (!at::isFloatingType(t.scalar_type()))
-      throw ConfigError("tensor '" + found + "' has non-float dtype " + std::string(c10::toString(t.scalar_type())));
+      throw ConfigError("tensor '" + found + "' has non-float dtype " +
+                        std::string(c10::toString(t.scalar_type())));
     assign.push_back({param, t, found});
   }
-  if (assign.size() < ckpt.count) spdlog::debug("{} checkpoint tensors not used by the model", ckpt.count - assign.size());
+  if (assign.size() < ckpt.count)
+    spdlog::debug("{} checkpoint tensors not used by the model", ckpt.count - assign.size());
   // Pass 2: free the constructed (random) parameters before any converted copy is allocated, so the peak is
   // the weights once in the compute dtype, not twice.
   for (auto& a : assign) a.param.set_data(at::empty({0}, a.param.options()));

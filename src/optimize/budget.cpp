@@ -9,8 +9,8 @@
 
 namespace vispco::optimize {
 
-Bisection largest_within_budget(const std::vector<int64_t>& params, const std::function<double(int64_t)>& cost,
-                                double budget) {
+Bisection largest_within_budget(const std::vector<int64_t>& params,
+                                const std::function<double(int64_t)>& cost, double budget) {
   if (params.empty()) throw InvalidArgument("budget bisection: no parameter values to search");
   for (size_t i = 1; i < params.size(); ++i)
     if (params[i] <= params[i - 1]) throw InvalidArgument("budget bisection: parameter values must ascend");
@@ -54,7 +54,8 @@ nlohmann::json BudgetPlan::to_json() const {
 BudgetPlan budget_plan(const PlanTemplate& tmpl, const ModelShape& shape, const std::vector<int64_t>& n_texts,
                        double budget) {
   if (!(budget > 0.0 && budget <= 1.0))
-    throw InvalidArgument("budget search: the FLOPs ratio budget must be in (0, 1], got " + std::to_string(budget));
+    throw InvalidArgument("budget search: the FLOPs ratio budget must be in (0, 1], got " +
+                          std::to_string(budget));
   if (n_texts.empty()) throw InvalidArgument("budget search: no prompts to cost");
   BudgetPlan r;
   r.template_text = tmpl.text();
@@ -62,7 +63,8 @@ BudgetPlan budget_plan(const PlanTemplate& tmpl, const ModelShape& shape, const 
   std::vector<int64_t> params;  // the parameters whose plan fits the model (pool: K = s² only)
   for (int64_t p = tmpl.param_min(); p <= tmpl.param_max(); ++p)
     if (tmpl.valid_at(p)) params.push_back(p);
-  if (params.empty()) throw InvalidArgument("budget search: template '" + tmpl.text() + "' fits the model at no parameter");
+  if (params.empty())
+    throw InvalidArgument("budget search: template '" + tmpl.text() + "' fits the model at no parameter");
   const Bisection b = largest_within_budget(params, ratio, budget);
   r.bisection = b.evaluated;
   r.smallest_ratio = ratio(params.front());

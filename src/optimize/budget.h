@@ -27,17 +27,17 @@ struct Bisection {
 /// budget is never exceeded even when the assumption fails (then p may not be the largest such value).
 /// About log₂|params| + 2 evaluations.
 /// @throws InvalidArgument when `params` is empty or not ascending, or the budget is NaN.
-Bisection largest_within_budget(const std::vector<int64_t>& params, const std::function<double(int64_t)>& cost,
-                                double budget);
+Bisection largest_within_budget(const std::vector<int64_t>& params,
+                                const std::function<double(int64_t)>& cost, double budget);
 
 /// The plan of one template that fits a FLOPs budget.
 struct BudgetPlan {
-  std::string template_text;                  ///< the template searched
-  std::optional<int64_t> param;               ///< chosen parameter (K or λ·1000); nullopt: nothing fits
-  std::string param_text;                     ///< "64" or "0.350"
-  std::optional<PruningPlan> plan;            ///< the plan at `param`
-  FlopsRatio flops;                           ///< its FLOPs ratio (llm ≤ budget when a plan was found)
-  double smallest_ratio = 0;                  ///< the ratio at the smallest parameter (why nothing fits)
+  std::string template_text;        ///< the template searched
+  std::optional<int64_t> param;     ///< chosen parameter (K or λ·1000); nullopt: nothing fits
+  std::string param_text;           ///< "64" or "0.350"
+  std::optional<PruningPlan> plan;  ///< the plan at `param`
+  FlopsRatio flops;                 ///< its FLOPs ratio (llm ≤ budget when a plan was found)
+  double smallest_ratio = 0;        ///< the ratio at the smallest parameter (why nothing fits)
   std::vector<std::pair<int64_t, double>> bisection;  ///< (parameter, FLOPs ratio) evaluated
   nlohmann::json to_json() const;
 };

@@ -41,10 +41,10 @@ LossBound paired_loss_bound(const std::vector<double>& reference, const std::vec
 /// A two-sided interval on a paired accuracy loss (reference − plan, accuracy fraction).
 struct LossInterval {
   size_t n = 0;
-  double loss = 0;          ///< point estimate
+  double loss = 0;  ///< point estimate
   double lower = 0, upper = 0;
-  double level = 0;         ///< two-sided coverage, e.g. 0.95
-  std::string method;       ///< as LossBound::method
+  double level = 0;    ///< two-sided coverage, e.g. 0.95
+  std::string method;  ///< as LossBound::method
   nlohmann::json to_json() const;
 };
 

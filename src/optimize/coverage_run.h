@@ -1,6 +1,7 @@
-// The ε-coverage experiment on real evaluations (issue 46, `vispco optimize --method coverage`): a K ladder of
-// one plan template evaluated on a pool of labelled samples and on a test split (dynamic_k/ladder_eval.h,
-// through the result store), then epsilon_coverage() over re-drawn calibration subsets of the main job's size.
+// The ε-coverage experiment on real evaluations (issue 46, `vispco optimize --method coverage`): a K ladder
+// of one plan template evaluated on a pool of labelled samples and on a test split (dynamic_k/ladder_eval.h,
+// through the result store), then epsilon_coverage() over re-drawn calibration subsets of the main job's
+// size.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -18,11 +19,11 @@ namespace vispco::optimize {
 
 /// Settings of run_coverage() (a plain value).
 struct CoverageRunOptions {
-  std::string template_text;     ///< one-stage K template, e.g. "divprune:layer=0"
-  std::vector<int64_t> ladder;   ///< ascending K; N_v is appended when missing (the unpruned rung)
+  std::string template_text;              ///< one-stage K template, e.g. "divprune:layer=0"
+  std::vector<int64_t> ladder;            ///< ascending K; N_v is appended when missing (the unpruned rung)
   size_t limit_pool = 0, limit_test = 0;  ///< first samples of each split (0 = all)
   size_t batch_size = 8;
-  std::string store_path;        ///< result store, required
+  std::string store_path;  ///< result store, required
   CoverageOptions coverage;
   /// @throws InvalidArgument naming the bad value.
   void validate() const;
@@ -44,8 +45,9 @@ struct CoverageRunReport {
 /// Evaluates the ladder on `pool` and `test` (greedy, as `vispco eval`; results shared through the store),
 /// then runs epsilon_coverage(). @param log one line per rung (may be empty)
 /// @throws InvalidArgument (bad options, a ladder value above N_v), what the evaluations throw.
-CoverageRunReport run_coverage(VisionLanguageModel& model, const std::string& model_dir, const std::string& model_hash,
-                               const eval::Dataset& pool, const eval::Dataset& test, const CoverageRunOptions& options,
+CoverageRunReport run_coverage(VisionLanguageModel& model, const std::string& model_dir,
+                               const std::string& model_hash, const eval::Dataset& pool,
+                               const eval::Dataset& test, const CoverageRunOptions& options,
                                const std::function<void(const std::string&)>& log = {});
 
 }  // namespace vispco::optimize

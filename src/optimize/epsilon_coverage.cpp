@@ -60,45 +60,50 @@ nlohmann::json CoverageResult::to_json() const {
                   {"test_worst_family", r.test_worst_family},
                   {"chosen_point", r.chosen_point},
                   {"chosen_bound", r.chosen_bound}});
-  return {{"n_calib", options.n_calib},
-          {"draws", options.draws},
-          {"epsilon", options.epsilon},
-          {"epsilon_absolute", options.absolute},
-          {"confidence", options.confidence},
-          {"epsilon_per_family", options.epsilon_per_family},
-          {"min_family_n", options.min_family_n},
-          {"with_replacement", options.with_replacement},
-          {"violation_rate_point", violation_rate_point},
-          {"violation_rate_bound", violation_rate_bound},
-          {"family_violation_rate_point", family_violation_rate_point},
-          {"family_violation_rate_bound", family_violation_rate_bound},
-          {"mean_keep_point", mean_keep_point},
-          {"mean_keep_bound", mean_keep_bound},
-          {"mean_flops_point", mean_flops_point},
-          {"mean_flops_bound", mean_flops_bound},
-          {"rungs", rj},
-          {"rule",
-           "per draw: the smallest ladder K whose calibration loss is within ε (and, with a per-family E, every "
-           "family of at least min_family_n samples within E) by point estimates, or by upper confidence bounds "
-           "(families Bonferroni-joint; plan_check.h); violation: its test-split loss exceeds ε (overall) or E "
-           "(in some family of at least min_family_n test samples)"}};
+  return {
+      {"n_calib", options.n_calib},
+      {"draws", options.draws},
+      {"epsilon", options.epsilon},
+      {"epsilon_absolute", options.absolute},
+      {"confidence", options.confidence},
+      {"epsilon_per_family", options.epsilon_per_family},
+      {"min_family_n", options.min_family_n},
+      {"with_replacement", options.with_replacement},
+      {"violation_rate_point", violation_rate_point},
+      {"violation_rate_bound", violation_rate_bound},
+      {"family_violation_rate_point", family_violation_rate_point},
+      {"family_violation_rate_bound", family_violation_rate_bound},
+      {"mean_keep_point", mean_keep_point},
+      {"mean_keep_bound", mean_keep_bound},
+      {"mean_flops_point", mean_flops_point},
+      {"mean_flops_bound", mean_flops_bound},
+      {"rungs", rj},
+      {"rule",
+       "per draw: the smallest ladder K whose calibration loss is within ε (and, with a per-family E, every "
+       "family of at least min_family_n samples within E) by point estimates, or by upper confidence bounds "
+       "(families Bonferroni-joint; plan_check.h); violation: its test-split loss exceeds ε (overall) or E "
+       "(in some family of at least min_family_n test samples)"}};
 }
 
 std::string CoverageResult::to_markdown() const {
   const bool fam = options.epsilon_per_family > 0;
-  std::string md = "| rule | draws with test loss > ε | " + std::string(fam ? "with a family's test loss > E | " : "") +
-                   "mean chosen K | mean LLM FLOPs ratio |\n|---|---:|" + (fam ? "---:|" : "") + "---:|---:|\n";
+  std::string md =
+      "| rule | draws with test loss > ε | " + std::string(fam ? "with a family's test loss > E | " : "") +
+      "mean chosen K | mean LLM FLOPs ratio |\n|---|---:|" + (fam ? "---:|" : "") + "---:|---:|\n";
   md += "| point estimate | " + fmt("%.1f %%", 100 * violation_rate_point) + " | " +
-        (fam ? fmt("%.1f %%", 100 * family_violation_rate_point) + " | " : "") + fmt("%.1f", mean_keep_point) + " | " +
-        fmt("%.3f", mean_flops_point) + " |\n";
-  md += "| upper " + fmt("%.2f", options.confidence) + " bound | " + fmt("%.1f %%", 100 * violation_rate_bound) +
-        " | " + (fam ? fmt("%.1f %%", 100 * family_violation_rate_bound) + " | " : "") + fmt("%.1f", mean_keep_bound) +
-        " | " + fmt("%.3f", mean_flops_bound) + " |\n\n";
-  md += "| K | LLM FLOPs ratio | test loss | > ε on test | " + std::string(fam ? "worst family on test | > E | " : "") +
-        "chosen (point) | chosen (bound) |\n|---:|---:|---:|:---:|" + (fam ? "---|:---:|" : "") + "---:|---:|\n";
+        (fam ? fmt("%.1f %%", 100 * family_violation_rate_point) + " | " : "") +
+        fmt("%.1f", mean_keep_point) + " | " + fmt("%.3f", mean_flops_point) + " |\n";
+  md += "| upper " + fmt("%.2f", options.confidence) + " bound | " +
+        fmt("%.1f %%", 100 * violation_rate_bound) + " | " +
+        (fam ? fmt("%.1f %%", 100 * family_violation_rate_bound) + " | " : "") +
+        fmt("%.1f", mean_keep_bound) + " | " + fmt("%.3f", mean_flops_bound) + " |\n\n";
+  md += "| K | LLM FLOPs ratio | test loss | > ε on test | " +
+        std::string(fam ? "worst family on test | > E | " : "") +
+        "chosen (point) | chosen (bound) |\n|---:|---:|---:|:---:|" + (fam ? "---|:---:|" : "") +
+        "---:|---:|\n";
   for (const auto& r : rungs)
-    md += "| " + std::to_string(r.keep) + " | " + fmt("%.3f", r.flops_ratio) + " | " + fmt("%.4f", r.test_loss) +
-          " | " + (r.test_violates ? "yes" : "no") + " | " +
+    md += "| " + std::to_string(r.keep) + " | " + fmt("%.3f", r.flops_ratio) + " | " +
+          fmt("%.4f", r.test_loss) + " | " + (r.test_violates ? "yes" : "no") + " | " +
           (fam ? (r.test_worst_family.empty() ? "–" : r.test_worst_family) + " | " +
                      (r.test_family_violates ? "yes" : "no") + " | "
                : "") +
@@ -158,7 +163,8 @@ CoverageResult epsilon_coverage(const LadderTable& pool, const LadderTable& test
     if (o.with_replacement) {
       for (auto& i : idx) i = rng() % pool.n();
     } else {
-      for (size_t j = 0; j < o.n_calib; ++j) std::swap(perm[j], perm[j + rng() % (perm.size() - j)]);  // partial shuffle
+      for (size_t j = 0; j < o.n_calib; ++j)
+        std::swap(perm[j], perm[j + rng() % (perm.size() - j)]);  // partial shuffle
       std::copy(perm.begin(), perm.begin() + static_cast<std::ptrdiff_t>(o.n_calib), idx.begin());
     }
     const EvalPoint ref = rung_point(pool, idx, R - 1, true);

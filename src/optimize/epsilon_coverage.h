@@ -4,7 +4,8 @@
 // count how often the chosen K's loss on the test split exceeds ε overall, and E in its worst family. The
 // constraints are the searches' own (plan_check.h: overall ε, optional per-family E with Bonferroni-joint
 // bounds), so the experiment measures the rule `vispco optimize` applies. With the bound the violation rates
-// should stay ≤ 1 − confidence. Pure: both tables come from evaluations already made (dynamic_k/ladder_eval.h).
+// should stay ≤ 1 − confidence. Pure: both tables come from evaluations already made
+// (dynamic_k/ladder_eval.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -16,7 +17,8 @@ namespace vispco::optimize {
 
 /// Settings of epsilon_coverage() (a plain value).
 struct CoverageOptions {
-  size_t n_calib = 64;    ///< calibration subset size (the main job's), ≥ 1 and ≤ the pool (without replacement)
+  size_t n_calib =
+      64;  ///< calibration subset size (the main job's), ≥ 1 and ≤ the pool (without replacement)
   size_t draws = 500;     ///< re-drawn subsets, ≥ 1
   double epsilon = 0.01;  ///< as min-k: relative (default) or absolute
   bool absolute = false;

@@ -16,7 +16,8 @@ constexpr double kTol = 1e-12;
 
 void check_accuracy(double a, const std::string& what) {
   if (!(a >= 0.0 && a <= 1.0))
-    throw InvalidArgument("min-K search: " + what + " must be an accuracy in [0, 1], got " + std::to_string(a));
+    throw InvalidArgument("min-K search: " + what + " must be an accuracy in [0, 1], got " +
+                          std::to_string(a));
 }
 
 std::string fmt(double v) {
@@ -33,7 +34,8 @@ nlohmann::json probe_json(const KProbe& p) {
 
 void MinKOptions::validate() const {
   if (absolute ? !(epsilon >= 0.0 && epsilon <= 1.0) : !(epsilon >= 0.0 && epsilon < 1.0))
-    throw InvalidArgument(std::string("min-K search: epsilon must be in ") + (absolute ? "[0, 1]" : "[0, 1)") +
+    throw InvalidArgument(std::string("min-K search: epsilon must be in ") +
+                          (absolute ? "[0, 1]" : "[0, 1)") +
                           (absolute ? " (absolute, as an accuracy fraction: 0.01 = one point)"
                                     : " (relative to the unpruned accuracy: 0.01 = 1 %)") +
                           ", got " + std::to_string(epsilon));
@@ -53,7 +55,10 @@ std::vector<int64_t> MinKOptions::candidates() const {
 }
 
 nlohmann::json to_json(const MinKOptions& o) {
-  return {{"epsilon", o.epsilon}, {"absolute", o.absolute}, {"k_min", o.k_min}, {"k_max", o.k_max},
+  return {{"epsilon", o.epsilon},
+          {"absolute", o.absolute},
+          {"k_min", o.k_min},
+          {"k_max", o.k_max},
           {"k_step", o.k_step}};
 }
 
@@ -82,15 +87,17 @@ nlohmann::json MinKResult::to_json() const {
                       {"known", known_j},
                       {"violations", viol_j},
                       {"monotone_in_seen_points", violations.empty()},
-                      {"smallest_within_seen",
-                       smallest_within_seen ? nlohmann::json(*smallest_within_seen) : nlohmann::json(nullptr)},
+                      {"smallest_within_seen", smallest_within_seen ? nlohmann::json(*smallest_within_seen)
+                                                                    : nlohmann::json(nullptr)},
                       {"rule", rule}};
   return j;
 }
 
 std::string min_k_rule() {
-  return "Binary search over the candidate K values C (ascending). K_max = C.back() is probed first; if it is "
-         "not within ε, no K is chosen. Otherwise the bracket [lo, hi] over C keeps C[hi] probed within ε and "
+  return "Binary search over the candidate K values C (ascending). K_max = C.back() is probed first; if it "
+         "is "
+         "not within ε, no K is chosen. Otherwise the bracket [lo, hi] over C keeps C[hi] probed within ε "
+         "and "
          "C[lo−1] probed not within ε; each step probes C[⌊(lo+hi)/2⌋] and moves hi down to it when it is "
          "within ε, else lo above it. The chosen K is within ε and the next smaller candidate is not: it is "
          "the smallest K within ε whenever 'within ε' is monotone in K, and otherwise a boundary of the "
@@ -116,8 +123,9 @@ MinKResult min_k_search(const std::function<double(int64_t)>& accuracy_at, doubl
   std::map<int64_t, KProbe> seen;  // every probe, by K
   const auto probe = [&](size_t i) -> bool {
     const int64_t k = c[i];
-    if (auto it = seen.find(k); it != seen.end()) return it->second.within;  // never re-probed (cannot
-                                                                              // happen by the invariant)
+    if (auto it = seen.find(k); it != seen.end())
+      return it->second.within;  // never re-probed (cannot
+                                 // happen by the invariant)
     const double a = accuracy_at(k);
     check_accuracy(a, "the accuracy at K=" + std::to_string(k));
     KProbe p{k, a, within(a, k), static_cast<int>(r.probes.size())};

@@ -1,7 +1,7 @@
 // The smallest number of kept visual tokens K whose accuracy loss against the unpruned model stays within ε
-// (DESIGN.md §6 "min-K under ε"), by binary search over K. Accuracy need not be monotone in K, so every probed
-// point is recorded, points that contradict monotonicity are reported, and the rule the search follows is
-// stated in the result. Pure: accuracy comes from a callback, so the search is tested without a model.
+// (DESIGN.md §6 "min-K under ε"), by binary search over K. Accuracy need not be monotone in K, so every
+// probed point is recorded, points that contradict monotonicity are reported, and the rule the search follows
+// is stated in the result. Pure: accuracy comes from a callback, so the search is tested without a model.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -16,7 +16,8 @@ namespace vispco::optimize {
 /// Settings of min_k_search() (a plain value).
 struct MinKOptions {
   /// Tolerated accuracy loss ε. Relative (default): accuracy(K) ≥ (1 − ε)·reference; valid [0, 1).
-  /// Absolute: accuracy(K) ≥ reference − ε, accuracy as a fraction (0.01 = one percentage point); valid [0, 1].
+  /// Absolute: accuracy(K) ≥ reference − ε, accuracy as a fraction (0.01 = one percentage point); valid [0,
+  /// 1].
   double epsilon = 0.01;
   bool absolute = false;
   /// Searched values: K ∈ {k_min, k_min + k_step, k_min + 2·k_step, …} ∩ [k_min, k_max], plus k_max itself.
@@ -70,8 +71,8 @@ std::string min_k_rule();
 
 /// Binary search for the smallest K within ε.
 ///
-/// Rule: let C = opts.candidates() ascending. C.back() = k_max is probed first; if it is not within ε there is
-/// no answer. Otherwise the bracket [lo, hi] over C starts at [C.front(), k_max] and keeps the invariant
+/// Rule: let C = opts.candidates() ascending. C.back() = k_max is probed first; if it is not within ε there
+/// is no answer. Otherwise the bracket [lo, hi] over C starts at [C.front(), k_max] and keeps the invariant
 /// "C[hi] was probed within ε, and C[lo − 1] was probed not within ε (or lo = 0)"; each step probes
 /// C[mid], mid = ⌊(lo + hi) / 2⌋, and sets hi = mid when it is within ε, else lo = mid + 1. The answer C[hi]
 /// is therefore within ε while the next smaller candidate is not: it is the smallest K within ε whenever

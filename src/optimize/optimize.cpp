@@ -24,7 +24,8 @@ void OptimizeOptions::validate() const {
                                             : "[0, 1) (relative accuracy loss, 0.01 = 1 %)") +
                           ", got " + std::to_string(epsilon));
   if (templates.empty())
-    throw InvalidArgument("optimize --method " + method + ": no plan template (give --scorer, e.g. fastv, or --template)");
+    throw InvalidArgument("optimize --method " + method +
+                          ": no plan template (give --scorer, e.g. fastv, or --template)");
   GridSearchOptions::validate();
   MinKSearchOptions::validate();
   if (confidence != 0.0 && !(confidence >= 0.5 && confidence < 1.0))
@@ -39,7 +40,8 @@ void OptimizeOptions::validate() const {
   if (min_family_n < 1)
     throw InvalidArgument("optimize: --min-family-n must be ≥ 1, got " + std::to_string(min_family_n));
   if (min_speedup != 0.0 && !(min_speedup >= 1.0))
-    throw InvalidArgument("optimize: --min-speedup must be 0 (off) or ≥ 1, got " + std::to_string(min_speedup));
+    throw InvalidArgument("optimize: --min-speedup must be 0 (off) or ≥ 1, got " +
+                          std::to_string(min_speedup));
   if (!(timing_factor > 1.0))
     throw InvalidArgument("optimize: the timing factor must be > 1, got " + std::to_string(timing_factor));
   search.validate(*this);
@@ -141,23 +143,26 @@ void add_check_notes(SearchOutcome& out, double timing_factor) {
     if (c.within_epsilon && !c.families_within)
       out.notes.push_back("rejected by a family: `" + p.plan + "` meets the overall ε but " + c.rejection());
     if (c.timing_disagrees) {
-      std::snprintf(buf, sizeof buf,
-                    "timing vs FLOPs model: `%s` measured prefill speedup %.2f× vs FLOPs-model %.2f× (more than "
-                    "%.1f× apart)",
-                    p.plan.c_str(), c.measured_speedup, c.flops_speedup, timing_factor);
+      std::snprintf(
+          buf, sizeof buf,
+          "timing vs FLOPs model: `%s` measured prefill speedup %.2f× vs FLOPs-model %.2f× (more than "
+          "%.1f× apart)",
+          p.plan.c_str(), c.measured_speedup, c.flops_speedup, timing_factor);
       out.notes.push_back(buf);
     }
     too_few.insert(c.too_few.begin(), c.too_few.end());
   }
   for (const auto& f : too_few)
-    out.notes.push_back("family " + f + " has too few calibration samples for the per-family rule: not checked");
+    out.notes.push_back("family " + f +
+                        " has too few calibration samples for the per-family rule: not checked");
 }
 
 void emit(const OptimizeLog& log, const std::string& line) {
   if (log) log(line);
 }
 
-TestComparison compare_on_test(const EvalPoint& reference, const EvalPoint& chosen, const ConstraintOptions& limits) {
+TestComparison compare_on_test(const EvalPoint& reference, const EvalPoint& chosen,
+                               const ConstraintOptions& limits) {
   TestComparison t;
   t.reference = reference;
   t.chosen = chosen;
@@ -198,21 +203,24 @@ TestComparison compare_on_test(const EvalPoint& reference, const EvalPoint& chos
 nlohmann::json TestComparison::to_json() const {
   nlohmann::json fam = nlohmann::json::object();
   for (const auto& [name, f] : per_family) {
-    fam[name] = {{"retention", f.retention}, {"flops_ratio", f.flops_ratio}, {"prefill_speedup", f.prefill_speedup},
-                 {"loss", f.loss}, {"limit", f.limit}};
+    fam[name] = {{"retention", f.retention},
+                 {"flops_ratio", f.flops_ratio},
+                 {"prefill_speedup", f.prefill_speedup},
+                 {"loss", f.loss},
+                 {"limit", f.limit}};
     if (f.loss_interval) fam[name]["loss_interval"] = f.loss_interval->to_json();
   }
   nlohmann::json j = {{"reference", reference.to_json()},
-          {"chosen", chosen.to_json()},
-          {"retention", retention},
-          {"flops_ratio", chosen.flops.llm},
-          {"flops_ratio_with_vision", chosen.flops.with_vision},
-          {"flops_speedup", chosen.flops.llm > 0 ? 1.0 / chosen.flops.llm : 0.0},
-          {"prefill_speedup", prefill_speedup},
-          {"loss", reference.accuracy - chosen.accuracy},
-          {"loss_limit", loss_limit},
-          {"worst_family", worst_family},
-          {"per_family", fam}};
+                      {"chosen", chosen.to_json()},
+                      {"retention", retention},
+                      {"flops_ratio", chosen.flops.llm},
+                      {"flops_ratio_with_vision", chosen.flops.with_vision},
+                      {"flops_speedup", chosen.flops.llm > 0 ? 1.0 / chosen.flops.llm : 0.0},
+                      {"prefill_speedup", prefill_speedup},
+                      {"loss", reference.accuracy - chosen.accuracy},
+                      {"loss_limit", loss_limit},
+                      {"worst_family", worst_family},
+                      {"per_family", fam}};
   if (loss_interval) j["loss_interval"] = loss_interval->to_json();
   return j;
 }
@@ -238,7 +246,8 @@ std::vector<FlopsCurve> flops_curves(const SearchOutcome& s, PlanEvaluator& ev) 
     for (const auto& q : s.points)
       if (q.template_text == p.template_text) ks.insert(q.param);
     for (const int64_t k : ks)
-      if (t.valid_at(k)) c.points.emplace_back(k, plan_flops_ratio(t.at(k), shape, ev.text_lengths(Split::kCalib)).llm);
+      if (t.valid_at(k))
+        c.points.emplace_back(k, plan_flops_ratio(t.at(k), shape, ev.text_lengths(Split::kCalib)).llm);
     out.push_back(std::move(c));
   }
   return out;

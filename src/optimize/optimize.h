@@ -102,8 +102,8 @@ struct TestComparison {
   std::optional<LossInterval> loss_interval;
   /// Largest allowed test loss under the search's ε (relative to the test reference, or absolute).
   double loss_limit = 0;
-  /// Per family: retention, FLOPs ratio, measured prefill speedup, and (with per-sample scores) the test loss,
-  /// its 95 % interval and the limit E applied to it (0 when the per-family rule is off).
+  /// Per family: retention, FLOPs ratio, measured prefill speedup, and (with per-sample scores) the test
+  /// loss, its 95 % interval and the limit E applied to it (0 when the per-family rule is off).
   struct Family {
     double retention = 0, flops_ratio = 1, prefill_speedup = 0;
     double loss = 0, limit = 0;
@@ -148,10 +148,11 @@ void write_report(const OptimizeReport& report, const std::string& dir);
 /// Runs the plan search of options.method (find_plan_search(), search_method.h), then (evaluate_test) the
 /// chosen plan and the unpruned model on test.
 /// @throws InvalidArgument (bad options), what the evaluator throws.
-OptimizeReport run_optimize(const OptimizeOptions& options, PlanEvaluator& evaluator, const OptimizeLog& log = {});
+OptimizeReport run_optimize(const OptimizeOptions& options, PlanEvaluator& evaluator,
+                            const OptimizeLog& log = {});
 
-/// Compares a plan's test point with the unpruned one; the limits are the search's ε and E applied to the test
-/// reference (0 = no limit reported).
+/// Compares a plan's test point with the unpruned one; the limits are the search's ε and E applied to the
+/// test reference (0 = no limit reported).
 TestComparison compare_on_test(const EvalPoint& reference, const EvalPoint& chosen,
                                const ConstraintOptions& limits = {});
 

@@ -37,25 +37,31 @@ std::string PlanCheck::rejection() const {
   std::string s;
   const auto add = [&](const std::string& c) { s += (s.empty() ? "" : "; ") + c; };
   if (!within_epsilon)
-    add(std::string(bound ? "loss bound " : "loss ") + fmt("%.4f", compared) + " > ε limit " + fmt("%.4f", limit));
+    add(std::string(bound ? "loss bound " : "loss ") + fmt("%.4f", compared) + " > ε limit " +
+        fmt("%.4f", limit));
   if (!families_within)
     for (const auto& [name, f] : families)
       if (f.checked && !f.within)
-        add("family " + name + (f.bound ? " loss bound " : " loss ") + fmt("%.4f", f.compared) + " > E limit " +
-            fmt("%.4f", f.limit));
+        add("family " + name + (f.bound ? " loss bound " : " loss ") + fmt("%.4f", f.compared) +
+            " > E limit " + fmt("%.4f", f.limit));
   if (!faster)
-    add(std::isnan(measured_speedup) ? std::string("prefill not measured")
-                                     : "measured prefill " + fmt("%.2f", measured_speedup) + "× (not faster than unpruned)");
+    add(std::isnan(measured_speedup)
+            ? std::string("prefill not measured")
+            : "measured prefill " + fmt("%.2f", measured_speedup) + "× (not faster than unpruned)");
   return s;
 }
 
 nlohmann::json PlanCheck::to_json() const {
   nlohmann::json fam = nlohmann::json::object();
   for (const auto& [name, f] : families) {
-    fam[name] = {{"n", f.n},       {"reference_accuracy", f.reference_accuracy},
-                 {"accuracy", f.accuracy}, {"loss", f.loss},
-                 {"compared", f.compared}, {"limit", f.limit},
-                 {"checked", f.checked},   {"within", f.within}};
+    fam[name] = {{"n", f.n},
+                 {"reference_accuracy", f.reference_accuracy},
+                 {"accuracy", f.accuracy},
+                 {"loss", f.loss},
+                 {"compared", f.compared},
+                 {"limit", f.limit},
+                 {"checked", f.checked},
+                 {"within", f.within}};
     if (f.bound) fam[name]["loss_bound"] = f.bound->to_json();
   }
   nlohmann::json j = {{"unpruned", unpruned},
@@ -115,12 +121,14 @@ PlanCheck check_plan(const ConstraintOptions& o, const EvalPoint& reference, con
     n_checked += f.checked;
     c.families[name] = f;
   }
-  if (bounded && n_checked > 0) c.family_confidence = 1.0 - (1.0 - o.confidence) / static_cast<double>(n_checked);
+  if (bounded && n_checked > 0)
+    c.family_confidence = 1.0 - (1.0 - o.confidence) / static_cast<double>(n_checked);
   double worst = -INFINITY;
   for (auto& [name, f] : c.families) {
     if (!f.checked) continue;
     if (bounded) {
-      f.bound = paired_loss_bound(family_scores(reference, name), family_scores(plan, name), c.family_confidence);
+      f.bound =
+          paired_loss_bound(family_scores(reference, name), family_scores(plan, name), c.family_confidence);
       f.compared = f.bound->upper;
     }
     f.within = f.compared <= f.limit + kTol;
@@ -150,10 +158,13 @@ PlanCheck check_plan(const ConstraintOptions& o, const EvalPoint& reference, con
 
 std::string constraint_rules(const ConstraintOptions& o) {
   const auto eps = [&](double e) {
-    return o.absolute ? fmt("%.1f", 100 * e) + " points" : fmt("%.1f", 100 * e) + " % of the unpruned accuracy";
+    return o.absolute ? fmt("%.1f", 100 * e) + " points"
+                      : fmt("%.1f", 100 * e) + " % of the unpruned accuracy";
   };
-  std::string s = "A pruned plan is acceptable when (1) its accuracy loss against the unpruned model on the "
-                  "calibration split is within ε = " + eps(o.epsilon);
+  std::string s =
+      "A pruned plan is acceptable when (1) its accuracy loss against the unpruned model on the "
+      "calibration split is within ε = " +
+      eps(o.epsilon);
   if (o.confidence > 0)
     s += " by its upper " + fmt("%.2f", o.confidence) +
          " confidence bound (paired over the same samples: Clopper–Pearson on the samples lost and gained)";
@@ -161,7 +172,8 @@ std::string constraint_rules(const ConstraintOptions& o) {
     s += " (point estimate)";
   if (o.epsilon_per_family > 0) {
     s += "; (2) every question family with at least " + std::to_string(o.min_family_n) +
-         " samples keeps its loss within E = " + eps(o.epsilon_per_family) + " of that family's unpruned accuracy";
+         " samples keeps its loss within E = " + eps(o.epsilon_per_family) +
+         " of that family's unpruned accuracy";
     if (o.confidence > 0)
       s += " by the same kind of bound, each at 1 − " + fmt("%.2f", 1 - o.confidence) +
            "/F for F such families (Bonferroni: all hold together at " + fmt("%.2f", o.confidence) + ")";

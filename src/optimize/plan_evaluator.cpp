@@ -32,22 +32,22 @@ nlohmann::json EvalPoint::to_json() const {
                  {"mean_prefill_ms", f.mean_prefill_ms},
                  {"flops_ratio", f.flops_ratio}};
   nlohmann::json j = {{"plan", plan},
-          {"template", template_text},
-          {"param", param},
-          {"keep", keep},
-          {"split", split},
-          {"n", n},
-          {"accuracy", accuracy},
-          {"mean_prefill_ms", mean_prefill_ms},
-          {"mean_vision_ms", mean_vision_ms},
-          {"flops_ratio", flops.llm},
-          {"flops_ratio_with_vision", flops.with_vision},
-          {"mean_llm_gflops", flops.mean_llm_flops / 1e9},
-          {"mean_vision_gflops", flops.mean_vision_flops / 1e9},
-          {"per_family", fam},
-          {"n_evaluated", n_evaluated},
-          {"n_from_store", n_from_store},
-          {"wall_s", wall_s}};
+                      {"template", template_text},
+                      {"param", param},
+                      {"keep", keep},
+                      {"split", split},
+                      {"n", n},
+                      {"accuracy", accuracy},
+                      {"mean_prefill_ms", mean_prefill_ms},
+                      {"mean_vision_ms", mean_vision_ms},
+                      {"flops_ratio", flops.llm},
+                      {"flops_ratio_with_vision", flops.with_vision},
+                      {"mean_llm_gflops", flops.mean_llm_flops / 1e9},
+                      {"mean_vision_gflops", flops.mean_vision_flops / 1e9},
+                      {"per_family", fam},
+                      {"n_evaluated", n_evaluated},
+                      {"n_from_store", n_from_store},
+                      {"wall_s", wall_s}};
   if (loss_bound) j["loss_bound"] = loss_bound->to_json();
   return j;
 }
@@ -131,9 +131,9 @@ EvalPoint ModelPlanEvaluator::evaluate(const PruningPlan& plan, Split split, con
   p.wall_s = rep.wall_s;
   if (settings_.log) {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "  %-5s acc %.4f  FLOPs %.3f  prefill %7.2f ms  (%zu new, %zu stored, %.1f s)  ",
-                  p.split.c_str(), p.accuracy, p.flops.llm, p.mean_prefill_ms, p.n_evaluated, p.n_from_store,
-                  p.wall_s);
+    std::snprintf(
+        buf, sizeof buf, "  %-5s acc %.4f  FLOPs %.3f  prefill %7.2f ms  (%zu new, %zu stored, %.1f s)  ",
+        p.split.c_str(), p.accuracy, p.flops.llm, p.mean_prefill_ms, p.n_evaluated, p.n_from_store, p.wall_s);
     settings_.log(buf + p.plan);
   }
   return p;
@@ -150,7 +150,8 @@ std::vector<std::string> ModelPlanEvaluator::complete_plans(Split split) {
   const std::string decoding = eval::decoding_key(eval::default_eval_generation(), model_.context().dtype);
   eval::ResultStore store(settings_.store_path);
   for (const eval::RunKey& key : store.runs()) {
-    if (key.model_hash != model_hash_ || key.dataset_hash != d.dataset->hash || key.decoding != decoding) continue;
+    if (key.model_hash != model_hash_ || key.dataset_hash != d.dataset->hash || key.decoding != decoding)
+      continue;
     const std::set<std::string> done = store.done_ids(key);
     bool complete = true;
     for (size_t i = 0; i < d.n_text.size() && complete; ++i)

@@ -21,12 +21,14 @@ std::vector<int64_t> tokens_unchecked(const PruningPlan& plan, const ModelShape&
 }  // namespace
 
 std::vector<int64_t> plan_tokens_per_layer(const PruningPlan& plan, const ModelShape& shape, int64_t n_text) {
-  if (n_text < 0) throw InvalidArgument("plan FLOPs: text token count must be ≥ 0, got " + std::to_string(n_text));
+  if (n_text < 0)
+    throw InvalidArgument("plan FLOPs: text token count must be ≥ 0, got " + std::to_string(n_text));
   plan.validate(shape);
   return tokens_unchecked(plan, shape, n_text);
 }
 
-FlopsRatio plan_flops_ratio(const PruningPlan& plan, const ModelShape& shape, const std::vector<int64_t>& n_texts) {
+FlopsRatio plan_flops_ratio(const PruningPlan& plan, const ModelShape& shape,
+                            const std::vector<int64_t>& n_texts) {
   if (n_texts.empty()) throw InvalidArgument("plan FLOPs: no prompts to cost (empty text-length list)");
   plan.validate(shape);
   std::map<int64_t, double> count;  // N_t → prompts of that length (few distinct lengths)

@@ -33,6 +33,7 @@ struct FlopsRatio {
 /// costed at its own N_t, and the ratio is of the sums, i.e. of the mean FLOPs per sample).
 /// @param n_texts text tokens per prompt, each ≥ 0, at least one.
 /// @throws InvalidArgument for an empty list, a negative length or a plan that does not fit `shape`.
-FlopsRatio plan_flops_ratio(const PruningPlan& plan, const ModelShape& shape, const std::vector<int64_t>& n_texts);
+FlopsRatio plan_flops_ratio(const PruningPlan& plan, const ModelShape& shape,
+                            const std::vector<int64_t>& n_texts);
 
 }  // namespace vispco::optimize

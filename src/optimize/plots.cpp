@@ -3,8 +3,8 @@
 
 #include <fcntl.h>
 #include <spawn.h>
-#include <unistd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -84,8 +84,8 @@ std::string quoted(const std::string& s) {
 std::string header(const std::string& png, const std::string& title, const std::string& xlabel,
                    const std::string& ylabel) {
   return "set terminal pngcairo size 1000,640 noenhanced font ',10'\nset output " + quoted(png) +
-         "\nset title " + quoted(title) + "\nset xlabel " + quoted(xlabel) + "\nset ylabel " + quoted(ylabel) +
-         "\nset grid\nset key outside right top\n";
+         "\nset title " + quoted(title) + "\nset xlabel " + quoted(xlabel) + "\nset ylabel " +
+         quoted(ylabel) + "\nset grid\nset key outside right top\n";
 }
 
 std::string block(const std::string& name, const std::vector<std::pair<double, double>>& xy) {
@@ -117,7 +117,8 @@ std::vector<double> with_wilson(double x, double accuracy, size_t n) {
 }
 
 // Templates in first-seen order, each with its points sorted by K.
-std::vector<std::pair<std::string, std::vector<const EvalPoint*>>> by_template(const std::vector<EvalPoint>& pts) {
+std::vector<std::pair<std::string, std::vector<const EvalPoint*>>> by_template(
+    const std::vector<EvalPoint>& pts) {
   std::vector<std::pair<std::string, std::vector<const EvalPoint*>>> out;
   for (const auto& p : pts) {
     if (p.template_text == "none" || p.template_text.empty()) continue;
@@ -129,18 +130,22 @@ std::vector<std::pair<std::string, std::vector<const EvalPoint*>>> by_template(c
     it->second.push_back(&p);
   }
   for (auto& [t, v] : out)
-    std::stable_sort(v.begin(), v.end(), [](const EvalPoint* a, const EvalPoint* b) { return a->param < b->param; });
+    std::stable_sort(v.begin(), v.end(),
+                     [](const EvalPoint* a, const EvalPoint* b) { return a->param < b->param; });
   return out;
 }
 
 std::string accuracy_vs_flops(const OptimizeReport& r, const std::string& png) {
   const auto& s = r.search;
-  std::string gp = header(png, "accuracy vs LLM FLOPs ratio (" + r.options.method +
-                                   ", calibration split; error bars: 95 % Wilson intervals)",
-                          "LLM prefill FLOPs ratio (plan / unpruned)", "accuracy (calibration; test points marked)");
+  std::string gp =
+      header(png,
+             "accuracy vs LLM FLOPs ratio (" + r.options.method +
+                 ", calibration split; error bars: 95 % Wilson intervals)",
+             "LLM prefill FLOPs ratio (plan / unpruned)", "accuracy (calibration; test points marked)");
   double top = 0;
   for (const auto& p : s.points) top = std::max(top, p.accuracy);
-  gp += "set xrange [0:1.08]\nset yrange [0:" + std::to_string(std::min(1.05, std::max(0.1, top * 1.15))) + "]\n";
+  gp += "set xrange [0:1.08]\nset yrange [0:" + std::to_string(std::min(1.05, std::max(0.1, top * 1.15))) +
+        "]\n";
   std::string plot = "plot ";
   int i = 0;
   for (const auto& [t, pts] : by_template(s.points)) {
@@ -153,7 +158,8 @@ std::string accuracy_vs_flops(const OptimizeReport& r, const std::string& png) {
   std::vector<std::pair<double, double>> front;
   for (const size_t k : s.frontier) front.emplace_back(s.points[k].flops.llm, s.points[k].accuracy);
   gp += block("frontier", front);
-  plot += "$frontier using 1:2 with lines lw 2 dt 2 lc rgb 'black' title 'Pareto frontier (point estimates)', ";
+  plot +=
+      "$frontier using 1:2 with lines lw 2 dt 2 lc rgb 'black' title 'Pareto frontier (point estimates)', ";
   if (!s.points.empty()) {
     gp += block_rows("ref", {with_wilson(s.points[0].flops.llm, s.points[0].accuracy, s.points[0].n)});
     plot += "$ref using 1:2:3:4 with yerrorbars pt 5 ps 1.5 lc rgb 'gray30' title 'unpruned (calibration)', ";
@@ -170,15 +176,18 @@ std::string accuracy_vs_flops(const OptimizeReport& r, const std::string& png) {
     gp += block_rows("test_ref", {with_wilson(tr.flops.llm + 0.015, tr.accuracy, tr.n)});
     plot += "$test_chosen using 1:2:3:4 with yerrorbars pt 9 ps 2.5 lw 2 lc rgb 'dark-orange' title " +
             quoted("chosen on test (x + 0.015)") + ", ";
-    plot += "$test_ref using 1:2:3:4 with yerrorbars pt 4 ps 1.5 lc rgb 'gray50' title 'unpruned on test (x + 0.015)', ";
+    plot +=
+        "$test_ref using 1:2:3:4 with yerrorbars pt 4 ps 1.5 lc rgb 'gray50' title 'unpruned on test (x + "
+        "0.015)', ";
   }
   return gp + plot.substr(0, plot.size() - 2) + "\n";
 }
 
 std::string accuracy_vs_k(const OptimizeReport& r, const std::string& tmpl,
                           const std::vector<const EvalPoint*>& pts, const std::string& png) {
-  std::string gp = header(png, "accuracy vs K per family: " + tmpl + " (calibration split; 95 % Wilson intervals)",
-                          "kept visual tokens K", "accuracy");
+  std::string gp =
+      header(png, "accuracy vs K per family: " + tmpl + " (calibration split; 95 % Wilson intervals)",
+             "kept visual tokens K", "accuracy");
   gp += "set logscale x 2\nset yrange [0:1.05]\n";
   std::set<std::string> families;
   for (const auto* p : pts)
@@ -209,8 +218,9 @@ std::string accuracy_vs_k(const OptimizeReport& r, const std::string& tmpl,
             quoted("chosen on test (x 1.08)") + ", ";
   }
   if (!r.search.points.empty() && r.search.points[0].plan == "none") {
-    gp += "set arrow from graph 0, first " + std::to_string(r.search.points[0].accuracy) + " to graph 1, first " +
-          std::to_string(r.search.points[0].accuracy) + " nohead dt 3 lc rgb 'gray30'\n";
+    gp += "set arrow from graph 0, first " + std::to_string(r.search.points[0].accuracy) +
+          " to graph 1, first " + std::to_string(r.search.points[0].accuracy) +
+          " nohead dt 3 lc rgb 'gray30'\n";
   }
   return gp + plot.substr(0, plot.size() - 2) + "\n";
 }
@@ -234,8 +244,8 @@ std::string prefill_vs_k(const OptimizeReport& r, const std::string& png) {
         std::vector<std::pair<double, double>> model;
         for (const auto& [k, ratio] : c.points) model.emplace_back(static_cast<double>(k), ref_ms * ratio);
         gp += block("c" + std::to_string(i), model);
-        plot += "$c" + std::to_string(i) + " using 1:2 with lines dt 2 lc " + std::to_string(i + 1) + " title " +
-                quoted(t + " FLOPs model") + ", ";
+        plot += "$c" + std::to_string(i) + " using 1:2 with lines dt 2 lc " + std::to_string(i + 1) +
+                " title " + quoted(t + " FLOPs model") + ", ";
       }
     ++i;
   }
@@ -249,15 +259,19 @@ std::string prefill_vs_k(const OptimizeReport& r, const std::string& png) {
 }  // namespace
 
 std::string check_gnuplot(const std::string& program) {
-  const fs::path log = fs::temp_directory_path() / ("vispco_gnuplot_check_" + std::to_string(::getpid()) + ".txt");
+  const fs::path log =
+      fs::temp_directory_path() / ("vispco_gnuplot_check_" + std::to_string(::getpid()) + ".txt");
   const int rc = run_program(program, {"--version"}, log.string());
   const int err = errno;
   const std::string version = first_lines(log.string(), 1);
   std::error_code ec;
   fs::remove(log, ec);
   if (rc == -1 || rc == 127)
-    throw IoError("gnuplot not found ('" + program + "': " + std::strerror(rc == -1 ? err : ENOENT) + "): " + kInstallHint);
-  if (rc != 0) throw IoError("gnuplot ('" + program + "') does not run (exit " + std::to_string(rc) + "): " + kInstallHint);
+    throw IoError("gnuplot not found ('" + program + "': " + std::strerror(rc == -1 ? err : ENOENT) +
+                  "): " + kInstallHint);
+  if (rc != 0)
+    throw IoError("gnuplot ('" + program + "') does not run (exit " + std::to_string(rc) +
+                  "): " + kInstallHint);
   return version;
 }
 
@@ -316,7 +330,8 @@ std::vector<std::pair<std::string, std::string>> plot_scripts(const OptimizeRepo
   return scripts;
 }
 
-std::vector<std::string> write_plots(const OptimizeReport& report, const std::string& dir, const std::string& program) {
+std::vector<std::string> write_plots(const OptimizeReport& report, const std::string& dir,
+                                     const std::string& program) {
   return render_gnuplot(plot_scripts(report), dir, program);
 }
 

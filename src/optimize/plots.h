@@ -1,6 +1,6 @@
 // Plots of an optimize report, drawn by gnuplot run as an external program (Debian package gnuplot-nox):
-// accuracy vs FLOPs ratio with the Pareto frontier and the chosen plan; accuracy vs K per question family, one
-// plot per template (accuracy points with 95 % Wilson error bars, the chosen plan's test point beside its
+// accuracy vs FLOPs ratio with the Pareto frontier and the chosen plan; accuracy vs K per question family,
+// one plot per template (accuracy points with 95 % Wilson error bars, the chosen plan's test point beside its
 // calibration point); measured prefill time vs K with the FLOPs-model prediction. Each plot is a
 // self-contained gnuplot script (data inline) next to its PNG, so it can be re-drawn or edited by hand.
 #pragma once
@@ -30,8 +30,8 @@ std::vector<std::pair<std::string, std::string>> plot_scripts(const OptimizeRepo
 std::vector<std::string> write_plots(const OptimizeReport& report, const std::string& dir,
                                      const std::string& program = "gnuplot");
 
-/// Building blocks of plot scripts, shared by other reports (dynamic K): a pngcairo header with title and axis
-/// labels; an inline data block `$name` of (x, y) rows; a gnuplot string literal.
+/// Building blocks of plot scripts, shared by other reports (dynamic K): a pngcairo header with title and
+/// axis labels; an inline data block `$name` of (x, y) rows; a gnuplot string literal.
 std::string gnuplot_header(const std::string& png, const std::string& title, const std::string& xlabel,
                            const std::string& ylabel);
 std::string gnuplot_block(const std::string& name, const std::vector<std::pair<double, double>>& xy);

@@ -35,7 +35,8 @@ SearchOutcome search_budget(const OptimizeOptions& o, PlanEvaluator& ev, const O
     nlohmann::json c = bp.to_json();
     if (!bp.plan) {
       char buf[200];
-      std::snprintf(buf, sizeof buf, "template %s: no plan within the budget %.4f (its smallest FLOPs ratio is %.4f)",
+      std::snprintf(buf, sizeof buf,
+                    "template %s: no plan within the budget %.4f (its smallest FLOPs ratio is %.4f)",
                     text.c_str(), o.flops_budget, bp.smallest_ratio);
       out.notes.push_back(buf);
       candidates.push_back(c);
@@ -58,16 +59,18 @@ SearchOutcome search_budget(const OptimizeOptions& o, PlanEvaluator& ev, const O
       out.chosen = out.points.size() - 1;
   }
   out.details = {{"budget", o.flops_budget},
-                 {"ratio", "LLM prefill FLOPs (decoder + LM head at the last position) with the plan ÷ unpruned, "
-                           "summed over the calibration prompts at their own text lengths"},
+                 {"ratio",
+                  "LLM prefill FLOPs (decoder + LM head at the last position) with the plan ÷ unpruned, "
+                  "summed over the calibration prompts at their own text lengths"},
                  {"candidates", candidates}};
   char buf[256];
   if (out.chosen) {
     const EvalPoint& c = out.points[*out.chosen];
-    std::snprintf(buf, sizeof buf,
-                  "most accurate of %zu candidate(s) within FLOPs ratio %.4f: calibration accuracy %.4f at FLOPs "
-                  "ratio %.4f",
-                  out.points.size() - 1, o.flops_budget, c.accuracy, c.flops.llm);
+    std::snprintf(
+        buf, sizeof buf,
+        "most accurate of %zu candidate(s) within FLOPs ratio %.4f: calibration accuracy %.4f at FLOPs "
+        "ratio %.4f",
+        out.points.size() - 1, o.flops_budget, c.accuracy, c.flops.llm);
   } else {
     std::snprintf(buf, sizeof buf, "no template has a plan with FLOPs ratio ≤ %.4f", o.flops_budget);
   }

@@ -40,7 +40,8 @@ namespace {
 
 // Among pre-LLM templates that take every K in [1, N_v] (so min-k can search them), the one with the highest
 // mean calibration accuracy over the K values all of them were evaluated at. Empty when there is none.
-nlohmann::json rank_pre_llm(const SearchOutcome& out, const std::vector<PlanTemplate>& templates, int64_t n_v) {
+nlohmann::json rank_pre_llm(const SearchOutcome& out, const std::vector<PlanTemplate>& templates,
+                            int64_t n_v) {
   std::vector<const PlanTemplate*> cands;
   for (const auto& t : templates) {
     if (!t.pre_llm()) continue;
@@ -48,8 +49,9 @@ nlohmann::json rank_pre_llm(const SearchOutcome& out, const std::vector<PlanTemp
     for (int64_t k = 1; k <= n_v && every_k; ++k) every_k = t.valid_at(k);
     if (every_k) cands.push_back(&t);
   }
-  nlohmann::json j = {{"rule", "pre-LLM templates that take every K in [1, N_v], ranked by mean calibration "
-                               "accuracy over the K values all of them were evaluated at (ties: given order)"},
+  nlohmann::json j = {{"rule",
+                       "pre-LLM templates that take every K in [1, N_v], ranked by mean calibration "
+                       "accuracy over the K values all of them were evaluated at (ties: given order)"},
                       {"best", nullptr},
                       {"ranking", nlohmann::json::array()}};
   if (cands.empty()) return j;
@@ -70,7 +72,8 @@ nlohmann::json rank_pre_llm(const SearchOutcome& out, const std::vector<PlanTemp
     for (const auto k : shared) sum += acc[t->text()][k];
     scored.emplace_back(sum / static_cast<double>(shared.size()), t);
   }
-  std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
   for (const auto& [m, t] : scored) j["ranking"].push_back({{"template", t->text()}, {"mean_accuracy", m}});
   j["shared_keeps"] = shared;
   j["best"] = scored[0].second->text();
@@ -97,7 +100,8 @@ SearchOutcome search_grid(const OptimizeOptions& o, PlanEvaluator& ev, const Opt
   out.points.push_back(ev.evaluate(PruningPlan{}, Split::kCalib));
   for (size_t i = 0; i < plans.size(); ++i) {
     const auto& [t, k] = plans[i];
-    emit(log, "grid " + std::to_string(i + 1) + "/" + std::to_string(plans.size()) + ": " + t->at(k).to_string());
+    emit(log,
+         "grid " + std::to_string(i + 1) + "/" + std::to_string(plans.size()) + ": " + t->at(k).to_string());
     out.points.push_back(ev.evaluate(t->at(k), Split::kCalib, t->text(), k));
   }
   set_frontier(out);
@@ -110,7 +114,8 @@ SearchOutcome search_grid(const OptimizeOptions& o, PlanEvaluator& ev, const Opt
   for (size_t i = 1; i < out.points.size(); ++i) {
     if (!out.checks.at(i).acceptable()) continue;
     const EvalPoint &p = out.points[i], &b = out.points[best];
-    if (p.flops.llm < b.flops.llm - 1e-12 || (p.flops.llm <= b.flops.llm + 1e-12 && p.accuracy > b.accuracy + 1e-12))
+    if (p.flops.llm < b.flops.llm - 1e-12 ||
+        (p.flops.llm <= b.flops.llm + 1e-12 && p.accuracy > b.accuracy + 1e-12))
       best = i;
   }
   out.chosen = best;
@@ -118,11 +123,12 @@ SearchOutcome search_grid(const OptimizeOptions& o, PlanEvaluator& ev, const Opt
   const PlanCheck& cc = out.checks.at(best);
   const bool on_frontier = std::find(out.frontier.begin(), out.frontier.end(), best) != out.frontier.end();
   char buf[320];
-  std::snprintf(buf, sizeof buf,
-                "cheapest plan meeting every constraint: accuracy %.4f%s ≥ threshold %.4f (unpruned %.4f) at FLOPs "
-                "ratio %.4f%s",
-                accuracy_for_epsilon(cc, out.points[0], c), cc.bound ? " (unpruned − loss bound)" : "", threshold,
-                out.points[0].accuracy, c.flops.llm, on_frontier ? ", on the frontier" : ", off the 2-D frontier");
+  std::snprintf(
+      buf, sizeof buf,
+      "cheapest plan meeting every constraint: accuracy %.4f%s ≥ threshold %.4f (unpruned %.4f) at FLOPs "
+      "ratio %.4f%s",
+      accuracy_for_epsilon(cc, out.points[0], c), cc.bound ? " (unpruned − loss bound)" : "", threshold,
+      out.points[0].accuracy, c.flops.llm, on_frontier ? ", on the frontier" : ", off the 2-D frontier");
   out.chosen_reason = buf;
   if (!cc.unpruned && !cc.worst_family.empty()) {
     const FamilyCheck& w = cc.families.at(cc.worst_family);
@@ -131,14 +137,15 @@ SearchOutcome search_grid(const OptimizeOptions& o, PlanEvaluator& ev, const Opt
     out.chosen_reason += buf;
   }
   if (!cc.unpruned && o.min_speedup > 0 && !std::isnan(cc.measured_speedup)) {
-    std::snprintf(buf, sizeof buf, "; measured prefill speedup %.2f× > %.2f×", cc.measured_speedup, o.min_speedup);
+    std::snprintf(buf, sizeof buf, "; measured prefill speedup %.2f× > %.2f×", cc.measured_speedup,
+                  o.min_speedup);
     out.chosen_reason += buf;
   }
   if (c.plan == "none") out.chosen_reason += "; no pruned plan of the grid meets every constraint";
   add_check_notes(out, o.timing_factor);
   for (const auto& s : skipped)
-    out.notes.push_back("skipped " + s["template"].get<std::string>() + " at K=" + std::to_string(s["keep"].get<int64_t>()) +
-                        ": " + s["reason"].get<std::string>());
+    out.notes.push_back("skipped " + s["template"].get<std::string>() + " at K=" +
+                        std::to_string(s["keep"].get<int64_t>()) + ": " + s["reason"].get<std::string>());
   out.details = {{"threshold", threshold},
                  {"confidence", o.confidence},
                  {"n_plans", plans.size()},

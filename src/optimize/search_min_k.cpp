@@ -50,7 +50,7 @@ SearchOutcome search_min_k(const OptimizeOptions& o, PlanEvaluator& ev, const Op
   out.points.push_back(ev.evaluate(PruningPlan{}, Split::kCalib));
   const double reference = out.points[0].accuracy;
 
-  std::map<int64_t, size_t> at_k;  // K → index into out.points
+  std::map<int64_t, size_t> at_k;      // K → index into out.points
   std::map<int64_t, double> compared;  // K → the accuracy compared with the threshold (bound-adjusted)
   const auto measure = [&](int64_t k) {
     if (auto it = compared.find(k); it != compared.end()) return it->second;
@@ -69,7 +69,8 @@ SearchOutcome search_min_k(const OptimizeOptions& o, PlanEvaluator& ev, const Op
   std::map<int64_t, double> known;
   for (const std::string& plan : ev.complete_plans(Split::kCalib))
     if (auto it = k_of_plan.find(plan); it != k_of_plan.end()) known[it->second] = 0.0;
-  if (!known.empty()) emit(log, "min-k: " + std::to_string(known.size()) + " known points of this template in the store");
+  if (!known.empty())
+    emit(log, "min-k: " + std::to_string(known.size()) + " known points of this template in the store");
   for (auto& [k, a] : known) a = measure(k);
 
   const auto probe = [&](int64_t k) {
@@ -90,12 +91,13 @@ SearchOutcome search_min_k(const OptimizeOptions& o, PlanEvaluator& ev, const Op
   char buf[256];
   if (r.chosen) {
     out.chosen = at_k.at(*r.chosen);
-    std::snprintf(buf, sizeof buf,
-                  "K=%lld is the search's answer: calibration accuracy %.4f%s ≥ threshold %.4f (unpruned %.4f, "
-                  "ε=%g %s)",
-                  static_cast<long long>(*r.chosen), compared.at(*r.chosen),
-                  o.confidence > 0 ? " (unpruned − loss bound)" : "", r.threshold, reference, o.epsilon,
-                  o.epsilon_absolute ? "absolute" : "relative");
+    std::snprintf(
+        buf, sizeof buf,
+        "K=%lld is the search's answer: calibration accuracy %.4f%s ≥ threshold %.4f (unpruned %.4f, "
+        "ε=%g %s)",
+        static_cast<long long>(*r.chosen), compared.at(*r.chosen),
+        o.confidence > 0 ? " (unpruned − loss bound)" : "", r.threshold, reference, o.epsilon,
+        o.epsilon_absolute ? "absolute" : "relative");
   } else {
     std::snprintf(buf, sizeof buf,
                   "no K ≤ %lld is within ε: accuracy at K=%lld is %.4f < threshold %.4f (unpruned %.4f)",

@@ -40,9 +40,10 @@ struct ParsedStage {
   bool has_layer = false, has_keep = false;
 };
 
-// PyramidDrop (Xing et al., CVPR 2025 §3.2) as stages: "pdrop:[layers=ℓ1/ℓ2/…][,ratio=λ | ,keep=K][,scorer=fastv]"
-// → one stage per layer, K_i = round(N_v · λ^i). Layers default to the paper's L/4, L/2, 3L/4 (8/16/24 of
-// LLaMA's 32); keep=K sets λ so that the last stage keeps K; without either λ = 0.5 (the paper's).
+// PyramidDrop (Xing et al., CVPR 2025 §3.2) as stages: "pdrop:[layers=ℓ1/ℓ2/…][,ratio=λ |
+// ,keep=K][,scorer=fastv]" → one stage per layer, K_i = round(N_v · λ^i). Layers default to the paper's L/4,
+// L/2, 3L/4 (8/16/24 of LLaMA's 32); keep=K sets λ so that the last stage keeps K; without either λ = 0.5
+// (the paper's).
 std::vector<PruneStage> expand_pdrop(const ParsedStage& p, int64_t n_visual, int64_t n_layers) {
   std::vector<int64_t> layers;
   double ratio = 0.5;
@@ -67,14 +68,15 @@ std::vector<PruneStage> expand_pdrop(const ParsedStage& p, int64_t n_visual, int
   }
   if (layers.empty()) {
     if (n_layers < 4)
-      throw InvalidArgument("plan: pdrop needs layers=ℓ1/ℓ2/… (its default L/4, L/2, 3L/4 needs a model of ≥ 4 layers)");
+      throw InvalidArgument(
+          "plan: pdrop needs layers=ℓ1/ℓ2/… (its default L/4, L/2, 3L/4 needs a model of ≥ 4 layers)");
     layers = {n_layers / 4, n_layers / 2, 3 * n_layers / 4};
   }
   if (p.has_keep) {
     if (has_ratio) throw InvalidArgument("plan: pdrop takes ratio= or keep=, not both");
     if (p.stage.keep < 1 || p.stage.keep > n_visual)
-      throw InvalidArgument("plan: pdrop keep " + std::to_string(p.stage.keep) + " is outside [1, N_v = " +
-                            std::to_string(n_visual) + "]");
+      throw InvalidArgument("plan: pdrop keep " + std::to_string(p.stage.keep) +
+                            " is outside [1, N_v = " + std::to_string(n_visual) + "]");
     ratio = std::pow(double(p.stage.keep) / double(n_visual), 1.0 / double(layers.size()));
   }
   if (!(ratio > 0 && ratio <= 1)) throw InvalidArgument("plan: pdrop ratio must be in (0, 1]");
@@ -138,13 +140,14 @@ void PruningPlan::validate(const ModelShape& shape) const {
     const std::string where = "plan stage " + std::to_string(i + 1) + " (" + s.scorer + ")";
     if (s.layer < 0 || s.layer >= n_layers)
       throw InvalidArgument(where + ": layer " + std::to_string(s.layer) + " is outside [0, " +
-                            std::to_string(n_layers) + ") for this " + std::to_string(n_layers) + "-layer model");
+                            std::to_string(n_layers) + ") for this " + std::to_string(n_layers) +
+                            "-layer model");
     if (s.layer <= prev_layer)
-      throw InvalidArgument(where + ": layer " + std::to_string(s.layer) + " must come after the previous stage's " +
-                            std::to_string(prev_layer));
+      throw InvalidArgument(where + ": layer " + std::to_string(s.layer) +
+                            " must come after the previous stage's " + std::to_string(prev_layer));
     if (s.keep < 1 || s.keep > n_v)
-      throw InvalidArgument(where + ": keep " + std::to_string(s.keep) + " is outside [1, N_v = " +
-                            std::to_string(n_v) + "]");
+      throw InvalidArgument(where + ": keep " + std::to_string(s.keep) +
+                            " is outside [1, N_v = " + std::to_string(n_v) + "]");
     if (s.keep > prev_keep)
       throw InvalidArgument(where + ": keep " + std::to_string(s.keep) + " exceeds the previous stage's " +
                             std::to_string(prev_keep) + " (K must not increase)");
@@ -194,7 +197,8 @@ PruningPlan plan_from_json(const nlohmann::json& j) {
       st.layer = s.at("layer").get<int64_t>();
       st.keep = s.at("keep").get<int64_t>();
       if (s.contains("options"))
-        for (const auto& [k, v] : s["options"].items()) st.options[k] = v.is_string() ? v.get<std::string>() : v.dump();
+        for (const auto& [k, v] : s["options"].items())
+          st.options[k] = v.is_string() ? v.get<std::string>() : v.dump();
       plan.stages.push_back(st);
     } catch (const nlohmann::json::exception& e) {
       throw InvalidArgument("plan JSON stage " + s.dump() + ": " + e.what());

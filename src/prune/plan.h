@@ -1,17 +1,16 @@
 // Pruning plans (DESIGN.md §2): an ordered list of stages (layer ℓ, kept visual tokens K_ℓ, scorer), ℓ = 0
-// meaning after the projector and before the LLM, ℓ ≥ 1 after decoder layer ℓ−1; K non-increasing over stages.
-// Compact syntax: stages joined by '+', each "scorer[:layer=ℓ],keep=K[,option=value…]", e.g.
+// meaning after the projector and before the LLM, ℓ ≥ 1 after decoder layer ℓ−1; K non-increasing over
+// stages. Compact syntax: stages joined by '+', each "scorer[:layer=ℓ],keep=K[,option=value…]", e.g.
 //   "fastv:layer=2,keep=64"  or  "fastv:layer=8,keep=288+fastv:layer=16,keep=144+fastv:layer=24,keep=72"
-// (without layer= a stage acts at its method's paper layer, ScorerEntry::default_layer: "visionzip:keep=64" is
-// ℓ = 0, "fastv:keep=64" ℓ = 2) and the PyramidDrop shorthand "pdrop:layers=8/16/24,ratio=0.5" (keep ×ratio at
-// each boundary, N_v at start; layers default to L/4, L/2, 3L/4; keep=K instead of ratio= ends at K).
-// "none" or "" is the empty plan. A path ending in ".json" is read as {"stages": [{"scorer", "layer", "keep",
-// "options": {…}}, …]}.
+// (without layer= a stage acts at its method's paper layer, ScorerEntry::default_layer: "visionzip:keep=64"
+// is ℓ = 0, "fastv:keep=64" ℓ = 2) and the PyramidDrop shorthand "pdrop:layers=8/16/24,ratio=0.5" (keep
+// ×ratio at each boundary, N_v at start; layers default to L/4, L/2, 3L/4; keep=K instead of ratio= ends at
+// K). "none" or "" is the empty plan. A path ending in ".json" is read as {"stages": [{"scorer", "layer",
+// "keep", "options": {…}}, …]}.
 #pragma once
-#include <nlohmann/json_fwd.hpp>
-
 #include <cstdint>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -46,11 +45,11 @@ struct PruningPlan {
   bool operator==(const PruningPlan&) const = default;
 };
 
-/// Parses the compact syntax, "none", or a .json file path, filling each method's default layer. Syntax errors
-/// only (ranges need the model: validate()). @param n_visual N_v @param n_layers the decoder's L, for
+/// Parses the compact syntax, "none", or a .json file path, filling each method's default layer. Syntax
+/// errors only (ranges need the model: validate()). @param n_visual N_v @param n_layers the decoder's L, for
 /// PyramidDrop's default layers (0 = unknown: pdrop must then name its layers).
-/// @throws InvalidArgument naming the bad piece or an unknown scorer without layer=; IoError/FormatError for a
-/// bad .json file.
+/// @throws InvalidArgument naming the bad piece or an unknown scorer without layer=; IoError/FormatError for
+/// a bad .json file.
 PruningPlan parse_plan(const std::string& text, int64_t n_visual, int64_t n_layers = 0);
 /// parse_plan() with N_v and L from the model's config.
 PruningPlan parse_plan(const std::string& text, const ModelShape& shape);

@@ -30,15 +30,15 @@ struct ScoreInput {
   at::Tensor keys;  ///< [B, H_kv, T, D_h] layer ℓ−1's keys after RoPE (needs().keys), or undefined
   const TokenState* input_state = nullptr;  ///< the tokens that entered decoder layer 0 (the LLM's input
                                             ///< embeddings), for in-LLM scorers; nullptr at ℓ = 0 stages
-  at::Tensor saliency;  ///< [B, N_v] fp32 gradient saliency by patch (needs().saliency), or undefined
-  at::Tensor cls_attention;           ///< [B, N_v] fp32 head-averaged [CLS] attention (ℓ = 0, when asked)
-  at::Tensor vision_keys;             ///< [B, N_v, D_v] feature-layer keys (ℓ = 0, when asked)
-  at::Tensor query_pos;  ///< [B] int64 index into T of each row's last prompt token, set where later
-                         ///< columns are not prompt (a teacher-forced training forward); undefined at
-                         ///< inference, where it is the last column
-  int64_t grid = 0;                   ///< patches per image side (N_v = grid²)
-  int64_t layer = 0;                  ///< the stage's layer ℓ
-  uint64_t seed = 0;                  ///< for stochastic scorers
+  at::Tensor saliency;       ///< [B, N_v] fp32 gradient saliency by patch (needs().saliency), or undefined
+  at::Tensor cls_attention;  ///< [B, N_v] fp32 head-averaged [CLS] attention (ℓ = 0, when asked)
+  at::Tensor vision_keys;    ///< [B, N_v, D_v] feature-layer keys (ℓ = 0, when asked)
+  at::Tensor query_pos;      ///< [B] int64 index into T of each row's last prompt token, set where later
+                             ///< columns are not prompt (a teacher-forced training forward); undefined at
+                             ///< inference, where it is the last column
+  int64_t grid = 0;          ///< patches per image side (N_v = grid²)
+  int64_t layer = 0;         ///< the stage's layer ℓ
+  uint64_t seed = 0;         ///< for stochastic scorers
   const PruneStage* stage = nullptr;  ///< the stage (keep, options)
 };
 
@@ -56,10 +56,11 @@ struct ScorerEnv {
 
 /// A scorer's decision for K = stage.keep tokens: keep.size(1) + merged.size(1) == K.
 struct Selection {
-  at::Tensor scores;   ///< [B, N] fp32 importance of each alive token (higher = kept first); undefined if none
-  at::Tensor keep;     ///< [B, K_keep] int64 indices into the N alive visual tokens (any order)
-  at::Tensor merged;   ///< [B, M, D] new tokens made by merging (VisionZip contextual, pooling), or undefined
-  at::Tensor merged_grid_index;  ///< [B, M] int64 representative patch index of each merged token (its position)
+  at::Tensor scores;  ///< [B, N] fp32 importance of each alive token (higher = kept first); undefined if none
+  at::Tensor keep;    ///< [B, K_keep] int64 indices into the N alive visual tokens (any order)
+  at::Tensor merged;  ///< [B, M, D] new tokens made by merging (VisionZip contextual, pooling), or undefined
+  at::Tensor
+      merged_grid_index;  ///< [B, M] int64 representative patch index of each merged token (its position)
 };
 
 /// Where a method can act.

@@ -9,9 +9,9 @@
 #include <condition_variable>
 #include <ctime>
 #include <deque>
+#include <nlohmann/json.hpp>
 #include <semaphore>
 #include <thread>
-#include <nlohmann/json.hpp>
 
 #include "core/errors.h"
 #include "io/image.h"
@@ -60,13 +60,17 @@ struct InFlight {
 }  // namespace
 
 void ServerOptions::validate() const {
-  if (port < 0 || port > 65535) throw InvalidArgument("port must be in [0, 65535], got " + std::to_string(port));
-  if (max_body_bytes < 1024) throw InvalidArgument("max_body_bytes must be ≥ 1024, got " + std::to_string(max_body_bytes));
+  if (port < 0 || port > 65535)
+    throw InvalidArgument("port must be in [0, 65535], got " + std::to_string(port));
+  if (max_body_bytes < 1024)
+    throw InvalidArgument("max_body_bytes must be ≥ 1024, got " + std::to_string(max_body_bytes));
   if (max_image_pixels < 1) throw InvalidArgument("max_image_pixels must be ≥ 1");
   if (limits.default_max_tokens < 1 || limits.max_tokens_cap < limits.default_max_tokens)
-    throw InvalidArgument("max_tokens: need 1 ≤ default ≤ cap, got default " + std::to_string(limits.default_max_tokens) +
-                          " and cap " + std::to_string(limits.max_tokens_cap));
-  if (max_preparing < 1) throw InvalidArgument("max_preparing must be ≥ 1, got " + std::to_string(max_preparing));
+    throw InvalidArgument("max_tokens: need 1 ≤ default ≤ cap, got default " +
+                          std::to_string(limits.default_max_tokens) + " and cap " +
+                          std::to_string(limits.max_tokens_cap));
+  if (max_preparing < 1)
+    throw InvalidArgument("max_preparing must be ≥ 1, got " + std::to_string(max_preparing));
   connections.validate();
 }
 
@@ -106,17 +110,24 @@ struct ChatServer::Impl {
   std::atomic<int> in_flight{0};  // chat completions received and not yet fully answered
 
   Impl(VisionLanguageModel& m, BatchScheduler& s, Metrics& mt, ServerOptions o)
-      : model(m), scheduler(s), metrics(mt), opts(std::move(o)), http(opts.connections),
+      : model(m),
+        scheduler(s),
+        metrics(mt),
+        opts(std::move(o)),
+        http(opts.connections),
         preparing(opts.max_preparing) {}
 
   json completion_head(const std::string& id, const char* object) const {
-    return {{"id", id}, {"object", object}, {"created", static_cast<int64_t>(std::time(nullptr))},
+    return {{"id", id},
+            {"object", object},
+            {"created", static_cast<int64_t>(std::time(nullptr))},
             {"model", opts.model_name}};
   }
 
   static json usage_of(const JobResult& r) {
     const auto n = static_cast<int64_t>(r.tokens.size());
-    return {{"prompt_tokens", r.prompt_tokens}, {"completion_tokens", n}, {"total_tokens", r.prompt_tokens + n}};
+    return {
+        {"prompt_tokens", r.prompt_tokens}, {"completion_tokens", n}, {"total_tokens", r.prompt_tokens + n}};
   }
 
   static json vispco_block(const JobResult& r) {
@@ -143,8 +154,9 @@ struct ChatServer::Impl {
     } release{preparing};
     cr = parse_chat_request(req.body, opts.limits);
     if (!cr.model.empty() && cr.model != opts.model_name)
-      throw ApiError(404, "the model '" + cr.model + "' does not exist; this server serves '" + opts.model_name + "'",
-                     "invalid_request_error", "model");
+      throw ApiError(
+          404, "the model '" + cr.model + "' does not exist; this server serves '" + opts.model_name + "'",
+          "invalid_request_error", "model");
     io::ImageHeader header;
     try {
       header = io::read_image_header(cr.image_bytes);
@@ -155,10 +167,12 @@ struct ChatServer::Impl {
     const int64_t pixels = allocated_pixels(header.width, header.height, pads);
     if (header.width > opts.max_image_pixels || header.height > opts.max_image_pixels ||
         pixels > opts.max_image_pixels)
-      throw ApiError(413, "image of " + std::to_string(header.width) + "x" + std::to_string(header.height) +
-                              " pixels" + (pads ? " (padded to a square of its longer side)" : "") +
-                              " is over this server's limit of " + std::to_string(opts.max_image_pixels) +
-                              " pixels", "invalid_request_error", "messages");
+      throw ApiError(413,
+                     "image of " + std::to_string(header.width) + "x" + std::to_string(header.height) +
+                         " pixels" + (pads ? " (padded to a square of its longer side)" : "") +
+                         " is over this server's limit of " + std::to_string(opts.max_image_pixels) +
+                         " pixels",
+                     "invalid_request_error", "messages");
     cv::Mat rgb;
     try {
       rgb = io::decode_image_rgb(cr.image_bytes);
@@ -166,7 +180,8 @@ struct ChatServer::Impl {
       throw bad_request("image_url: the data is not a decodable " + header.format + " image", "messages");
     }
     if (allocated_pixels(rgb.cols, rgb.rows, pads) > opts.max_image_pixels)  // EXIF rotation keeps the area
-      throw ApiError(413, "image over this server's limit of " + std::to_string(opts.max_image_pixels) + " pixels",
+      throw ApiError(413,
+                     "image over this server's limit of " + std::to_string(opts.max_image_pixels) + " pixels",
                      "invalid_request_error", "messages");
     GenerationJob job;
     try {
@@ -176,10 +191,11 @@ struct ChatServer::Impl {
     }
     const auto& ids = job.request.prompt_ids;
     if (std::count(ids.begin(), ids.end(), model.shape().image_token_id) != 1)
-      throw bad_request("the text may not contain the image token itself (the image goes in an image_url part)",
-                        "messages");
-    const int64_t n_positions = static_cast<int64_t>(ids.size()) - 1 + model.shape().n_visual_tokens +
-                                cr.gen.max_new_tokens;
+      throw bad_request(
+          "the text may not contain the image token itself (the image goes in an image_url part)",
+          "messages");
+    const int64_t n_positions =
+        static_cast<int64_t>(ids.size()) - 1 + model.shape().n_visual_tokens + cr.gen.max_new_tokens;
     if (n_positions > model.shape().max_positions)
       throw bad_request("prompt (" + std::to_string(ids.size() - 1) + " text tokens + the image's " +
                             std::to_string(model.shape().n_visual_tokens) + ") plus max_tokens (" +
@@ -219,7 +235,8 @@ struct ChatServer::Impl {
         if (!cancelled->load() && GuardedHttpServer::client_gone()) cancelled->store(true);
       const JobResult r = fut.get();
       if (cancelled->load()) return;  // nobody to answer
-      if (!r.error.empty()) return send_error(res, ApiError(500, "generation failed: " + r.error, "server_error"));
+      if (!r.error.empty())
+        return send_error(res, ApiError(500, "generation failed: " + r.error, "server_error"));
       json out = completion_head(id, "chat.completion");
       json choice = {{"index", 0},
                      {"message", {{"role", "assistant"}, {"content", r.text}}},
@@ -230,7 +247,8 @@ struct ChatServer::Impl {
       out["usage"] = usage_of(r);
       out["vispco"] = vispco_block(r);
       res.set_content(dump(out), "application/json");
-      metrics.observe("vispco_request_latency_seconds", std::chrono::duration<double>(Clock::now() - t0).count());
+      metrics.observe("vispco_request_latency_seconds",
+                      std::chrono::duration<double>(Clock::now() - t0).count());
       return;
     }
     auto ch = std::make_shared<StreamChannel>();
@@ -261,60 +279,64 @@ struct ChatServer::Impl {
     auto first = std::make_shared<bool>(true);
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
-        "text/event-stream", [this, ch, fut, head, include_usage, first, t0](size_t, httplib::DataSink& sink) {
-         try {  // nothing may escape: httplib calls providers outside its exception handling
-          const auto send = [&](const json& j) {
-            const std::string s = "data: " + dump(j) + "\n\n";
-            if (!sink.write(s.data(), s.size())) {
-              ch->gone = true;
-              return false;
+        "text/event-stream",
+        [this, ch, fut, head, include_usage, first, t0](size_t, httplib::DataSink& sink) {
+          try {  // nothing may escape: httplib calls providers outside its exception handling
+            const auto send = [&](const json& j) {
+              const std::string s = "data: " + dump(j) + "\n\n";
+              if (!sink.write(s.data(), s.size())) {
+                ch->gone = true;
+                return false;
+              }
+              return true;
+            };
+            const auto chunk = [&](const json& delta, const json& finish) {
+              json c = head;
+              c["choices"] = json::array(
+                  {{{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish}}});
+              return c;
+            };
+            if (*first) {
+              *first = false;
+              if (!send(chunk({{"role", "assistant"}, {"content", ""}}, nullptr))) return false;
             }
+            std::deque<std::string> ready;
+            bool finished = false;
+            {
+              std::unique_lock<std::mutex> lock(ch->mu);
+              ch->cv.wait_for(lock, std::chrono::milliseconds(100),
+                              [&] { return !ch->deltas.empty() || ch->finished; });
+              ready.swap(ch->deltas);
+              finished = ready.empty() && ch->finished;
+            }
+            for (const auto& d : ready)
+              if (!send(chunk({{"content", d}}, nullptr))) return false;
+            if (!finished) return true;
+            const JobResult r = fut->get();
+            if (!r.error.empty()) {
+              send(ApiError(500, "generation failed: " + r.error, "server_error").to_json());
+            } else {
+              json last = chunk(json::object(), r.finish_reason);
+              if (!r.logprobs.is_null()) last["choices"][0]["logprobs"] = {{"content", r.logprobs}};
+              last["vispco"] = vispco_block(r);
+              if (!send(last)) return false;
+              if (include_usage) {
+                json u = head;
+                u["choices"] = json::array();
+                u["usage"] = usage_of(r);
+                if (!send(u)) return false;
+              }
+            }
+            const std::string done = "data: [DONE]\n\n";
+            sink.write(done.data(), done.size());
+            sink.done();
+            metrics.observe("vispco_request_latency_seconds",
+                            std::chrono::duration<double>(Clock::now() - t0).count());
             return true;
-          };
-          const auto chunk = [&](const json& delta, const json& finish) {
-            json c = head;
-            c["choices"] = json::array({{{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish}}});
-            return c;
-          };
-          if (*first) {
-            *first = false;
-            if (!send(chunk({{"role", "assistant"}, {"content", ""}}, nullptr))) return false;
+          } catch (const std::exception&) {
+            ch->gone = true;
+            return false;
           }
-          std::deque<std::string> ready;
-          bool finished = false;
-          {
-            std::unique_lock<std::mutex> lock(ch->mu);
-            ch->cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return !ch->deltas.empty() || ch->finished; });
-            ready.swap(ch->deltas);
-            finished = ready.empty() && ch->finished;
-          }
-          for (const auto& d : ready)
-            if (!send(chunk({{"content", d}}, nullptr))) return false;
-          if (!finished) return true;
-          const JobResult r = fut->get();
-          if (!r.error.empty()) {
-            send(ApiError(500, "generation failed: " + r.error, "server_error").to_json());
-          } else {
-            json last = chunk(json::object(), r.finish_reason);
-            if (!r.logprobs.is_null()) last["choices"][0]["logprobs"] = {{"content", r.logprobs}};
-            last["vispco"] = vispco_block(r);
-            if (!send(last)) return false;
-            if (include_usage) {
-              json u = head;
-              u["choices"] = json::array();
-              u["usage"] = usage_of(r);
-              if (!send(u)) return false;
-            }
-          }
-          const std::string done = "data: [DONE]\n\n";
-          sink.write(done.data(), done.size());
-          sink.done();
-          metrics.observe("vispco_request_latency_seconds", std::chrono::duration<double>(Clock::now() - t0).count());
-          return true;
-         } catch (const std::exception&) {
-          ch->gone = true;
-          return false;
-         }
         },
         [ch, guard](bool) { ch->gone = true; });
   }
@@ -340,7 +362,8 @@ struct ChatServer::Impl {
     }
     if (!opts.api_key.empty() && q.path != "/health" &&
         q.get_header_value("Authorization") != "Bearer " + opts.api_key)
-      throw ApiError(401, "missing or wrong API key (send Authorization: Bearer <key>)", "invalid_request_error");
+      throw ApiError(401, "missing or wrong API key (send Authorization: Bearer <key>)",
+                     "invalid_request_error");
   }
 
   void routes() {
@@ -360,7 +383,8 @@ struct ChatServer::Impl {
       }
       return httplib::Server::HandlerResponse::Unhandled;
     });
-    http.Post("/v1/chat/completions", [this](const httplib::Request& q, httplib::Response& r) { chat(q, r); });
+    http.Post("/v1/chat/completions",
+              [this](const httplib::Request& q, httplib::Response& r) { chat(q, r); });
     http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& r) {
       json m = {{"id", opts.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "vispco"}};
       r.set_content(dump(json{{"object", "list"}, {"data", json::array({m})}}), "application/json");
@@ -375,7 +399,8 @@ struct ChatServer::Impl {
     const auto not_allowed = [](const char* allow) {
       return [allow](const httplib::Request& q, httplib::Response& r) {
         r.set_header("Allow", allow);
-        send_error(r, ApiError(405, "method " + q.method + " is not allowed on " + q.path + " (use " + allow + ")"));
+        send_error(
+            r, ApiError(405, "method " + q.method + " is not allowed on " + q.path + " (use " + allow + ")"));
       };
     };
     http.Get("/v1/chat/completions", not_allowed("POST"));
@@ -394,8 +419,9 @@ struct ChatServer::Impl {
                                                   : "HTTP error " + std::to_string(r.status);
         send_error(r, ApiError(r.status, msg));
       } catch (...) {
-        r.set_content(R"({"error":{"message":"error","type":"invalid_request_error","param":null,"code":null}})",
-                      "application/json");
+        r.set_content(
+            R"({"error":{"message":"error","type":"invalid_request_error","param":null,"code":null}})",
+            "application/json");
       }
     });
     http.set_exception_handler([](const httplib::Request&, httplib::Response& r, std::exception_ptr ep) {
@@ -409,12 +435,14 @@ struct ChatServer::Impl {
       send_error(r, ApiError(500, what, "server_error"));
     });
     http.set_logger([this](const httplib::Request& q, const httplib::Response& r) {
-      metrics.add("vispco_http_requests_total", 1, {{"path", path_label(q.path)}, {"code", std::to_string(r.status)}});
+      metrics.add("vispco_http_requests_total", 1,
+                  {{"path", path_label(q.path)}, {"code", std::to_string(r.status)}});
     });
   }
 };
 
-ChatServer::ChatServer(VisionLanguageModel& model, BatchScheduler& scheduler, Metrics& metrics, ServerOptions opts) {
+ChatServer::ChatServer(VisionLanguageModel& model, BatchScheduler& scheduler, Metrics& metrics,
+                       ServerOptions opts) {
   opts.validate();
   impl_ = std::make_unique<Impl>(model, scheduler, metrics, std::move(opts));
   impl_->routes();
@@ -429,7 +457,8 @@ int ChatServer::bind() {
     if (p <= 0) throw IoError("serve: cannot bind " + o.host + " to a free port");
     o.port = p;
   } else if (!impl_->http.bind_to_port(o.host, o.port)) {
-    throw IoError("serve: cannot bind " + o.host + ":" + std::to_string(o.port) + " (in use, or not an address of this machine)");
+    throw IoError("serve: cannot bind " + o.host + ":" + std::to_string(o.port) +
+                  " (in use, or not an address of this machine)");
   }
   impl_->http.set_listen_backlog(std::max(64, 2 * o.connections.max_connections));
   return o.port;

@@ -21,16 +21,16 @@ namespace vispco::serve {
 
 /// HTTP settings (plain value; validate() names the bad field).
 struct ServerOptions {
-  std::string host = "127.0.0.1";      ///< address to bind
-  int port = 8080;                     ///< TCP port; 0 = any free port (bind() returns it)
-  std::string model_name;              ///< the id /v1/models lists and requests may name
-  ChatLimits limits;                   ///< max_tokens default and cap
-  int64_t max_body_bytes = 20 << 20;   ///< larger bodies → 413
+  std::string host = "127.0.0.1";     ///< address to bind
+  int port = 8080;                    ///< TCP port; 0 = any free port (bind() returns it)
+  std::string model_name;             ///< the id /v1/models lists and requests may name
+  ChatLimits limits;                  ///< max_tokens default and cap
+  int64_t max_body_bytes = 20 << 20;  ///< larger bodies → 413
   /// Largest image, in the pixels preprocessing allocates: W·H, and max(W, H)² where the model pads to a
   /// square; checked on the image's header before decoding → 413.
   int64_t max_image_pixels = 4096 * 4096;
-  int max_preparing = 4;               ///< requests parsed / decoded / preprocessed at once, ≥ 1
-  ConnectionLimits connections;        ///< connection cap, header limits, timeouts (serve/http_guard.h)
+  int max_preparing = 4;         ///< requests parsed / decoded / preprocessed at once, ≥ 1
+  ConnectionLimits connections;  ///< connection cap, header limits, timeouts (serve/http_guard.h)
   /// When non-empty, every route but /health needs "Authorization: Bearer <api_key>" (else 401).
   std::string api_key;
   /// @throws InvalidArgument naming the field.

@@ -92,8 +92,8 @@ struct TeacherForcedBatch {
 };
 
 /// Lays out `turns` (one conversation per image) around `visual`: turn 0 as llava_prompt_ids(), later
-/// turns as llava_followup_ids() ("USER: {q} ASSISTANT:"), each answer tokenised on its own and followed by EOS; then the prefill
-/// state (build_prefill_state) and the targets (answer_targets).
+/// turns as llava_followup_ids() ("USER: {q} ASSISTANT:"), each answer tokenised on its own and followed by
+/// EOS; then the prefill state (build_prefill_state) and the targets (answer_targets).
 /// @param visual [B, N_v', D] decoder_visual_tokens() @param turns [B] conversations, each ≥ 1 turn.
 /// Precondition: options.turn_answers, when set, has an entry for every turn (conversation_loss checks it).
 /// @throws InvalidArgument from build_prefill_state/answer_targets (a prompt without its image placeholder).

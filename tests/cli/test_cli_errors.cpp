@@ -1,15 +1,15 @@
-// Bad input to `vispco generate` / `init-random`: one clear line on stderr naming the file or tensor, a non-zero
-// exit code, never a LibTorch backtrace.
+// Bad input to `vispco generate` / `init-random`: one clear line on stderr naming the file or tensor, a
+// non-zero exit code, never a LibTorch backtrace.
 #include <gtest/gtest.h>
-#include <opencv2/imgcodecs.hpp>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <opencv2/imgcodecs.hpp>
 
 #include "io/safetensors.h"
 #include "model/tiny_model.h"
-#include "test_util.h"
 #include "test_paths.h"
+#include "test_util.h"
 
 namespace vispco {
 namespace {

@@ -1,5 +1,6 @@
-// Tests of the FLOPs model (cost/flops.h, and LLaVA's spec of it in model/llava_shape.h) against values worked out by hand in the comments (multiply–add
-// = 2 FLOPs), never by calling the code under test, plus a ballpark check at LLaVA-1.5-7B dimensions.
+// Tests of the FLOPs model (cost/flops.h, and LLaVA's spec of it in model/llava_shape.h) against values
+// worked out by hand in the comments (multiply–add = 2 FLOPs), never by calling the code under test, plus a
+// ballpark check at LLaVA-1.5-7B dimensions.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -36,8 +37,13 @@ LlavaConfig small_config() {
 
 // The decoder of small_config() written out by hand (D_h = D / H = 4, H_kv = 1).
 DecoderFlopsSpec small_decoder() {
-  return {.hidden_size = 8, .intermediate_size = 16, .num_layers = 2, .num_heads = 2, .num_kv_heads = 1,
-          .head_dim = 4, .vocab_size = 10};
+  return {.hidden_size = 8,
+          .intermediate_size = 16,
+          .num_layers = 2,
+          .num_heads = 2,
+          .num_kv_heads = 1,
+          .head_dim = 4,
+          .vocab_size = 10};
 }
 
 // small_config() as the FLOPs model sees it (LLaVA's per-image encoder parts from model/llava_shape.h).

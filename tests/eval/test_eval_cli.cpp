@@ -87,7 +87,8 @@ TEST(EvalCli, SigkilledRunResumesToTheSameResultsAsAnUninterruptedRun) {
   // Interrupted: kill -9 once a few rows are committed.
   const fs::path out = tmp.path() / "killed";
   const std::string store = (out / "results.sqlite").string();
-  const std::string cmd = std::string("exec ") + ::vispco::testing::cli_path() + " " + eval_args(data, out);  // before fork
+  const std::string cmd =
+      std::string("exec ") + ::vispco::testing::cli_path() + " " + eval_args(data, out);  // before fork
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {  // only async-signal-safe calls until exec
@@ -158,7 +159,8 @@ TEST(EvalCli, BadInputGivesOneLineErrors) {
   expect_one_line_error(run_cli(base + data + " --shard two"), "--shard must be i/n");
   expect_one_line_error(run_cli(base + data + " --batch 0"), "batch size must be ≥ 1");
   expect_one_line_error(run_cli(base + data + " --limit -1"), "--limit must be ≥ 0");
-  expect_one_line_error(run_cli(base + data + " --shuffle-images -3"), "--shuffle-images takes a seed ≥ 0, got -3");
+  expect_one_line_error(run_cli(base + data + " --shuffle-images -3"),
+                        "--shuffle-images takes a seed ≥ 0, got -3");
   expect_one_line_error(run_cli(base + data + " --plan fastv"), "needs keep=K");
   expect_one_line_error(run_cli(base + data + " --plan fastv:layer=2,keep=99"), "keep 99 is outside");
   expect_one_line_error(run_cli("eval --model " + tmp.str("nomodel") + data + " --out " + tmp.str("o")),

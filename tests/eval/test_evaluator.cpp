@@ -234,12 +234,15 @@ TEST(EvalRunKey, AStoreHitBecomesAMissAfterATokenizerOrPreprocessingFileChanges)
   fs::copy(testing::tiny_model_dir(), dir);
   ASSERT_TRUE(fs::exists(dir / "tokenizer_config.json"));
   const EvalOptions o{.limit = 2, .store_path = tmp.str("r.sqlite")};
-  const auto from_store = [&] { return evaluate(tiny(), model_folder_hash(dir.string()), known(), o).n_from_store; };
+  const auto from_store = [&] {
+    return evaluate(tiny(), model_folder_hash(dir.string()), known(), o).n_from_store;
+  };
   EXPECT_EQ(from_store(), 0u);
   EXPECT_EQ(from_store(), 2u);  // a hit: nothing changed
   // Edited or added: each file of the list is hashed when present.
-  for (const char* name : {"tokenizer_config.json", "tokenizer.json", "special_tokens_map.json", "added_tokens.json",
-                           "preprocessor_config.json", "chat_template.jinja", "chat_template.json"}) {
+  for (const char* name :
+       {"tokenizer_config.json", "tokenizer.json", "special_tokens_map.json", "added_tokens.json",
+        "preprocessor_config.json", "chat_template.jinja", "chat_template.json"}) {
     const fs::path p = dir / name;
     testing::write_file(p, (fs::exists(p) ? testing::read_file(p) : std::string("{}")) + "\n");
     EXPECT_EQ(from_store(), 0u) << name << ": a miss after the edit";

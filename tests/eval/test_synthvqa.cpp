@@ -315,7 +315,8 @@ TEST(SynthVQA, CommittedSamplesMatchTheGenerator) {
 // Runs the CLI; returns its exit status and fills `out` with stdout+stderr.
 int run_cli(const std::string& args, std::string* out, const test::TempDir& tmp) {
   const std::string log = tmp / "cli.log";
-  const int status = std::system((std::string(::vispco::testing::cli_path()) + " " + args + " > " + log + " 2>&1").c_str());
+  const int status =
+      std::system((std::string(::vispco::testing::cli_path()) + " " + args + " > " + log + " 2>&1").c_str());
   *out = read_file(log);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }

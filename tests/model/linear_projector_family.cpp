@@ -34,8 +34,8 @@ namespace {
 struct LinearProjectorNetImpl : torch::nn::Module {
   explicit LinearProjectorNetImpl(const LlavaConfig& cfg) {
     vision_tower = register_module("vision_tower", ClipVisionTower(cfg.vision));
-    multi_modal_projector =
-        register_module("multi_modal_projector", torch::nn::Linear(cfg.vision.hidden_size, cfg.text.hidden_size));
+    multi_modal_projector = register_module("multi_modal_projector",
+                                            torch::nn::Linear(cfg.vision.hidden_size, cfg.text.hidden_size));
     language_model = register_module("language_model", LlamaForCausalLM(cfg.text));
   }
   ClipVisionTower vision_tower{nullptr};

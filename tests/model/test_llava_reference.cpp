@@ -3,9 +3,8 @@
 // tokenizer kinds: "<image>" after the SentencePiece vocabulary (HF llava-1.5: 32000) and inside it (a
 // user-defined piece). Compared: the projected image features, the logits at the last prompt position and
 // the greedy tokens. Skipped with a message where python3 with torch is absent.
-#include <gtest/gtest.h>
-
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
 
 #include <array>
 #include <cstdio>
@@ -18,8 +17,8 @@
 #include "model/generate.h"
 #include "model/llava.h"
 #include "model/presets.h"
-#include "test_util.h"
 #include "test_paths.h"
+#include "test_util.h"
 
 namespace vispco {
 namespace {
@@ -77,9 +76,10 @@ void compare_with_reference(int64_t image_token_index) {
     if (!ids_text.empty()) ids_text += ',';
     ids_text += std::to_string(id);
   }
-  const auto script = fs::path(::vispco::testing::source_dir()) / "tests" / "reference" / "llava_reference.py";
-  const auto text = run(py + " " + script.string() + " " + tmp.str("m") + " " + tmp.str("img.ppm") + " " +
-                        ids_text + " 4");
+  const auto script =
+      fs::path(::vispco::testing::source_dir()) / "tests" / "reference" / "llava_reference.py";
+  const auto text =
+      run(py + " " + script.string() + " " + tmp.str("m") + " " + tmp.str("img.ppm") + " " + ids_text + " 4");
   const auto ref = nlohmann::json::parse(text);
   const auto rows = ref["image_embeds"].get<std::vector<std::vector<double>>>();
   ASSERT_EQ(static_cast<int64_t>(rows.size()), embeds.size(0));

@@ -43,9 +43,10 @@ at::Tensor expected_visual(VisionLanguageModel& llava, const at::Tensor& pixels)
   const auto& cfg = llava.config();
   at::NoGradGuard no_grad;
   const auto feats = llava.net()
-                         ->vision_tower->forward(pixels.unsqueeze(0), cfg.n_vision_layers_used(),
-                                                 cfg.vision_feature_select_strategy == "default")
-                         .features;  // [1, N_v, D_v]
+                         ->vision_tower
+                         ->forward(pixels.unsqueeze(0), cfg.n_vision_layers_used(),
+                                   cfg.vision_feature_select_strategy == "default")
+                         .features;                  // [1, N_v, D_v]
   return (at::matmul(feats, w.t()) + b).squeeze(0);  // [N_v, D]
 }
 
@@ -65,7 +66,8 @@ TEST(ModelFamily, TheRegistryFindsTheFamilyByItsArchitecture) {
   EXPECT_THROW(register_model_family(model_families().front()), InvalidArgument);  // already registered
   testing::TempDir tmp;
   fs::create_directories(tmp.path() / "m");
-  testing::write_file(tmp.path() / "m" / "config.json", R"({"architectures": ["Qwen2VLForConditionalGeneration"]})");
+  testing::write_file(tmp.path() / "m" / "config.json",
+                      R"({"architectures": ["Qwen2VLForConditionalGeneration"]})");
   try {
     load_model_shape(tmp.str("m"));
     FAIL() << "expected ConfigError";
@@ -91,7 +93,8 @@ TEST(ModelFamily, EncodesWithItsOwnProjectorAndGeneratesAsTheDecoderDoesOnThoseT
   for (const std::string plan : {"none", "divprune:keep=8", "fastv:layer=2,keep=4"}) {
     const auto ids = fam.prompt_ids("What colour is the cube?");
     EXPECT_EQ(ids, llava.prompt_ids("What colour is the cube?"));
-    PlanHook h1(parse_plan(plan, fam.shape()), fam.shape()), h2(parse_plan(plan, llava.shape()), llava.shape());
+    PlanHook h1(parse_plan(plan, fam.shape()), fam.shape()),
+        h2(parse_plan(plan, llava.shape()), llava.shape());
     const auto a = generate(fam, {{px, ids}}, gc, h1.plan().empty() ? nullptr : &h1);
     VlmRequest given{px, ids};
     given.visual.embeds = want;  // the LLaVA decoder on the family's visual tokens
@@ -113,8 +116,11 @@ struct FamilyDataset {
       const std::string q = testing::test_question(i);
       VlmRequest req{m.preprocess(io::load_image_rgb((dir / images[i]).string())), m.prompt_ids(q)};
       const auto answer = generate(m, {req}, eval::default_eval_generation()).texts[0];
-      out << nlohmann::json{{"id", "f" + std::to_string(i)}, {"image", images[i]}, {"question", q},
-                            {"answer", answer}, {"family", i % 2 ? "x" : "y"}}
+      out << nlohmann::json{{"id", "f" + std::to_string(i)},
+                            {"image", images[i]},
+                            {"question", q},
+                            {"answer", answer},
+                            {"family", i % 2 ? "x" : "y"}}
                  .dump()
           << "\n";
     }
@@ -133,7 +139,8 @@ TEST(ModelFamily, EvaluatesAndSearchesThroughTheSameCode) {
   const auto none = eval::evaluate_plan(m, hash, ds, o, PruningPlan{}, ScorerEnv{});
   EXPECT_EQ(none.n_evaluated, 6u);
   EXPECT_DOUBLE_EQ(none.metrics.overall.accuracy(), 1.0) << "answers are the model's own, batched or not";
-  const auto pruned = eval::evaluate_plan(m, hash, ds, o, parse_plan("divprune:keep=4", m.shape()), ScorerEnv{});
+  const auto pruned =
+      eval::evaluate_plan(m, hash, ds, o, parse_plan("divprune:keep=4", m.shape()), ScorerEnv{});
   EXPECT_DOUBLE_EQ(pruned.mean_n_visual_kept, 4.0);
 
   optimize::ModelEvalSettings st;

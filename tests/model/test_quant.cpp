@@ -1,9 +1,8 @@
-// int8 linear layers (model/quant.h): one layer against a dequantise-then-matmul reference with the error bound
-// of dynamic activation quantisation; the tiny model's logits close to fp32; pruned + quantised decode equals
-// pruned + quantised recomputation; the float weights are released; bad names refused.
-#include <gtest/gtest.h>
-
+// int8 linear layers (model/quant.h): one layer against a dequantise-then-matmul reference with the error
+// bound of dynamic activation quantisation; the tiny model's logits close to fp32; pruned + quantised decode
+// equals pruned + quantised recomputation; the float weights are released; bad names refused.
 #include <ATen/ATen.h>
+#include <gtest/gtest.h>
 
 #include "core/errors.h"
 #include "model/generate.h"
@@ -97,8 +96,8 @@ TEST(Quant, TinyModelLogitsStayCloseToFloat) {
 TEST(Quant, PrunedQuantisedDecodeEqualsRecomputation) {
   // Each decode step with the KV cache against the same step recomputed from scratch (prompt + tokens so far)
   // with the same plan and int8 weights. Activations are quantised per call (one token in decode, the whole
-  // sequence in the recomputation), so the logits agree to the quantisation error, not bit for bit; the tokens
-  // must agree wherever the top-2 margin exceeds twice that error.
+  // sequence in the recomputation), so the logits agree to the quantisation error, not bit for bit; the
+  // tokens must agree wherever the top-2 margin exceeds twice that error.
   auto m = testing::load_tiny();
   quantize_int8(*m.net(), false);
   const std::string plan = "divprune:layer=0,keep=4";
@@ -119,7 +118,8 @@ TEST(Quant, PrunedQuantisedDecodeEqualsRecomputation) {
     const double diff = (a - b).abs().max().item<double>(), scale = a.abs().max().item<double>();
     EXPECT_LE(diff, 0.05 * scale) << "step " << t;
     const auto top2 = std::get<0>(a.topk(2));
-    if ((top2[0] - top2[1]).item<double>() > 2 * diff) EXPECT_EQ(out.tokens[0][0], cached.tokens[0][t]) << "step " << t;
+    if ((top2[0] - top2[1]).item<double>() > 2 * diff)
+      EXPECT_EQ(out.tokens[0][0], cached.tokens[0][t]) << "step " << t;
     std::printf("step %zu: logits max |diff| %.2e of %.2e\n", t, diff, scale);
     ids.push_back(cached.tokens[0][t]);
   }

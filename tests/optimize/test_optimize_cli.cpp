@@ -55,8 +55,8 @@ fs::path write_dataset(const fs::path& dir, int n) {
 
 // 1 reference + 2 templates × 4 K = 9 calibration evaluations of 30 samples, then 2 on the 8-sample test set.
 std::string grid_args(const fs::path& calib, const fs::path& out) {
-  return "optimize --method grid --model " + testing::tiny_model_dir() + " --calib " + calib.string() + " --test " +
-         testing::known_dataset().dir.string() +
+  return "optimize --method grid --model " + testing::tiny_model_dir() + " --calib " + calib.string() +
+         " --test " + testing::known_dataset().dir.string() +
          " --template 'fastv:layer=2;random:layer=0' --keep 16,8,4,2 --epsilon 0.5 --min-speedup 0 --batch 1 "
          "--threads 1 --no-plots --progress off --out " +
          out.string();
@@ -68,10 +68,12 @@ nlohmann::json stable(nlohmann::json j) {
   j.erase("counts");
   j.erase("inputs");
   for (auto& p : j["calibration"]["points"])
-    for (const char* k : {"mean_prefill_ms", "mean_vision_ms", "n_evaluated", "n_from_store", "wall_s", "per_family"})
+    for (const char* k :
+         {"mean_prefill_ms", "mean_vision_ms", "n_evaluated", "n_from_store", "wall_s", "per_family"})
       p.erase(k);
   for (const char* side : {"reference", "chosen"})
-    for (const char* k : {"mean_prefill_ms", "mean_vision_ms", "n_evaluated", "n_from_store", "wall_s", "per_family"})
+    for (const char* k :
+         {"mean_prefill_ms", "mean_vision_ms", "n_evaluated", "n_from_store", "wall_s", "per_family"})
       j["test"][side].erase(k);
   j["test"].erase("prefill_speedup");
   j["test"].erase("per_family");
@@ -90,7 +92,8 @@ TEST(OptimizeCli, SigkilledGridResumesToTheSameReportAndARerunIsInstant) {
   const auto ref = run_cli(grid_args(calib, tmp.path() / "ref") + " --json");
   ASSERT_EQ(ref.exit_code, 0) << ref.err;
   const auto ref_j = nlohmann::json::parse(ref.out);
-  const int64_t total = ref_j["counts"]["n_evaluated"].get<int64_t>() + ref_j["counts"]["n_from_store"].get<int64_t>();
+  const int64_t total =
+      ref_j["counts"]["n_evaluated"].get<int64_t>() + ref_j["counts"]["n_from_store"].get<int64_t>();
   EXPECT_EQ(ref_j["calibration"]["points"].size(), 9u);
 
   const fs::path out = tmp.path() / "killed";
@@ -115,7 +118,8 @@ TEST(OptimizeCli, SigkilledGridResumesToTheSameReportAndARerunIsInstant) {
   kill(pid, SIGKILL);
   int status = 0;
   waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "the search finished before it was killed";
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+      << "the search finished before it was killed";
   const int64_t after_kill = stored_rows(store);
   std::printf("killed with %ld rows seen, %ld committed\n", (long)at_kill, (long)after_kill);
   ASSERT_GE(after_kill, 75);
@@ -125,7 +129,8 @@ TEST(OptimizeCli, SigkilledGridResumesToTheSameReportAndARerunIsInstant) {
   ASSERT_EQ(res.exit_code, 0) << res.err;
   const auto res_j = nlohmann::json::parse(res.out);
   EXPECT_EQ(res_j["counts"]["n_from_store"].get<int64_t>(), after_kill);
-  EXPECT_EQ(res_j["counts"]["n_evaluated"].get<int64_t>() + res_j["counts"]["n_from_store"].get<int64_t>(), total);
+  EXPECT_EQ(res_j["counts"]["n_evaluated"].get<int64_t>() + res_j["counts"]["n_from_store"].get<int64_t>(),
+            total);
   EXPECT_EQ(stable(res_j), stable(ref_j));
   EXPECT_TRUE(fs::exists(out / "optimize.json"));
   EXPECT_TRUE(fs::exists(out / "optimize.md"));
@@ -141,10 +146,9 @@ TEST(OptimizeCli, MinKPrintsTheChosenPlanWithTestFigures) {
   TempDir tmp;
   // --min-speedup 0: the speed rule reads measured times, which a unit test must not depend on.
   const auto r = run_cli("optimize --method min-k --scorer fastv --epsilon 0.5 --min-speedup 0 --model " +
-                         testing::tiny_model_dir() +
-                         " --calib " + testing::known_dataset().dir.string() + " --test " +
-                         testing::known_dataset().dir.string() + " --limit-test 4 --no-plots --threads 1 --out " +
-                         tmp.str("o"));
+                         testing::tiny_model_dir() + " --calib " + testing::known_dataset().dir.string() +
+                         " --test " + testing::known_dataset().dir.string() +
+                         " --limit-test 4 --no-plots --threads 1 --out " + tmp.str("o"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("optimize min-k (fastv:layer=2)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("chosen fastv:layer=2,keep="), std::string::npos) << r.out;
@@ -156,21 +160,24 @@ TEST(OptimizeCli, MinKPrintsTheChosenPlanWithTestFigures) {
   EXPECT_EQ(j["test"]["chosen"]["n"], 4);
 }
 
-// A gate template finds the learned gate in the model folder, as `vispco eval` does, and its results are keyed
-// with the gate file's hash: a retrained gate is evaluated afresh, an unchanged one comes from the store.
+// A gate template finds the learned gate in the model folder, as `vispco eval` does, and its results are
+// keyed with the gate file's hash: a retrained gate is evaluated afresh, an unchanged one comes from the
+// store.
 TEST(OptimizeCli, GateTemplateUsesTheModelsGateAndARetrainedGateIsNotServedStaleResults) {
   TempDir tmp;
   const fs::path model = tmp.path() / "model";
   fs::copy(testing::tiny_model_dir(), model);
   const auto train_gate = [&](const std::string& seed) {
-    return run_cli("train-gate --model " + model.string() + " --steps 2 --batch 1 --hidden 8 --threads 1 --seed " +
-                   seed);
+    return run_cli("train-gate --model " + model.string() +
+                   " --steps 2 --batch 1 --hidden 8 --threads 1 --seed " + seed);
   };
   ASSERT_EQ(train_gate("1").exit_code, 0);
-  const std::string args = "optimize --method grid --model " + model.string() + " --calib " +
-                           testing::known_dataset().dir.string() +
-                           " --no-test --template 'gate:layer=0' --keep 8,4 --epsilon 0.5 --batch 2 --threads 1 "
-                           "--no-plots --progress off --store " + tmp.str("s.sqlite") + " --out " + tmp.str("o");
+  const std::string args =
+      "optimize --method grid --model " + model.string() + " --calib " +
+      testing::known_dataset().dir.string() +
+      " --no-test --template 'gate:layer=0' --keep 8,4 --epsilon 0.5 --batch 2 --threads 1 "
+      "--no-plots --progress off --store " +
+      tmp.str("s.sqlite") + " --out " + tmp.str("o");
   // Calibration samples generated by each run's gate points (the unpruned reference is stored after run 1).
   const auto gate_generated = [&]() {
     const auto r = run_cli(args);
@@ -198,13 +205,16 @@ void expect_one_line_error(const testing::CommandResult& r, const std::string& n
 TEST(OptimizeCli, BadInputGivesOneLineErrorsBeforeAnythingIsWritten) {
   TempDir tmp;
   const std::string data = testing::known_dataset().dir.string();
-  const std::string base = "optimize --model " + testing::tiny_model_dir() + " --calib " + data + " --test " + data +
-                           " --out " + tmp.str("o");
+  const std::string base = "optimize --model " + testing::tiny_model_dir() + " --calib " + data + " --test " +
+                           data + " --out " + tmp.str("o");
   expect_one_line_error(run_cli(base + " --method anneal --scorer fastv"),
                         "unknown method 'anneal' (valid: min-k, budget, grid, dynamic-k, coverage, vispco)");
-  expect_one_line_error(run_cli(base + " --method min-k --scorer fastv --epsilon 1.5"), "epsilon must be in [0, 1)");
-  expect_one_line_error(run_cli(base + " --method min-k --scorer fastv --epsilon-abs 2"), "epsilon must be in [0, 1]");
-  expect_one_line_error(run_cli(base + " --method min-k --scorer fastv --epsilon 0.1 --epsilon-abs 0.1"), "not both");
+  expect_one_line_error(run_cli(base + " --method min-k --scorer fastv --epsilon 1.5"),
+                        "epsilon must be in [0, 1)");
+  expect_one_line_error(run_cli(base + " --method min-k --scorer fastv --epsilon-abs 2"),
+                        "epsilon must be in [0, 1]");
+  expect_one_line_error(run_cli(base + " --method min-k --scorer fastv --epsilon 0.1 --epsilon-abs 0.1"),
+                        "not both");
   expect_one_line_error(run_cli(base + " --method min-k"), "name the scorer");
   expect_one_line_error(run_cli(base + " --method min-k --scorer nosuch"), "unknown scorer 'nosuch'");
   expect_one_line_error(run_cli(base + " --method min-k --scorer pool"), "rejects K=2");
@@ -217,15 +227,17 @@ TEST(OptimizeCli, BadInputGivesOneLineErrorsBeforeAnythingIsWritten) {
                         "--epsilon-per-family must be 0 (off) or in (0, 1)");
   expect_one_line_error(run_cli(base + " --method min-k --scorer fastv --min-speedup 0.5"),
                         "--min-speedup must be 0 (off) or ≥ 1");
-  expect_one_line_error(run_cli(base + " --method min-k --scorer fastv --min-family-n 0"), "--min-family-n must be ≥ 1");
+  expect_one_line_error(run_cli(base + " --method min-k --scorer fastv --min-family-n 0"),
+                        "--min-family-n must be ≥ 1");
   expect_one_line_error(run_cli(base + " --method coverage --scorer divprune"), "--train DIR is required");
   expect_one_line_error(run_cli(base + " --method coverage --scorer divprune --ladder 64,32 --train " + data),
                         "--ladder must be ascending");
-  expect_one_line_error(run_cli("optimize --method min-k --scorer fastv --model " + testing::tiny_model_dir() +
-                                " --calib " + tmp.str("nocalib") + " --test " + data + " --out " + tmp.str("o")),
-                        "--calib '" + tmp.str("nocalib") + "' does not exist");
-  expect_one_line_error(run_cli("optimize --method min-k --scorer fastv --model " + tmp.str("nomodel") + " --calib " +
-                                data + " --test " + data + " --out " + tmp.str("o")),
+  expect_one_line_error(
+      run_cli("optimize --method min-k --scorer fastv --model " + testing::tiny_model_dir() + " --calib " +
+              tmp.str("nocalib") + " --test " + data + " --out " + tmp.str("o")),
+      "--calib '" + tmp.str("nocalib") + "' does not exist");
+  expect_one_line_error(run_cli("optimize --method min-k --scorer fastv --model " + tmp.str("nomodel") +
+                                " --calib " + data + " --test " + data + " --out " + tmp.str("o")),
                         "nomodel");
   expect_one_line_error(run_cli(base + " --method min-k --scorer fastv --gnuplot " + tmp.str("nognuplot")),
                         "gnuplot not found");

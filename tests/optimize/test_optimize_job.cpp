@@ -68,7 +68,8 @@ OptimizeOptions min_k_opts(const std::string& tmpl, double eps) {
 
 TEST(OptimizeJob, MinKChoosesTheSearchAnswerAndComparesOnTest) {
   // fastv: accuracy rises linearly to 0.8 at K = 16: 0.05·K. ε = 10 % → threshold 0.72 → K = 15 (0.75).
-  FakeEvaluator ev([](const std::string& t, int64_t k) { return t == "none" ? 0.8 : 0.05 * static_cast<double>(k); });
+  FakeEvaluator ev(
+      [](const std::string& t, int64_t k) { return t == "none" ? 0.8 : 0.05 * static_cast<double>(k); });
   const OptimizeReport r = run_optimize(min_k_opts("fastv:layer=2", 0.1), ev);
   ASSERT_TRUE(r.search.chosen);
   const EvalPoint& c = r.search.points[*r.search.chosen];
@@ -111,7 +112,9 @@ TEST(OptimizeJob, MinKReportsNonMonotonePoints) {
   class WithStore : public FakeEvaluator {
    public:
     using FakeEvaluator::FakeEvaluator;
-    std::vector<std::string> complete_plans(Split) override { return {"fastv:layer=2,keep=12", "pool:layer=0,keep=4"}; }
+    std::vector<std::string> complete_plans(Split) override {
+      return {"fastv:layer=2,keep=12", "pool:layer=0,keep=4"};
+    }
   } ev2(acc);
   const OptimizeReport r2 = run_optimize(o, ev2);
   EXPECT_EQ(r2.search.points[*r2.search.chosen].keep, 8);
@@ -123,7 +126,8 @@ TEST(OptimizeJob, MinKReportsNonMonotonePoints) {
 TEST(OptimizeJob, BudgetPicksTheMostAccurateCandidateWithinTheBudget) {
   // Accuracy = K/16, so the candidate that keeps the most tokens within the budget wins. The expected K of
   // each template comes from a brute-force scan of the FLOPs model here.
-  FakeEvaluator ev([](const std::string& t, int64_t k) { return t == "none" ? 1.0 : static_cast<double>(k) / 16.0; });
+  FakeEvaluator ev(
+      [](const std::string& t, int64_t k) { return t == "none" ? 1.0 : static_cast<double>(k) / 16.0; });
   OptimizeOptions o;
   o.method = "budget";
   o.templates = {"fastv:layer=1", "fastv:layer=2", "pool:layer=0"};
@@ -138,8 +142,10 @@ TEST(OptimizeJob, BudgetPicksTheMostAccurateCandidateWithinTheBudget) {
       if (!pt.valid_at(k)) continue;
       const double ratio = plan_flops_ratio(pt.at(k), ev.shape(), ev.text_lengths(Split::kCalib)).llm;
       if (ratio > 0.8) continue;
-      std::printf("%s: largest K within the budget %ld (FLOPs ratio %.4f)\n", t.c_str(), static_cast<long>(k), ratio);
-      if (k > want_k || (k == want_k && ratio < want_ratio)) want_k = k, want_template = t, want_ratio = ratio;
+      std::printf("%s: largest K within the budget %ld (FLOPs ratio %.4f)\n", t.c_str(), static_cast<long>(k),
+                  ratio);
+      if (k > want_k || (k == want_k && ratio < want_ratio))
+        want_k = k, want_template = t, want_ratio = ratio;
       break;
     }
   }
@@ -202,7 +208,8 @@ TEST(OptimizeJob, BadOptionsAreErrorsNamingTheValue) {
     run_optimize(o, ev);
     FAIL();
   } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown method 'anneal' (valid: min-k, budget, grid)"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("unknown method 'anneal' (valid: min-k, budget, grid)"),
+              std::string::npos)
         << e.what();
   }
   o = min_k_opts("fastv:layer=2", 1.5);
@@ -241,7 +248,8 @@ TEST(OptimizeJob, PlotsAreDrawnWithGnuplot) {
   } catch (const IoError& e) {
     GTEST_SKIP() << e.what();
   }
-  FakeEvaluator ev([](const std::string& t, int64_t k) { return t == "none" ? 0.8 : 0.05 * static_cast<double>(k); });
+  FakeEvaluator ev(
+      [](const std::string& t, int64_t k) { return t == "none" ? 0.8 : 0.05 * static_cast<double>(k); });
   OptimizeOptions o;
   o.method = "grid";
   o.templates = {"fastv:layer=2", "visionzip:layer=0"};
@@ -249,8 +257,9 @@ TEST(OptimizeJob, PlotsAreDrawnWithGnuplot) {
   OptimizeReport r = run_optimize(o, ev);
   testing::TempDir tmp;
   r.plots = write_plots(r, tmp.str("report"));
-  EXPECT_EQ(r.plots, (std::vector<std::string>{"plots/accuracy_vs_flops.png", "plots/accuracy_vs_k_fastv_layer_2.png",
-                                               "plots/accuracy_vs_k_visionzip_layer_0.png", "plots/prefill_vs_k.png"}));
+  EXPECT_EQ(r.plots, (std::vector<std::string>{
+                         "plots/accuracy_vs_flops.png", "plots/accuracy_vs_k_fastv_layer_2.png",
+                         "plots/accuracy_vs_k_visionzip_layer_0.png", "plots/prefill_vs_k.png"}));
   for (const auto& p : r.plots) {
     const auto path = fs::path(tmp.str("report")) / p;
     ASSERT_TRUE(fs::exists(path)) << p;

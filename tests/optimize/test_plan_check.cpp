@@ -1,5 +1,5 @@
-// The constraints of issue 46 on constructed per-sample results (no model): the per-family rule rejects a plan
-// whose overall loss passes while one family fails (point estimates and Bonferroni-joint Clopper–Pearson
+// The constraints of issue 46 on constructed per-sample results (no model): the per-family rule rejects a
+// plan whose overall loss passes while one family fails (point estimates and Bonferroni-joint Clopper–Pearson
 // bounds, checked against values computed independently with an exact binomial sum in /usr/bin/python3);
 // the speed rule drops plans whose stored prefill time is not faster than unpruned (grid and min-k) and
 // flags FLOPs-model disagreement; the plots' data blocks carry 95 % Wilson intervals (checked against
@@ -111,7 +111,8 @@ TEST(PlanCheck, OneFailingFamilyRejectsAPlanWhoseOverallLossPasses) {
   EXPECT_NEAR(k4.families.at("text").limit, 0.1, 1e-12);
   EXPECT_TRUE(k4.families.at("color").within);
   bool noted = false;
-  for (const auto& n : r.search.notes) noted = noted || n.find("rejected by a family: `divprune:layer=0,keep=4`") == 0;
+  for (const auto& n : r.search.notes)
+    noted = noted || n.find("rejected by a family: `divprune:layer=0,keep=4`") == 0;
   EXPECT_TRUE(noted);
   const std::string md = r.to_markdown();
   EXPECT_NE(md.find("text **(worst)**"), std::string::npos) << md;
@@ -144,8 +145,9 @@ TEST(PlanCheck, OneFailingFamilyRejectsAPlanWhoseOverallLossPasses) {
   EXPECT_EQ(r.search.points[*r.search.chosen].plan, "divprune:layer=0,keep=4");
   EXPECT_EQ(r.search.checks.at(1).too_few, (std::vector<std::string>{"color", "text"}));
   bool named = false;
-  for (const auto& n : r.search.notes) named = named || n == "family text has too few calibration samples for the "
-                                                             "per-family rule: not checked";
+  for (const auto& n : r.search.notes)
+    named = named || n == "family text has too few calibration samples for the "
+                          "per-family rule: not checked";
   EXPECT_TRUE(named);
 }
 
@@ -167,7 +169,8 @@ TEST(PlanCheck, APlanNotFasterThanUnprunedIsNotChosen) {
     if (n.rfind("dropped for speed: ", 0) == 0) dropped.push_back(n);
   ASSERT_EQ(dropped.size(), 2u);
   EXPECT_NE(dropped[0].find("`divprune:layer=0,keep=4`"), std::string::npos) << dropped[0];
-  EXPECT_NE(dropped[0].find("measured prefill 0.95× (not faster than unpruned)"), std::string::npos) << dropped[0];
+  EXPECT_NE(dropped[0].find("measured prefill 0.95× (not faster than unpruned)"), std::string::npos)
+      << dropped[0];
   // FLOPs model vs measurement: K = 12's FLOPs speedup is 1 / its ratio; measured 10 / 7. The flag follows
   // the stated factor.
   const PlanCheck& k12 = r.search.checks.at(3);
@@ -256,7 +259,8 @@ TEST(Plots, AccuracyPointsCarryTheirWilsonIntervalAndTheTestPoint) {
   r.options = grid_opts();
   r.n_visual = 16;
   EvalPoint ref, a, b;
-  ref.plan = "none", ref.template_text = "none", ref.param = 16, ref.n = 200, ref.accuracy = 0.9, ref.flops.llm = 1;
+  ref.plan = "none", ref.template_text = "none", ref.param = 16, ref.n = 200, ref.accuracy = 0.9,
+  ref.flops.llm = 1;
   a.plan = "divprune:layer=0,keep=4", a.template_text = "divprune:layer=0", a.param = 4, a.n = 200;
   a.accuracy = 0.45, a.flops.llm = 0.3;
   a.per_family["text"] = {100, 0.5, 0, 0.3};
@@ -280,7 +284,8 @@ TEST(Plots, AccuracyPointsCarryTheirWilsonIntervalAndTheTestPoint) {
   const auto t0 = data_block(scripts.at("accuracy_vs_flops"), "t0");
   ASSERT_EQ(t0.size(), 2u);
   for (size_t i = 0; i < 2; ++i)
-    for (size_t c = 0; c < 4; ++c) EXPECT_NEAR(t0[i][c], want_t0[i][c], 1e-7) << "row " << i << " column " << c;
+    for (size_t c = 0; c < 4; ++c)
+      EXPECT_NEAR(t0[i][c], want_t0[i][c], 1e-7) << "row " << i << " column " << c;
   const auto refb = data_block(scripts.at("accuracy_vs_flops"), "ref");
   ASSERT_EQ(refb.size(), 1u);
   EXPECT_NEAR(refb[0][2], 0.8505941871, 1e-7);
@@ -362,7 +367,8 @@ TEST(PairedLossInterval, TwoOneSidedBoundsAtHalfTheLevelEach) {
   const LossInterval i = paired_loss_interval(ref, plan, 0.95);
   EXPECT_NEAR(i.loss, 0.04, 1e-12);
   EXPECT_NEAR(i.upper, clopper_pearson_upper(6, 100, 0.9875) - clopper_pearson_lower(2, 100, 0.9875), 1e-12);
-  EXPECT_NEAR(i.lower, -(clopper_pearson_upper(2, 100, 0.9875) - clopper_pearson_lower(6, 100, 0.9875)), 1e-12);
+  EXPECT_NEAR(i.lower, -(clopper_pearson_upper(2, 100, 0.9875) - clopper_pearson_lower(6, 100, 0.9875)),
+              1e-12);
   EXPECT_LT(i.lower, i.loss);
   EXPECT_GT(i.upper, i.loss);
 }

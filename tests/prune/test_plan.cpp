@@ -48,9 +48,9 @@ TEST(Plan, PyramidDropShorthandHalvesAtEachBoundary) {
 TEST(Plan, AStageWithoutLayerActsAtItsMethodsPaperLayer) {
   // FastV §4 (K pruned after layer 2), SparseVLM and DART at ℓ = 2; the methods before the LLM and the
   // baselines at ℓ = 0 (issue 22's list).
-  const std::pair<const char*, int64_t> want[] = {{"fastv", 2},    {"sparsevlm", 2}, {"dart", 2},   {"visionzip", 0},
-                                                  {"divprune", 0}, {"cdpruner", 0},  {"gate", 0},   {"pool", 0},
-                                                  {"random", 0},   {"uniform", 0},   {"grad", 0}};
+  const std::pair<const char*, int64_t> want[] = {
+      {"fastv", 2}, {"sparsevlm", 2}, {"dart", 2},   {"visionzip", 0}, {"divprune", 0}, {"cdpruner", 0},
+      {"gate", 0},  {"pool", 0},      {"random", 0}, {"uniform", 0},   {"grad", 0}};
   for (const auto& [name, layer] : want) {
     auto p = parse_plan(std::string(name) + ":keep=64", 576);
     ASSERT_EQ(p.stages.size(), 1u) << name;
@@ -70,7 +70,8 @@ TEST(Plan, PyramidDropDefaultsToQuarterLayersAndKeepSetsTheRatio) {
   EXPECT_EQ(p.stages[2], (PruneStage{24, 72, "fastv", {}}));
   // keep=72 over three stages: λ = (72/576)^(1/3) = 0.5 exactly → the same plan.
   EXPECT_EQ(parse_plan("pdrop:keep=72", 576, 32), p);
-  // L = 8, keep=64: layers 2, 4, 6; λ = (1/9)^(1/3) = 0.48075 → 576·λ = 276.9 → 277, 576·λ² = 133.1 → 133, 64.
+  // L = 8, keep=64: layers 2, 4, 6; λ = (1/9)^(1/3) = 0.48075 → 576·λ = 276.9 → 277, 576·λ² = 133.1 →
+  // 133, 64.
   auto q = parse_plan("pdrop:keep=64", 576, 8);
   ASSERT_EQ(q.stages.size(), 3u);
   EXPECT_EQ(q.stages[0], (PruneStage{2, 277, "fastv", {}}));
@@ -79,7 +80,7 @@ TEST(Plan, PyramidDropDefaultsToQuarterLayersAndKeepSetsTheRatio) {
   // Through the model's config: the tiny preset has 4 layers → 1, 2, 3.
   auto t = parse_plan("pdrop:ratio=0.5", tiny_cfg());
   EXPECT_EQ(t.to_string(), "fastv:layer=1,keep=8+fastv:layer=2,keep=4+fastv:layer=3,keep=2");
-  EXPECT_THROW(parse_plan("pdrop:ratio=0.5", 576), InvalidArgument);  // L unknown and no layers=
+  EXPECT_THROW(parse_plan("pdrop:ratio=0.5", 576), InvalidArgument);              // L unknown and no layers=
   EXPECT_THROW(parse_plan("pdrop:ratio=0.5,keep=72", 576, 32), InvalidArgument);  // one or the other
   EXPECT_THROW(parse_plan("pdrop:keep=600", 576, 32), InvalidArgument);
   EXPECT_THROW(parse_plan("pdrop:layer=2,ratio=0.5", 576, 32), InvalidArgument);
@@ -87,8 +88,9 @@ TEST(Plan, PyramidDropDefaultsToQuarterLayersAndKeepSetsTheRatio) {
 
 TEST(Plan, ReadsJsonFile) {
   testing::TempDir tmp;
-  testing::write_file(tmp.path() / "p.json",
-                      R"({"stages": [{"scorer": "divprune", "layer": 0, "keep": 6}, {"scorer": "fastv", "layer": 2, "keep": 3}]})");
+  testing::write_file(
+      tmp.path() / "p.json",
+      R"({"stages": [{"scorer": "divprune", "layer": 0, "keep": 6}, {"scorer": "fastv", "layer": 2, "keep": 3}]})");
   auto p = parse_plan(tmp.str("p.json"), 16);
   EXPECT_EQ(p.to_string(), "divprune:layer=0,keep=6+fastv:layer=2,keep=3");
   EXPECT_THROW(parse_plan(tmp.str("missing.json"), 16), IoError);
@@ -98,7 +100,8 @@ TEST(Plan, InvalidPlansNameTheProblem) {
   EXPECT_NE(error_of("fastv:layer=2,keep=17").find("keep 17 is outside [1, N_v = 16]"), std::string::npos);
   EXPECT_NE(error_of("fastv:layer=2,keep=-1").find("keep -1 is outside"), std::string::npos);
   EXPECT_NE(error_of("fastv:layer=4,keep=4").find("layer 4 is outside [0, 4)"), std::string::npos);
-  EXPECT_NE(error_of("fastv:layer=1,keep=4+fastv:layer=2,keep=8").find("K must not increase"), std::string::npos);
+  EXPECT_NE(error_of("fastv:layer=1,keep=4+fastv:layer=2,keep=8").find("K must not increase"),
+            std::string::npos);
   EXPECT_NE(error_of("fastv:layer=2,keep=4+fastv:layer=1,keep=2").find("must come after"), std::string::npos);
   EXPECT_NE(error_of("magic:layer=1,keep=4").find("unknown scorer 'magic' (valid: fastv"), std::string::npos);
   EXPECT_NE(error_of("fastv:layer=1,keep=4,temp=2").find("unknown option 'temp'"), std::string::npos);

@@ -1,10 +1,11 @@
-// A pruning plan through the evaluator: predictions equal generate() under the same plan, the report counts the
-// kept tokens, and the plan's canonical text keys the result store (pruned and unpruned results never mix).
+// A pruning plan through the evaluator: predictions equal generate() under the same plan, the report counts
+// the kept tokens, and the plan's canonical text keys the result store (pruned and unpruned results never
+// mix).
 #include <gtest/gtest.h>
 
 #include "eval/dataset.h"
-#include "eval/evaluator.h"
 #include "eval/eval_fixture.h"
+#include "eval/evaluator.h"
 #include "eval/run_key.h"
 #include "io/image.h"
 #include "model/generate.h"

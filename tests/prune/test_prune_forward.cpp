@@ -107,7 +107,8 @@ TEST(PruneForward, FastVKeepsTheTopTokensOfAHandComputedAttentionRow) {
   // Brute force: sort all visual tokens by that score, take the first K patch indices.
   std::vector<std::pair<double, int64_t>> ranked;
   for (int64_t t = 0; t < T; ++t)
-    if (cap.seen.visual[0][t].item<bool>()) ranked.push_back({row[t], cap.seen.grid_index[0][t].item<int64_t>()});
+    if (cap.seen.visual[0][t].item<bool>())
+      ranked.push_back({row[t], cap.seen.grid_index[0][t].item<int64_t>()});
   std::sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) { return a.first > b.first; });
   std::set<int64_t> expect, got;
   for (int64_t i = 0; i < K; ++i) expect.insert(ranked[i].second);
@@ -141,7 +142,8 @@ TEST(PruneForward, DecodeOnPrunedCacheEqualsRecomputationOfThePrunedSequence) {
   EXPECT_TRUE(at::equal(plan.traces()[0].kept, plan2.traces()[0].kept));
   double worst = 0;
   for (size_t s = 0; s < out.step_logits.size(); ++s)
-    worst = std::max(worst, max_diff(logits[0][T1 - 1 - (int64_t)gen.size() + (int64_t)s], out.step_logits[s][0]));
+    worst = std::max(worst,
+                     max_diff(logits[0][T1 - 1 - (int64_t)gen.size() + (int64_t)s], out.step_logits[s][0]));
   std::printf("pruned decode vs recompute max |diff| = %.3g\n", worst);
   EXPECT_LT(worst, 1e-4);
 }
@@ -174,8 +176,8 @@ TEST(PruneForward, BatchUnderOnePlanEqualsEachAlone) {
   std::vector<VlmRequest> reqs = {{test_pixels(56, 21), m.prompt_ids("Is there a red sphere in the image?")},
                                   {test_pixels(56, 22), m.prompt_ids("How many cubes?")},
                                   {test_pixels(56, 23), m.prompt_ids("What does the text say on the left?")}};
-  for (const char* p : {"fastv:layer=2,keep=4", "visionzip:layer=0,keep=6,contextual=2",
-                        "pdrop:layers=1/2/3,ratio=0.5"}) {
+  for (const char* p :
+       {"fastv:layer=2,keep=4", "visionzip:layer=0,keep=6,contextual=2", "pdrop:layers=1/2/3,ratio=0.5"}) {
     auto hb = hook_for(m, p);
     auto batched = generate(m, reqs, greedy(4), &hb, true);
     for (size_t i = 0; i < reqs.size(); ++i) {
@@ -197,7 +199,8 @@ TEST(PruneForward, TokensReallyLeaveTheCache) {
   auto plan = hook_for(m, "visionzip:layer=0,keep=6+fastv:layer=2,keep=3");
   auto out = generate(m, {req}, greedy(2), &plan);
   const int64_t n_text = static_cast<int64_t>(req.prompt_ids.size()) - 1;
-  EXPECT_EQ(out.stats.tokens_per_layer, (std::vector<int64_t>{n_text + 6, n_text + 6, n_text + 3, n_text + 3}));
+  EXPECT_EQ(out.stats.tokens_per_layer,
+            (std::vector<int64_t>{n_text + 6, n_text + 6, n_text + 3, n_text + 3}));
   EXPECT_EQ(out.stats.n_visual_kept, 3);
 }
 

@@ -29,7 +29,9 @@ inline std::string test_png(int size, uint64_t seed) {
 }
 
 /// "data:image/png;base64,…" of bytes.
-inline std::string data_url(const std::string& bytes) { return "data:image/png;base64," + serve::encode_base64(bytes); }
+inline std::string data_url(const std::string& bytes) {
+  return "data:image/png;base64," + serve::encode_base64(bytes);
+}
 
 /// A chat-completion body with one image and one question.
 inline nlohmann::json chat_body(const std::string& question, const std::string& png, int max_tokens = 6) {
@@ -38,7 +40,8 @@ inline nlohmann::json chat_body(const std::string& question, const std::string& 
           {"messages",
            {{{"role", "user"},
              {"content",
-              {{{"type", "image_url"}, {"image_url", {{"url", data_url(png)}}}}, {{"type", "text"}, {"text", question}}}}}}}};
+              {{{"type", "image_url"}, {"image_url", {{"url", data_url(png)}}}},
+               {{"type", "text"}, {"text", question}}}}}}}};
 }
 
 /// The JSON payloads of a server-sent-events body ("data: …" lines), "[DONE]" included as a string.

@@ -15,7 +15,8 @@ namespace {
 using nlohmann::json;
 
 TEST(OpenAiNodeClient, ChatCompletionStreamedAndNot) {
-  const std::filesystem::path dir = std::filesystem::path(::vispco::testing::source_dir()) / "tests/serve/node";
+  const std::filesystem::path dir =
+      std::filesystem::path(::vispco::testing::source_dir()) / "tests/serve/node";
   if (std::system("node --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "node is not installed";
   if (!std::filesystem::exists(dir / "node_modules/openai/package.json"))
     GTEST_SKIP() << "the openai npm package is not installed in " << dir
@@ -26,7 +27,9 @@ TEST(OpenAiNodeClient, ChatCompletionStreamedAndNot) {
   testing::write_file(tmp / "img.png", png);
   const std::string q = "How many cubes are there?";
   FILE* p = popen(("cd " + dir.string() + " && node openai_client.mjs " + std::to_string(f.port()) + " " +
-                   tmp.str("img.png") + " '" + q + "' 2>&1").c_str(), "r");
+                   tmp.str("img.png") + " '" + q + "' 2>&1")
+                      .c_str(),
+                  "r");
   ASSERT_NE(p, nullptr);
   std::string out;
   char buf[4096];

@@ -21,8 +21,16 @@ using nlohmann::json;
 TEST(ServeCli, SigtermFinishesTheStreamInProgressAndExitsZero) {
   testing::TempDir tmp;
   const std::string port_file = tmp / "port";
-  std::vector<std::string> args = {::vispco::testing::cli_path(), "serve", "--model", testing::tiny_model_dir(), "--port", "0",
-                                   "--port-file", port_file, "--threads", "1"};
+  std::vector<std::string> args = {::vispco::testing::cli_path(),
+                                   "serve",
+                                   "--model",
+                                   testing::tiny_model_dir(),
+                                   "--port",
+                                   "0",
+                                   "--port-file",
+                                   port_file,
+                                   "--threads",
+                                   "1"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -36,7 +44,8 @@ TEST(ServeCli, SigtermFinishesTheStreamInProgressAndExitsZero) {
   }
   ASSERT_GT(port, 0) << "no port file";
   httplib::Client c("127.0.0.1", port);
-  for (int k = 0; k < 100 && !c.Get("/health"); ++k) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (int k = 0; k < 100 && !c.Get("/health"); ++k)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   json body = testing::chat_body("How many cubes?", testing::test_png(64, 40), 200);
   body["ignore_eos"] = true;
   body["stream"] = true;

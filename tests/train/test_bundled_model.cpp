@@ -1,6 +1,6 @@
 // The shipped model models/synthvqa-small (issue 4): it loads through the same code path as any Hugging Face
-// LLaVA checkpoint, `vispco generate` answers questions about a shipped image correctly, and its accuracy on a
-// fixed 200-sample slice of the SynthVQA test split, computed here by the evaluator, stays above a floor.
+// LLaVA checkpoint, `vispco generate` answers questions about a shipped image correctly, and its accuracy on
+// a fixed 200-sample slice of the SynthVQA test split, computed here by the evaluator, stays above a floor.
 // The floors sit under the figures measured when the model was shipped (its model card), far above chance.
 #include <gtest/gtest.h>
 
@@ -18,8 +18,8 @@
 #include "eval/synthvqa/splits.h"
 #include "model/llava.h"
 #include "prune/plan.h"
-#include "test_util.h"
 #include "test_paths.h"
+#include "test_util.h"
 
 namespace vispco {
 namespace {
@@ -33,14 +33,14 @@ const std::string kModel = kSource + "/models/synthvqa-small";
 // K = 32 (this test and `vispco eval`, fp32). Chance: ≥ 4 of 5 at 1/6 per question has probability 0.003; the
 // slice's answer-prior accuracy is about 0.24 (12.5 % colour, 17 % shape, 50 % exist and size, 25 % spatial,
 // ~17 % counts, ~1 % text).
-constexpr int kMinShapeAnswers = 4;        // of 5
-constexpr double kMinShuffleDrop = 0.50;   // measured 0.865 − 0.235 = 0.630 on samples 0–199
-// The shuffle check runs on the first 100 samples (issue 45: the test's budget), paired with the same questions
-// on their own images. The floor stays 0.50: measured on samples 0–99, 0.880 − 0.280 = 0.600 (10 answers
-// would have to flip to reach the floor); per sample the paired difference (right on its own image − right on
-// another's) has a standard deviation of about 0.55 (for 0.88 and 0.28, independent), so the drop's standard
-// error on 100 samples is 0.055, and a model that ignores the image (drop ≈ 0, what the check is for) lands
-// 9 standard errors under the floor.
+constexpr int kMinShapeAnswers = 4;       // of 5
+constexpr double kMinShuffleDrop = 0.50;  // measured 0.865 − 0.235 = 0.630 on samples 0–199
+// The shuffle check runs on the first 100 samples (issue 45: the test's budget), paired with the same
+// questions on their own images. The floor stays 0.50: measured on samples 0–99, 0.880 − 0.280 = 0.600 (10
+// answers would have to flip to reach the floor); per sample the paired difference (right on its own image −
+// right on another's) has a standard deviation of about 0.55 (for 0.88 and 0.28, independent), so the drop's
+// standard error on 100 samples is 0.055, and a model that ignores the image (drop ≈ 0, what the check is
+// for) lands 9 standard errors under the floor.
 constexpr size_t kShuffleSamples = 100;
 constexpr double kMinRandom32Drop = 0.35;  // measured 0.865 − 0.350 = 0.515 (issue 16: ≥ 0.20 on all 2000)
 constexpr double kMinSliceAccuracy = 0.78;  // overall exact-match accuracy on test samples 0–199
@@ -86,8 +86,9 @@ TEST(BundledModel, GenerateAnswersShapeQuestionsAboutAShippedImage) {
 // visual tokens.
 TEST(BundledModel, ShippedKPredictorGivesCountingMoreTokensThanColour) {
   auto kept = [&](const std::string& image, const std::string& question) {
-    const auto r = testing::run_cli("generate --model " + kModel + " --image " + kSource + "/data/samples/images/" +
-                                    image + " --prompt '" + question + "' --plan divprune:keep=auto --threads 1 --json");
+    const auto r =
+        testing::run_cli("generate --model " + kModel + " --image " + kSource + "/data/samples/images/" +
+                         image + " --prompt '" + question + "' --plan divprune:keep=auto --threads 1 --json");
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return nlohmann::json::parse(r.out).at("stats").at("n_visual_kept").get<int64_t>();
   };
@@ -97,12 +98,12 @@ TEST(BundledModel, ShippedKPredictorGivesCountingMoreTokensThanColour) {
   EXPECT_LE(colour, 64);
 }
 
-// Budget: 500 evaluations on one thread, about 50 s of one core (49.8 s user + 0.3 s system, 50 s wall, on the
-// 2-core development machine, 2026-12-05), so a machine ten times as busy still fits ctest's 600 s. It took
-// 108 s of CPU (52 s of it in the kernel re-faulting freed activation buffers) and hit the timeout on a busy
-// machine until the test binary got the CLI's allocator settings (core/allocator.h, tests/test_main.cpp) and
-// the shuffle check went to 100 samples (kShuffleSamples). The accuracy floor keeps its 200 samples: it needs
-// them (binomial standard error 0.024 at 0.865, the floor 3.5 of them below).
+// Budget: 500 evaluations on one thread, about 50 s of one core (49.8 s user + 0.3 s system, 50 s wall, on
+// the 2-core development machine, 2026-12-05), so a machine ten times as busy still fits ctest's 600 s. It
+// took 108 s of CPU (52 s of it in the kernel re-faulting freed activation buffers) and hit the timeout on a
+// busy machine until the test binary got the CLI's allocator settings (core/allocator.h, tests/test_main.cpp)
+// and the shuffle check went to 100 samples (kShuffleSamples). The accuracy floor keeps its 200 samples: it
+// needs them (binomial standard error 0.024 at 0.865, the floor 3.5 of them below).
 TEST(BundledModel, AccuracyOnTheFirst200TestSamplesIsAboveTheFloorAndDependsOnTheVisualTokens) {
   const auto& split = eval::synthvqa::find_split("test");
   testing::TempDir tmp;
@@ -133,8 +134,8 @@ TEST(BundledModel, AccuracyOnTheFirst200TestSamplesIsAboveTheFloorAndDependsOnTh
   const auto shuffled = eval::evaluate(m, eval::model_folder_hash(kModel), ds, o);
   ASSERT_EQ(shuffled.rows.size(), kShuffleSamples);
   const double acc_shuffled = shuffled.metrics.overall.accuracy();
-  std::printf("bundled model, test samples 0-%zu: accuracy %.4f, on shuffled images %.4f\n", kShuffleSamples - 1,
-              acc_first, acc_shuffled);
+  std::printf("bundled model, test samples 0-%zu: accuracy %.4f, on shuffled images %.4f\n",
+              kShuffleSamples - 1, acc_first, acc_shuffled);
   EXPECT_LE(acc_shuffled, acc_first - kMinShuffleDrop);
   o.limit = 0;
   // Pruning is visible: keeping 32 of the 576 visual tokens at random before the decoder costs at least

@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "train/recipe.h"
 #include "test_paths.h"
+#include "train/recipe.h"
 
 namespace vispco::train {
 namespace {

@@ -50,9 +50,9 @@ LadderEval evaluate_ladder(VisionLanguageModel& m, const std::string& model_hash
       pred[i][r] = eval::normalize_answer(rep.rows[i].result.prediction);
       auto it = flops_of_length.find(n_text[i]);
       if (it == flops_of_length.end())
-        it =
-            flops_of_length.emplace(n_text[i], plan_flops_ratio(static_plan, shape, {n_text[i]}).mean_llm_flops)
-                .first;
+        it = flops_of_length
+                 .emplace(n_text[i], plan_flops_ratio(static_plan, shape, {n_text[i]}).mean_llm_flops)
+                 .first;
       t.llm_flops[i][r] = it->second;
     }
     if (log)

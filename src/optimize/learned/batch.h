@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "model/vlm.h"
 #include "model/token_state.h"
+#include "model/vlm.h"
 
 namespace vispco::optimize::learned {
 

@@ -145,15 +145,16 @@ std::vector<BudgetPoint> evaluate_budgets(VisionLanguageModel& model, const std:
     eo.store_path = opts.store_path;
     std::vector<size_t> order(n);
     for (size_t i = 0; i < n; ++i) order[i] = i;
-    eval::evaluate_plan_groups(
-        model, model_hash, dataset, eo, groups, order, opts.env, /*seed=*/0,
-        [&](const std::string& key, const eval::EvalReport& rep) {
-          for (const auto& row : rep.rows) pt.metrics.add(row.family, row.score);  // group by group
-          if (progress)
-            progress("budget " + std::to_string(pt.budget).substr(0, 5) + ": plan " + key + " on " +
-                     std::to_string(rep.n_selected) + " samples, accuracy " +
-                     std::to_string(rep.metrics.overall.accuracy()));
-        });
+    eval::evaluate_plan_groups(model, model_hash, dataset, eo, groups, order, opts.env, /*seed=*/0,
+                               [&](const std::string& key, const eval::EvalReport& rep) {
+                                 for (const auto& row : rep.rows)
+                                   pt.metrics.add(row.family, row.score);  // group by group
+                                 if (progress)
+                                   progress("budget " + std::to_string(pt.budget).substr(0, 5) + ": plan " +
+                                            key + " on " + std::to_string(rep.n_selected) +
+                                            " samples, accuracy " +
+                                            std::to_string(rep.metrics.overall.accuracy()));
+                               });
     pt.n = pt.metrics.overall.n;
     pt.accuracy = pt.metrics.overall.accuracy();
     pt.seconds = sw.ms() / 1000.0 + predict_s / double(nb);

@@ -19,7 +19,8 @@ class RandomScorer : public Scorer {
   bool provides_scores() const override { return true; }
   at::Tensor score(const ScoreInput& in) const override {
     // One CPU generator per stage: the same seed picks the same tokens on any device.
-    auto gen = at::make_generator<at::CPUGeneratorImpl>(in.seed * 1000003ULL + static_cast<uint64_t>(in.layer));
+    auto gen =
+        at::make_generator<at::CPUGeneratorImpl>(in.seed * 1000003ULL + static_cast<uint64_t>(in.layer));
     return at::rand({in.visual_pos.size(0), in.visual_pos.size(1)}, gen).to(in.visual_pos.device());
   }
 };
@@ -47,7 +48,7 @@ class PoolScorer : public Scorer {
     const int64_t side = std::llround(std::sqrt(double(in.stage->keep)));
     const auto& h = in.state->hidden;
     auto tokens = h.gather(1, in.visual_pos.unsqueeze(-1).expand({B, N, h.size(2)}));  // [B, N_v, D]
-    auto img = tokens.view({B, g, g, h.size(2)}).permute({0, 3, 1, 2});               // [B, D, g, g]
+    auto img = tokens.view({B, g, g, h.size(2)}).permute({0, 3, 1, 2});                // [B, D, g, g]
     auto pooled = at::adaptive_avg_pool2d(img.to(at::kFloat), {side, side}).to(h.scalar_type());
     Selection s;
     s.keep = at::empty({B, 0}, in.visual_pos.options());
@@ -64,7 +65,8 @@ class PoolScorer : public Scorer {
     const int64_t side = std::llround(std::sqrt(double(st.keep)));
     if (side * side != st.keep || side > shape.grid_side())
       throw InvalidArgument("plan stage pool: keep " + std::to_string(st.keep) +
-                            " must be a square s² with s ≤ the patch grid side " + std::to_string(shape.grid_side()));
+                            " must be a square s² with s ≤ the patch grid side " +
+                            std::to_string(shape.grid_side()));
   }
 };
 

@@ -23,7 +23,7 @@ std::pair<at::Tensor, at::Tensor> visionzip_merge(const at::Tensor& rest, const 
   auto targets = at::arange(0, n, step, at::kLong).narrow(0, 0, m);
   auto unit = keys.to(at::kFloat) / keys.to(at::kFloat).norm(2, -1, true).clamp_min(1e-12);
   auto sim = at::matmul(unit, unit.index_select(0, targets).t());  // [N_r, M]
-  auto assign = sim.argmax(1);                                      // [N_r]
+  auto assign = sim.argmax(1);                                     // [N_r]
   assign.index_put_({targets}, at::arange(m, at::kLong));          // a target belongs to itself
   auto sums = at::zeros({m, rest.size(1)}, rest.options().dtype(at::kFloat));
   sums.index_add_(0, assign, rest.to(at::kFloat));
@@ -94,10 +94,11 @@ class VisionZipScorer : public Scorer {
       throw InvalidArgument("plan stage visionzip: contextual must be an integer");
     }
     if (m < 0 || m >= st.keep)
-      throw InvalidArgument("plan stage visionzip: contextual " + std::to_string(m) + " must be in [0, keep=" +
-                            std::to_string(st.keep) + ")");
+      throw InvalidArgument("plan stage visionzip: contextual " + std::to_string(m) +
+                            " must be in [0, keep=" + std::to_string(st.keep) + ")");
     if (m > shape.n_visual_tokens - (st.keep - m))
-      throw InvalidArgument("plan stage visionzip: not enough tokens left to merge into " + std::to_string(m));
+      throw InvalidArgument("plan stage visionzip: not enough tokens left to merge into " +
+                            std::to_string(m));
   }
 };
 

@@ -37,7 +37,8 @@ TEST(FlopsConstraint, RelaxedFlopsAtIntegerCountsEqualPrefillFlops) {
   std::vector<int64_t> tokens;
   for (auto c : counts) tokens.push_back(35 + c);
   const double want0 = double(prefill_flops(cfg.flops, tokens).decoder_total);
-  const double want1 = double(prefill_flops(cfg.flops, unpruned_tokens_per_layer(cfg.flops, 50)).decoder_total);
+  const double want1 =
+      double(prefill_flops(cfg.flops, unpruned_tokens_per_layer(cfg.flops, 50)).decoder_total);
   std::printf("A(plan) = %.6e (cost model %.6e), A(full) = %.6e (cost model %.6e)\n", A[0].item<double>(),
               want0, A[1].item<double>(), want1);
   EXPECT_NEAR(A[0].item<double>(), want0, 1e-12 * want0);
