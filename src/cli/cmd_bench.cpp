@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "core/cpu_features.h"
 #include "core/context.h"
+#include "core/cpu_features.h"
 #include "core/errors.h"
 #include "eval/prefill_bench.h"
 #include "eval/prefill_sweep.h"
@@ -45,7 +45,8 @@ void register_bench(CLI::App& app) {
          "(fastv:layer=2, visionzip:layer=0) or a plan with {K} where K goes")
       ->delimiter(';');
   // auto by default: on CPUs without AVX512-BF16/AMX, LibTorch's bf16 matmul is ~30x slower than fp32
-  // (measured on a 2-core AVX2 machine: ~5 vs ~160 GFLOP/s), so auto picks fp32 there and bf16 where it is native.
+  // (measured on a 2-core AVX2 machine: ~5 vs ~160 GFLOP/s), so auto picks fp32 there and bf16 where it is
+  // native.
   add_compute_flags(
       cmd, &o->dtype, &o->device, &o->cfg.n_threads,
       "auto | fp32 | bf16 | fp16 (auto: bf16 on CUDA or where the CPU has AVX512-BF16/AMX, else fp32)");
@@ -80,7 +81,8 @@ void register_bench(CLI::App& app) {
       j["dtype_choice"] = dtype_choice.describe();
       j["cpu_features"] = detect_cpu_features().summary();
       std::cout << (o->json ? j.dump(2) + "\n" : r.table());
-      std::cerr << "dtype: " << dtype_choice.describe() << " | CPU features: " << detect_cpu_features().summary() << "\n";
+      std::cerr << "dtype: " << dtype_choice.describe()
+                << " | CPU features: " << detect_cpu_features().summary() << "\n";
       return;
     }
     const auto r = eval::run_prefill_bench(o->cfg, progress);
@@ -92,7 +94,8 @@ void register_bench(CLI::App& app) {
     } else {
       std::cout << r.table();
     }
-    std::cerr << "dtype: " << dtype_choice.describe() << " | CPU features: " << detect_cpu_features().summary() << "\n";
+    std::cerr << "dtype: " << dtype_choice.describe()
+              << " | CPU features: " << detect_cpu_features().summary() << "\n";
   });
 }
 

@@ -21,7 +21,9 @@ void register_init_random(CLI::App& app) {
   std::string names;
   for (const auto& p : model_presets()) names += "\n  " + p.name + ": " + p.description;
   auto* preset = cmd->add_option("--preset", o->preset, "Named configuration:" + names);
-  auto* config = cmd->add_option("--config", o->config, "A transformers LLaVA config.json (or a training recipe with a \"model\" section)");
+  auto* config =
+      cmd->add_option("--config", o->config,
+                      "A transformers LLaVA config.json (or a training recipe with a \"model\" section)");
   preset->excludes(config);
   cmd->add_option("--out", o->out, "Output folder")->required();
   cmd->add_option("--dtype", o->dtype, "Stored weight dtype: bf16 | fp16 | fp32")->capture_default_str();
@@ -39,8 +41,8 @@ void register_init_random(CLI::App& app) {
     }
     cfg.validate();
     write_random_llava(o->out, cfg, o->seed, parse_dtype(o->dtype));
-    std::cout << "wrote random LLaVA (" << cfg.text.num_hidden_layers << " decoder layers, N_v = "
-              << cfg.n_visual_tokens() << ") to " << o->out << "\n";
+    std::cout << "wrote random LLaVA (" << cfg.text.num_hidden_layers
+              << " decoder layers, N_v = " << cfg.n_visual_tokens() << ") to " << o->out << "\n";
   });
 }
 

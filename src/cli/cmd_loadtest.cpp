@@ -19,7 +19,8 @@ void register_loadtest(CLI::App& app) {
     bool json = false;
   };
   auto o = std::make_shared<Opts>();
-  auto* cmd = app.add_subcommand("loadtest", "Load-test a running `vispco serve` with concurrent image requests");
+  auto* cmd =
+      app.add_subcommand("loadtest", "Load-test a running `vispco serve` with concurrent image requests");
   cmd->add_option("--host", o->lt.host, "Server address")->capture_default_str();
   cmd->add_option("--port", o->lt.port, "Server port")->capture_default_str();
   cmd->add_option("--image", o->image, "Image every request carries (PNG, JPEG, WebP, BMP)")->required();
@@ -28,8 +29,10 @@ void register_loadtest(CLI::App& app) {
   cmd->add_option("--clients", o->lt.clients, "Concurrent clients")->capture_default_str();
   cmd->add_option("--requests", o->lt.requests, "Requests to complete")->capture_default_str();
   cmd->add_option("--max-tokens", o->lt.max_tokens, "max_tokens of each request")->capture_default_str();
-  cmd->add_option("--time-limit-s", o->lt.time_limit_s, "Stop sending after this many seconds")->capture_default_str();
-  cmd->add_flag("--ignore-eos", o->lt.ignore_eos, "Every request decodes --max-tokens tokens (a decode-bound load)");
+  cmd->add_option("--time-limit-s", o->lt.time_limit_s, "Stop sending after this many seconds")
+      ->capture_default_str();
+  cmd->add_flag("--ignore-eos", o->lt.ignore_eos,
+                "Every request decodes --max-tokens tokens (a decode-bound load)");
   cmd->add_flag("--json", o->json, "Print one JSON object");
   cmd->callback([o] {
     std::ifstream in(o->image, std::ios::binary);

@@ -22,9 +22,10 @@ void apply_quant(VisionLanguageModel& model, const QuantFlags& f) {
     return;
   }
   const QuantReport r = quantize_int8(*model.net(), f.tower);
-  std::fprintf(stderr, "quant: int8 (%s engine, %d-bit activations) — %lld linear layers, weights %.1f MB → %.1f MB\n",
-               r.engine.c_str(), r.activation_bits, static_cast<long long>(r.n_layers), r.bytes_before / 1e6,
-               r.bytes_int8 / 1e6);
+  std::fprintf(
+      stderr, "quant: int8 (%s engine, %d-bit activations) — %lld linear layers, weights %.1f MB → %.1f MB\n",
+      r.engine.c_str(), r.activation_bits, static_cast<long long>(r.n_layers), r.bytes_before / 1e6,
+      r.bytes_int8 / 1e6);
 }
 
 std::string quant_model_key(const std::string& model_hash, const QuantFlags& f) {

@@ -10,9 +10,9 @@ namespace vispco {
 
 std::string CpuFeatures::summary() const {
   std::string s;
-  for (const auto& [on, name] :
-       {std::pair{avx2, "avx2"}, std::pair{avx_vnni, "avx_vnni"}, std::pair{avx512f, "avx512f"},
-        std::pair{avx512_vnni, "avx512_vnni"}, std::pair{avx512_bf16, "avx512_bf16"}, std::pair{amx_bf16, "amx_bf16"}})
+  for (const auto& [on, name] : {std::pair{avx2, "avx2"}, std::pair{avx_vnni, "avx_vnni"},
+                                 std::pair{avx512f, "avx512f"}, std::pair{avx512_vnni, "avx512_vnni"},
+                                 std::pair{avx512_bf16, "avx512_bf16"}, std::pair{amx_bf16, "amx_bf16"}})
     if (on) s += (s.empty() ? "" : " ") + std::string(name);
   return s.empty() ? "none" : s;
 }
@@ -29,9 +29,9 @@ CpuFeatures detect_cpu_features() {
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     xcr0 = (static_cast<uint64_t>(hi) << 32) | lo;
   }
-  const bool ymm = (xcr0 & 0x6) == 0x6;              // SSE + AVX state
-  const bool zmm = ymm && (xcr0 & 0xE0) == 0xE0;     // opmask + ZMM state
-  const bool tiles = (xcr0 & 0x60000) == 0x60000;    // AMX TILECFG + TILEDATA
+  const bool ymm = (xcr0 & 0x6) == 0x6;            // SSE + AVX state
+  const bool zmm = ymm && (xcr0 & 0xE0) == 0xE0;   // opmask + ZMM state
+  const bool tiles = (xcr0 & 0x60000) == 0x60000;  // AMX TILECFG + TILEDATA
   __cpuid_count(7, 0, a, b, c, d);
   const unsigned max_sub = a;
   f.avx2 = ymm && ((b >> 5) & 1);

@@ -11,7 +11,9 @@ namespace vispco {
 class Stopwatch {
  public:
   Stopwatch() : t0_(std::chrono::steady_clock::now()) {}
-  double ms() const { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count(); }
+  double ms() const {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
+  }
   void reset() { t0_ = std::chrono::steady_clock::now(); }
 
  private:

@@ -172,7 +172,8 @@ EvalOptions eval_options_from_json(const nlohmann::json& j) { return eval_fields
 
 void summarise_rows(EvalReport& rep) {
   rep.metrics = {};
-  rep.mean_prefill_ms = rep.mean_decode_ms = rep.mean_ttft_ms = rep.mean_n_visual = rep.mean_n_visual_kept = 0;
+  rep.mean_prefill_ms = rep.mean_decode_ms = rep.mean_ttft_ms = rep.mean_n_visual = rep.mean_n_visual_kept =
+      0;
   for (const auto& row : rep.rows) {
     rep.metrics.add(row.family, row.score);
     rep.mean_prefill_ms += row.result.prefill_ms;
@@ -209,8 +210,8 @@ EvalReport evaluate(VisionLanguageModel& model, const std::string& model_hash, c
   const std::vector<size_t> selected = select_samples(dataset, options);
   rep.n_selected = selected.size();
   // The sample whose image each sample is shown (itself unless shuffled).
-  const size_t n_limited = options.limit == 0 ? dataset.samples.size()
-                                              : std::min(options.limit, dataset.samples.size());
+  const size_t n_limited =
+      options.limit == 0 ? dataset.samples.size() : std::min(options.limit, dataset.samples.size());
   const std::vector<size_t> image_source =
       options.shuffle_images ? image_permutation(n_limited, *options.shuffle_images) : std::vector<size_t>{};
   const auto shown = [&](size_t i) -> const Sample& {

@@ -126,8 +126,8 @@ double MetricTotals::yes_no_accuracy() const {
 }
 
 nlohmann::json MetricTotals::to_json() const {
-  nlohmann::json j{{"n", n}, {"accuracy", accuracy()}, {"exact_match", exact_match()},
-                   {"char_accuracy", char_accuracy()}};
+  nlohmann::json j{
+      {"n", n}, {"accuracy", accuracy()}, {"exact_match", exact_match()}, {"char_accuracy", char_accuracy()}};
   if (n_vqa) j["n_vqa"] = n_vqa, j["vqa_accuracy"] = vqa_accuracy();
   if (n_yes_no) j["n_yes_no"] = n_yes_no, j["yes_no_accuracy"] = yes_no_accuracy();
   return j;
@@ -156,7 +156,8 @@ std::string MetricSummary::to_markdown() const {
       return std::string(b);
     };
     std::snprintf(buf, sizeof buf, "| %s | %zu | %.1f | %.1f | %.1f | %s | %s |\n", name.c_str(), t.n,
-                  100.0 * t.accuracy(), 100.0 * t.exact_match(), 100.0 * t.char_accuracy(), pct(t.n_vqa > 0, t.vqa_accuracy()).c_str(),
+                  100.0 * t.accuracy(), 100.0 * t.exact_match(), 100.0 * t.char_accuracy(),
+                  pct(t.n_vqa > 0, t.vqa_accuracy()).c_str(),
                   pct(t.n_yes_no > 0, t.yes_no_accuracy()).c_str());
     md += buf;
   };

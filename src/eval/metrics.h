@@ -70,8 +70,8 @@ struct MetricTotals {
   double char_accuracy() const;
   double vqa_accuracy() const;
   double yes_no_accuracy() const;
-  /// {"n","accuracy","exact_match","char_accuracy"} plus {"n_vqa","vqa_accuracy"} and {"n_yes_no","yes_no_accuracy"} when
-  /// they apply.
+  /// {"n","accuracy","exact_match","char_accuracy"} plus {"n_vqa","vqa_accuracy"} and
+  /// {"n_yes_no","yes_no_accuracy"} when they apply.
   nlohmann::json to_json() const;
 };
 

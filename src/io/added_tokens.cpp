@@ -32,8 +32,10 @@ void add(std::map<int64_t, AddedToken>& by_id, AddedToken t, const fs::path& fro
 
 // A special_tokens_map.json value: "<s>" or {"content": "<s>", …}, or a list of those.
 void special_contents(const nlohmann::json& v, std::vector<std::string>& out) {
-  if (v.is_string()) out.push_back(v.get<std::string>());
-  else if (v.is_object() && v.contains("content") && v["content"].is_string()) out.push_back(v["content"]);
+  if (v.is_string())
+    out.push_back(v.get<std::string>());
+  else if (v.is_object() && v.contains("content") && v["content"].is_string())
+    out.push_back(v["content"]);
   else if (v.is_array())
     for (const auto& e : v) special_contents(e, out);
 }
@@ -46,9 +48,11 @@ std::vector<AddedToken> load_added_tokens(const std::string& dir) {
                  sm = fs::path(dir) / "special_tokens_map.json";
   try {
     if (auto j = read_json(tj); j.is_object() && j.contains("added_tokens")) {
-      if (!j["added_tokens"].is_array()) throw FormatError(tj.string() + ": \"added_tokens\" must be an array");
+      if (!j["added_tokens"].is_array())
+        throw FormatError(tj.string() + ": \"added_tokens\" must be an array");
       for (const auto& e : j["added_tokens"])
-        add(by_id, {e.at("id").get<int64_t>(), e.at("content").get<std::string>(), e.value("special", false)}, tj);
+        add(by_id, {e.at("id").get<int64_t>(), e.at("content").get<std::string>(), e.value("special", false)},
+            tj);
     }
     if (auto j = read_json(tc); j.is_object() && j.contains("added_tokens_decoder")) {
       if (!j["added_tokens_decoder"].is_object())
@@ -83,8 +87,9 @@ void write_tokenizer_config(const std::string& dir, const std::vector<AddedToken
   nlohmann::json dec = nlohmann::json::object();
   for (const auto& t : tokens)
     dec[std::to_string(t.id)] = {{"content", t.content}, {"special", t.special}, {"lstrip", false},
-                                 {"rstrip", false}, {"normalized", false}, {"single_word", false}};
-  const nlohmann::json j = {{"tokenizer_class", "LlamaTokenizer"}, {"legacy", true}, {"added_tokens_decoder", dec}};
+                                 {"rstrip", false},      {"normalized", false},  {"single_word", false}};
+  const nlohmann::json j = {
+      {"tokenizer_class", "LlamaTokenizer"}, {"legacy", true}, {"added_tokens_decoder", dec}};
   const auto p = fs::path(dir) / "tokenizer_config.json";
   std::ofstream out(p);
   out << j.dump(2) << "\n";

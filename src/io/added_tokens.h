@@ -21,8 +21,8 @@ struct AddedToken {
 /// (any may be absent), merged by id and sorted by id; a content named in special_tokens_map.json is special.
 /// Not read: lstrip / rstrip / single_word / normalized (all false in llava-hf's files, so matching is exact)
 /// and the special-token names at tokenizer_config.json's top level.
-/// @throws IoError when a present file cannot be read; FormatError naming the file when one is not valid JSON,
-/// has the wrong shape, or two files give one id different contents.
+/// @throws IoError when a present file cannot be read; FormatError naming the file when one is not valid
+/// JSON, has the wrong shape, or two files give one id different contents.
 std::vector<AddedToken> load_added_tokens(const std::string& dir);
 
 /// Writes `dir`/tokenizer_config.json with `tokens` as "added_tokens_decoder" (transformers' layout) and

@@ -3,9 +3,9 @@
 // Reference: LLaVA `llava/mm_utils.py` expand2square + HF CLIPImageProcessor.
 #pragma once
 #include <ATen/core/Tensor.h>
-#include <opencv2/core.hpp>
 
 #include <array>
+#include <opencv2/core.hpp>
 #include <string>
 
 namespace vispco::io {

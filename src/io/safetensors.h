@@ -15,10 +15,10 @@ namespace vispco::io {
 
 /// One tensor entry of a safetensors header. Offsets are relative to the start of the data section.
 struct TensorInfo {
-  std::string dtype;            ///< safetensors dtype string: F32, F16, BF16, F64, I64, I32, I16, I8, U8, BOOL
-  std::vector<int64_t> shape;   ///< PyTorch order; empty for a scalar
-  uint64_t begin = 0;           ///< data_offsets[0], bytes
-  uint64_t end = 0;             ///< data_offsets[1], bytes (exclusive)
+  std::string dtype;           ///< safetensors dtype string: F32, F16, BF16, F64, I64, I32, I16, I8, U8, BOOL
+  std::vector<int64_t> shape;  ///< PyTorch order; empty for a scalar
+  uint64_t begin = 0;          ///< data_offsets[0], bytes
+  uint64_t end = 0;            ///< data_offsets[1], bytes (exclusive)
 };
 
 /// A memory-mapped, validated safetensors file. Copyable (copies share the mapping).

@@ -24,8 +24,8 @@ class SpmProcessor {
   virtual std::string id_to_piece(int id) const = 0;
   /// The piece's score (BPE: merge priority).
   virtual float score(int id) const = 0;
-  /// ModelProto.SentencePiece.Type of `id`: 2 unknown, 3 control, 5 unused, 6 byte, else 1 (SentencePiece's API
-  /// cannot tell a user-defined piece from a normal one).
+  /// ModelProto.SentencePiece.Type of `id`: 2 unknown, 3 control, 5 unused, 6 byte, else 1 (SentencePiece's
+  /// API cannot tell a user-defined piece from a normal one).
   virtual int piece_type(int id) const = 0;
   virtual int bos_id() const = 0;
   virtual int eos_id() const = 0;
@@ -33,7 +33,8 @@ class SpmProcessor {
   virtual int pad_id() const = 0;
 };
 
-/// `vispco_spm_new_processor_v2` (versioned with this interface): a new, empty processor owned by the caller (delete through the base).
+/// `vispco_spm_new_processor_v2` (versioned with this interface): a new, empty processor owned by the caller
+/// (delete through the base).
 using SpmNewProcessorFn = SpmProcessor* (*)();
 /// `vispco_spm_train`: SentencePieceTrainer::Train over `sentences` with trainer flags `kwargs`; writes the
 /// serialized model to `*proto`. @return false with `*error` set on failure.

@@ -9,8 +9,9 @@
 
 namespace vispco {
 
-at::Tensor answer_targets(const std::vector<VlmRequest>& reqs, const std::vector<std::vector<int64_t>>& answer_pos,
-                          int64_t image_token_index, int64_t n_v, int64_t T) {
+at::Tensor answer_targets(const std::vector<VlmRequest>& reqs,
+                          const std::vector<std::vector<int64_t>>& answer_pos, int64_t image_token_index,
+                          int64_t n_v, int64_t T) {
   const auto B = static_cast<int64_t>(reqs.size());
   auto target = at::full({B, T}, -100, at::kLong);
   auto t = target.accessor<int64_t, 2>();

@@ -14,8 +14,10 @@ namespace vispco {
 /// @param answer_pos per request, indices into its prompt_ids of the tokens to predict (answer tokens, EOS)
 /// @param n_v visual tokens per image @param T the padded sequence length of the prefill state.
 /// @return int64 [B, T]: at the position before each answer token (the one that predicts it) that token's id,
-/// −100 (cross_entropy's ignore_index) elsewhere. @throws InvalidArgument for a prompt without the placeholder.
-at::Tensor answer_targets(const std::vector<VlmRequest>& reqs, const std::vector<std::vector<int64_t>>& answer_pos,
-                          int64_t image_token_index, int64_t n_v, int64_t T);
+/// −100 (cross_entropy's ignore_index) elsewhere. @throws InvalidArgument for a prompt without the
+/// placeholder.
+at::Tensor answer_targets(const std::vector<VlmRequest>& reqs,
+                          const std::vector<std::vector<int64_t>>& answer_pos, int64_t image_token_index,
+                          int64_t n_v, int64_t T);
 
 }  // namespace vispco

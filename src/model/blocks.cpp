@@ -21,15 +21,16 @@ at::Tensor activation(const at::Tensor& x, const std::string& name) {
   if (name == "gelu") return at::gelu(x);
   if (name == "gelu_pytorch_tanh") return at::gelu(x, "tanh");
   if (name == "quick_gelu") return x * at::sigmoid(1.702 * x);
-  throw InvalidArgument("unknown activation '" + name + "' (valid: silu, gelu, gelu_pytorch_tanh, quick_gelu)");
+  throw InvalidArgument("unknown activation '" + name +
+                        "' (valid: silu, gelu, gelu_pytorch_tanh, quick_gelu)");
 }
 
 Rotary rotary_tables(const at::Tensor& positions, int64_t d_head, double theta, c10::ScalarType dtype) {
   auto opts = at::TensorOptions().dtype(at::kFloat).device(positions.device());
   auto exponent = at::arange(0, d_head, 2, opts) / static_cast<double>(d_head);
-  auto inv_freq = at::pow(theta, exponent).reciprocal();                     // [D_h/2]
-  auto angles = positions.to(at::kFloat).unsqueeze(-1) * inv_freq;           // [B, T, D_h/2]
-  auto emb = at::cat({angles, angles}, -1).unsqueeze(1);                     // [B, 1, T, D_h]
+  auto inv_freq = at::pow(theta, exponent).reciprocal();            // [D_h/2]
+  auto angles = positions.to(at::kFloat).unsqueeze(-1) * inv_freq;  // [B, T, D_h/2]
+  auto emb = at::cat({angles, angles}, -1).unsqueeze(1);            // [B, 1, T, D_h]
   return {emb.cos().to(dtype), emb.sin().to(dtype)};
 }
 
@@ -44,8 +45,8 @@ at::Tensor apply_rotary(const at::Tensor& x, const Rotary& rot) {
 at::Tensor causal_mask(const at::Tensor& key_valid, int64_t n_query, int64_t past) {
   const int64_t n_key = key_valid.size(1);
   auto opts = at::TensorOptions().dtype(at::kLong).device(key_valid.device());
-  auto q_idx = at::arange(n_query, opts).unsqueeze(1) + past;  // [T, 1]
-  auto k_idx = at::arange(n_key, opts).unsqueeze(0);           // [1, S]
+  auto q_idx = at::arange(n_query, opts).unsqueeze(1) + past;             // [T, 1]
+  auto k_idx = at::arange(n_key, opts).unsqueeze(0);                      // [1, S]
   auto visible = (k_idx <= q_idx).unsqueeze(0) & key_valid.unsqueeze(1);  // [B, T, S]
   auto mask = at::zeros(visible.sizes(), key_valid.options().dtype(at::kFloat));
   mask.masked_fill_(visible.logical_not(), std::numeric_limits<float>::lowest());

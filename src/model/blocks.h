@@ -33,7 +33,8 @@ at::Tensor apply_rotary(const at::Tensor& x, const Rotary& rot);
 /// would reach valid rows through 0·NaN in the value product of the next layer).
 /// Key s is visible to query t when key_valid[b, s] and s ≤ past + t (causal by cache index: tokens keep
 /// their order through pruning, so cache order is sequence order).
-/// @param key_valid [B, S] bool (false for left padding) @param past number of cached keys before the T new ones.
+/// @param key_valid [B, S] bool (false for left padding) @param past number of cached keys before the T new
+/// ones.
 at::Tensor causal_mask(const at::Tensor& key_valid, int64_t n_query, int64_t past);
 
 /// Multi-head attention core: softmax(q·kᵀ/√D_h + mask)·v with grouped-query heads (query head h uses

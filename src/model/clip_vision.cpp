@@ -59,7 +59,8 @@ ClipVisionModelImpl::ClipVisionModelImpl(const VisionConfig& c) : cfg(c) {
                             .stride(cfg.patch_size)
                             .bias(false)));
   const int64_t n_pos = cfg.grid() * cfg.grid() + 1;
-  position_embedding = emb->register_module("position_embedding", torch::nn::Embedding(n_pos, cfg.hidden_size));
+  position_embedding =
+      emb->register_module("position_embedding", torch::nn::Embedding(n_pos, cfg.hidden_size));
   pre_layrnorm = register_module("pre_layrnorm", layer_norm(cfg));
   auto encoder = register_module("encoder", std::make_shared<torch::nn::Module>());
   layers = encoder->register_module("layers", torch::nn::ModuleList());
@@ -75,8 +76,8 @@ VisionOutput ClipVisionTowerImpl::forward(const at::Tensor& pixels, int64_t n_la
                                           bool want_cls_attention) {
   auto& m = *vision_model;
   const int64_t B = pixels.size(0);
-  TORCH_CHECK(pixels.dim() == 4 && pixels.size(1) == m.cfg.num_channels && pixels.size(2) == m.cfg.image_size &&
-                  pixels.size(3) == m.cfg.image_size,
+  TORCH_CHECK(pixels.dim() == 4 && pixels.size(1) == m.cfg.num_channels &&
+                  pixels.size(2) == m.cfg.image_size && pixels.size(3) == m.cfg.image_size,
               "vision tower expects pixels [B, 3, ", m.cfg.image_size, ", ", m.cfg.image_size, "], got ",
               pixels.sizes());
   auto patches = m.patch_embedding(pixels).flatten(2).transpose(1, 2);  // [B, N, D_v]
@@ -87,7 +88,8 @@ VisionOutput ClipVisionTowerImpl::forward(const at::Tensor& pixels, int64_t n_la
   at::Tensor cls_probs, keys;
   for (int64_t i = 0; i < n_layers; ++i) {
     const bool last = want_cls_attention && i == n_layers - 1;
-    x = m.layers[i]->as<ClipEncoderLayerImpl>()->forward(x, last ? &cls_probs : nullptr, last ? &keys : nullptr);
+    x = m.layers[i]->as<ClipEncoderLayerImpl>()->forward(x, last ? &cls_probs : nullptr,
+                                                         last ? &keys : nullptr);
   }
   const int64_t first = drop_cls ? 1 : 0;
   out.features = x.narrow(1, first, x.size(1) - first);

@@ -1,7 +1,7 @@
 // CLIP ViT vision tower (transformers modeling_clip.py CLIPVisionTransformer): patch conv (no bias), class
 // embedding, learned positions, pre_layrnorm, L × [LayerNorm → MHA → residual → LayerNorm → MLP → residual],
-// post_layernorm (unused by LLaVA's penultimate-layer features). Parameter names are the checkpoint keys under
-// "vision_tower." (vision_model.embeddings.patch_embedding.weight, ...).
+// post_layernorm (unused by LLaVA's penultimate-layer features). Parameter names are the checkpoint keys
+// under "vision_tower." (vision_model.embeddings.patch_embedding.weight, ...).
 #pragma once
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
@@ -41,7 +41,7 @@ struct VisionOutput {
   at::Tensor features;       ///< [B, N_v, D_v] hidden states of the feature layer, [CLS] dropped per strategy
   at::Tensor cls_attention;  ///< [B, H_v, N_v] fp32: the [CLS] query's attention over the N_v patch tokens at
                              ///< the feature layer (VisionZip's dominant-token score); defined when asked for
-  at::Tensor keys;           ///< [B, N_v, D_v] the feature layer's attention keys of the patch tokens; when asked
+  at::Tensor keys;  ///< [B, N_v, D_v] the feature layer's attention keys of the patch tokens; when asked
 };
 
 /// The "vision_model" of CLIPVisionModel.
@@ -61,8 +61,10 @@ struct ClipVisionTowerImpl : torch::nn::Module {
   explicit ClipVisionTowerImpl(const VisionConfig& cfg);
   /// Runs the first `n_layers` encoder layers (LLaVA's vision_feature_layer) and returns their output.
   /// @param pixels [B, 3, S, S] compute dtype, CLIP-normalised @param drop_cls drop the [CLS] row ("default")
-  /// @param want_cls_attention also return the [CLS] attention and keys of the last layer run (requires ≥ 1 layer).
-  VisionOutput forward(const at::Tensor& pixels, int64_t n_layers, bool drop_cls, bool want_cls_attention = false);
+  /// @param want_cls_attention also return the [CLS] attention and keys of the last layer run (requires ≥ 1
+  /// layer).
+  VisionOutput forward(const at::Tensor& pixels, int64_t n_layers, bool drop_cls,
+                       bool want_cls_attention = false);
   ClipVisionModel vision_model{nullptr};
 };
 TORCH_MODULE(ClipVisionTower);

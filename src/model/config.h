@@ -2,24 +2,23 @@
 // and a LlamaConfig). Fields absent from config.json take transformers' class defaults, as HF does, so the
 // real llava-hf/llava-1.5-7b-hf config.json (which omits most Llama fields) parses to the right model.
 #pragma once
-#include <nlohmann/json_fwd.hpp>
-
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 namespace vispco {
 
 /// CLIP vision tower (transformers CLIPVisionConfig). Defaults are CLIPVisionConfig's.
 struct VisionConfig {
-  int64_t hidden_size = 768;          ///< D_v, width of the tower
-  int64_t intermediate_size = 3072;   ///< MLP width
-  int64_t num_hidden_layers = 12;     ///< encoder layers
-  int64_t num_attention_heads = 12;   ///< heads; hidden_size must divide evenly
-  int64_t image_size = 224;           ///< input side, pixels
-  int64_t patch_size = 32;            ///< patch side, pixels; image_size must be a multiple
-  int64_t num_channels = 3;           ///< input channels (RGB)
+  int64_t hidden_size = 768;              ///< D_v, width of the tower
+  int64_t intermediate_size = 3072;       ///< MLP width
+  int64_t num_hidden_layers = 12;         ///< encoder layers
+  int64_t num_attention_heads = 12;       ///< heads; hidden_size must divide evenly
+  int64_t image_size = 224;               ///< input side, pixels
+  int64_t patch_size = 32;                ///< patch side, pixels; image_size must be a multiple
+  int64_t num_channels = 3;               ///< input channels (RGB)
   std::string hidden_act = "quick_gelu";  ///< "quick_gelu" | "gelu"
-  double layer_norm_eps = 1e-5;       ///< LayerNorm epsilon
+  double layer_norm_eps = 1e-5;           ///< LayerNorm epsilon
 
   /// Patches per side (image_size / patch_size); N_v = grid² before the select strategy drops [CLS].
   int64_t grid() const { return image_size / patch_size; }
@@ -28,19 +27,19 @@ struct VisionConfig {
 
 /// Llama decoder (transformers LlamaConfig). Defaults are LlamaConfig's.
 struct TextConfig {
-  int64_t vocab_size = 32000;           ///< V, rows of embed_tokens / lm_head
-  int64_t hidden_size = 4096;           ///< D
-  int64_t intermediate_size = 11008;    ///< SwiGLU width m
-  int64_t num_hidden_layers = 32;       ///< L
-  int64_t num_attention_heads = 32;     ///< H
-  int64_t num_key_value_heads = 32;     ///< H_kv; absent in JSON means "= H" (HF default)
-  int64_t head_dim = 0;                 ///< D_h; 0 means hidden_size / H
+  int64_t vocab_size = 32000;              ///< V, rows of embed_tokens / lm_head
+  int64_t hidden_size = 4096;              ///< D
+  int64_t intermediate_size = 11008;       ///< SwiGLU width m
+  int64_t num_hidden_layers = 32;          ///< L
+  int64_t num_attention_heads = 32;        ///< H
+  int64_t num_key_value_heads = 32;        ///< H_kv; absent in JSON means "= H" (HF default)
+  int64_t head_dim = 0;                    ///< D_h; 0 means hidden_size / H
   int64_t max_position_embeddings = 2048;  ///< longest sequence, tokens
-  double rms_norm_eps = 1e-6;           ///< RMSNorm epsilon
-  double rope_theta = 10000.0;          ///< RoPE base
-  bool tie_word_embeddings = false;     ///< lm_head shares embed_tokens' weight
-  bool attention_bias = false;          ///< q/k/v/o projections carry biases
-  std::string hidden_act = "silu";      ///< SwiGLU activation; only "silu" supported
+  double rms_norm_eps = 1e-6;              ///< RMSNorm epsilon
+  double rope_theta = 10000.0;             ///< RoPE base
+  bool tie_word_embeddings = false;        ///< lm_head shares embed_tokens' weight
+  bool attention_bias = false;             ///< q/k/v/o projections carry biases
+  std::string hidden_act = "silu";         ///< SwiGLU activation; only "silu" supported
   int64_t bos_token_id = 1;
   int64_t eos_token_id = 2;
 
@@ -53,12 +52,12 @@ struct TextConfig {
 struct LlavaConfig {
   VisionConfig vision;
   TextConfig text;
-  int64_t image_token_index = 32000;    ///< placeholder id of <image> in prompts
-  int64_t pad_token_id = -1;            ///< −1 when absent
+  int64_t image_token_index = 32000;          ///< placeholder id of <image> in prompts
+  int64_t pad_token_id = -1;                  ///< −1 when absent
   std::string projector_hidden_act = "gelu";  ///< "gelu" | "quick_gelu"
-  int64_t vision_feature_layer = -2;    ///< index into the tower's hidden states (−2: second-to-last layer)
+  int64_t vision_feature_layer = -2;  ///< index into the tower's hidden states (−2: second-to-last layer)
   std::string vision_feature_select_strategy = "default";  ///< "default" drops [CLS]; "full" keeps it
-  bool projector_bias = true;           ///< multimodal_projector_bias
+  bool projector_bias = true;                              ///< multimodal_projector_bias
 
   /// Visual tokens per image: grid², plus one when the strategy is "full".
   int64_t n_visual_tokens() const;

@@ -19,10 +19,10 @@ namespace vispco {
 
 /// A row that has finished (EOS, max_new_tokens, or its token callback ended it).
 struct FinishedRow {
-  int64_t id = 0;                       ///< the caller's id given to add()
-  std::vector<int64_t> tokens;          ///< generated ids (EOS excluded)
-  std::string finish_reason;            ///< "stop" | "length" (OpenAI's words)
-  std::vector<at::Tensor> step_logits;  ///< when recorded: one [1, V] fp32 CPU tensor per sampled step
+  int64_t id = 0;                           ///< the caller's id given to add()
+  std::vector<int64_t> tokens;              ///< generated ids (EOS excluded)
+  std::string finish_reason;                ///< "stop" | "length" (OpenAI's words)
+  std::vector<at::Tensor> step_logits;      ///< when recorded: one [1, V] fp32 CPU tensor per sampled step
   std::vector<StepLogprobs> step_logprobs;  ///< with top_logprobs ≥ 0: one per generated token
   /// Non-empty when sampling this row failed (finish_reason "error"); the other rows go on.
   std::string error;
@@ -43,8 +43,9 @@ class DecodeBatch {
   /// so a row's keys, values and next positions do not change). Nothing changes when it throws.
   /// @param ids one caller id per request (reported back by step()) @param record_logits per request: keep
   /// its logits of every step @param top_logprobs per request (or empty = none): −1, or keep for each
-  /// generated token only its log-probability and the top n ∈ [0, 20] (FinishedRow::step_logprobs) @return the group's prefill measurements (vision_ms, prepass_ms, prefill_ms,
-  /// n_visual, n_visual_kept, n_text_max, tokens_per_layer, batch)
+  /// generated token only its log-probability and the top n ∈ [0, 20] (FinishedRow::step_logprobs) @return
+  /// the group's prefill measurements (vision_ms, prepass_ms, prefill_ms, n_visual, n_visual_kept,
+  /// n_text_max, tokens_per_layer, batch)
   /// @throws InvalidArgument for an empty group, sizes that differ, a bad config, a prompt without its image
   /// placeholder.
   GenerationStats add(const std::vector<VlmRequest>& reqs, const std::vector<GenerationConfig>& configs,

@@ -82,7 +82,8 @@ LlamaModelImpl::LlamaModelImpl(const TextConfig& c) : cfg(c) {
 
 LlamaForCausalLMImpl::LlamaForCausalLMImpl(const TextConfig& c) : cfg(c) {
   model = register_module("model", LlamaModel(cfg));
-  if (!cfg.tie_word_embeddings) lm_head = register_module("lm_head", linear(cfg.hidden_size, cfg.vocab_size, false));
+  if (!cfg.tie_word_embeddings)
+    lm_head = register_module("lm_head", linear(cfg.hidden_size, cfg.vocab_size, false));
 }
 
 at::Tensor LlamaForCausalLMImpl::embed(const at::Tensor& ids) { return model->embed_tokens(ids); }

@@ -35,8 +35,11 @@ nlohmann::json candidate_json(const TokenLogprob& t) {
   auto bytes = nlohmann::json::array();
   for (unsigned char c : t.bytes) bytes.push_back(static_cast<int>(c));
   // JSON strings must be UTF-8: a partial character is spelled by its piece ("<0xE2>"); "bytes" is exact.
-  return {{"token", valid_utf8(t.bytes) ? t.bytes : t.piece}, {"logprob", t.logprob}, {"bytes", bytes},
-          {"id", t.id}, {"piece", t.piece}};
+  return {{"token", valid_utf8(t.bytes) ? t.bytes : t.piece},
+          {"logprob", t.logprob},
+          {"bytes", bytes},
+          {"id", t.id},
+          {"piece", t.piece}};
 }
 
 }  // namespace
@@ -67,7 +70,8 @@ StepLogprobs step_logprobs(const at::Tensor& logits, int64_t chosen, int64_t top
 PositionLogprobs with_pieces(const StepLogprobs& s, const io::Tokenizer& tok) {
   PositionLogprobs p;
   p.chosen = candidate(s.chosen, s.chosen_logprob, tok);
-  for (size_t k = 0; k < s.top_ids.size(); ++k) p.top.push_back(candidate(s.top_ids[k], s.top_logprobs[k], tok));
+  for (size_t k = 0; k < s.top_ids.size(); ++k)
+    p.top.push_back(candidate(s.top_ids[k], s.top_logprobs[k], tok));
   return p;
 }
 

@@ -4,8 +4,8 @@
 #include "model/quant.h"
 
 #include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/grad_mode.h>
 #include <ATen/native/quantized/PackedParams.h>
 
 #include <algorithm>
@@ -118,7 +118,8 @@ QuantReport quantize_int8(LlavaNetImpl& net, bool tower) {
   rep.engine = engine_name(engine);
   // 7-bit activations as torch.ao's dynamic Linear on x86 (FBGEMM), and for oneDNN on x86 CPUs without VNNI:
   // there its u8·s8 kernels sum pairs of products in saturating 16-bit lanes (vpmaddubsw), and 8-bit
-  // activations overflow them (measured on an AVX2 CPU: max error 0.64 vs 0.05 with 7 bits on a 96-wide layer).
+  // activations overflow them (measured on an AVX2 CPU: max error 0.64 vs 0.05 with 7 bits on a 96-wide
+  // layer).
   const bool x86 = detect_cpu_features().avx2;
   reduce_range = engine == at::kFBGEMM || engine == at::kX86 || (x86 && !detect_cpu_features().int8_dot());
   rep.activation_bits = reduce_range ? 7 : 8;

@@ -20,7 +20,7 @@ QuantMode parse_quant(const std::string& name);
 
 /// What quantize_int8 did.
 struct QuantReport {
-  std::string engine;        ///< LibTorch quantized engine used ("fbgemm", "onednn", "qnnpack")
+  std::string engine;  ///< LibTorch quantized engine used ("fbgemm", "onednn", "qnnpack")
   /// Bits of the dynamically quantised activations: 7 (reduce_range) with FBGEMM / x86, or on CPUs without
   /// VNNI (core/cpu_features.h int8_dot), where 8-bit u8·s8 pair sums saturate; else 8.
   int activation_bits = 8;

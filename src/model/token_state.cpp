@@ -6,8 +6,8 @@
 namespace vispco {
 
 TokenState gather_tokens(const TokenState& s, const at::Tensor& keep) {
-  TORCH_CHECK(keep.dim() == 2 && keep.size(0) == s.hidden.size(0), "gather_tokens: keep must be [B, T'], got ",
-              keep.sizes());
+  TORCH_CHECK(keep.dim() == 2 && keep.size(0) == s.hidden.size(0),
+              "gather_tokens: keep must be [B, T'], got ", keep.sizes());
   TokenState out;
   out.hidden = s.hidden.gather(1, keep.unsqueeze(-1).expand({keep.size(0), keep.size(1), s.hidden.size(2)}));
   out.positions = s.positions.gather(1, keep);

@@ -7,12 +7,12 @@ namespace vispco {
 
 /// Tokens alive at some point of the decoder forward. Rows of a batch always hold the same T (left padding).
 struct TokenState {
-  at::Tensor hidden;     ///< [B, T, D] hidden states, compute dtype
-  at::Tensor positions;  ///< [B, T] int64 original RoPE positions (kept unchanged through pruning)
-  at::Tensor valid;      ///< [B, T] bool, false for left padding
-  at::Tensor visual;     ///< [B, T] bool, true for visual tokens
-  at::Tensor grid_index; ///< [B, T] int64: for a visual token its index in the image's N_v patch grid (a merged
-                         ///< token carries its representative's index); −1 for text and padding
+  at::Tensor hidden;      ///< [B, T, D] hidden states, compute dtype
+  at::Tensor positions;   ///< [B, T] int64 original RoPE positions (kept unchanged through pruning)
+  at::Tensor valid;       ///< [B, T] bool, false for left padding
+  at::Tensor visual;      ///< [B, T] bool, true for visual tokens
+  at::Tensor grid_index;  ///< [B, T] int64: for a visual token its index in the image's N_v patch grid (a
+                          ///< merged token carries its representative's index); −1 for text and padding
 };
 
 /// What the decoder hands a hook before layer ℓ ≥ 1, measured in layer ℓ−1 (each field only when asked).
@@ -34,7 +34,8 @@ class PrefillHook {
   /// the tower for them and calls begin() with them.
   virtual bool wants_vision_attention() const { return false; }
   /// Called once per prefill, before the decoder runs. @param cls_attention [B, N_v] fp32 head-averaged [CLS]
-  /// attention at the feature layer, or undefined @param vision_keys [B, N_v, D_v] feature-layer keys, or undefined.
+  /// attention at the feature layer, or undefined @param vision_keys [B, N_v, D_v] feature-layer keys, or
+  /// undefined.
   virtual void begin(const at::Tensor& cls_attention, const at::Tensor& vision_keys) {}
   /// True when the hook needs a gradient saliency of the visual tokens (model/saliency.h); generate() then
   /// runs that forward + backward pre-pass before the prefill and hands the result to set_visual_saliency().

@@ -13,7 +13,8 @@ namespace vispco::optimize {
 std::vector<size_t> pareto_frontier(const std::vector<ParetoPoint>& points) {
   for (size_t i = 0; i < points.size(); ++i)
     if (!std::isfinite(points[i].cost) || !std::isfinite(points[i].accuracy))
-      throw InvalidArgument("Pareto frontier: point " + std::to_string(i) + " has a non-finite cost or accuracy");
+      throw InvalidArgument("Pareto frontier: point " + std::to_string(i) +
+                            " has a non-finite cost or accuracy");
   std::vector<size_t> order(points.size());
   std::iota(order.begin(), order.end(), 0);
   // Cost ascending; at equal cost the most accurate first; input order among exact duplicates.
@@ -31,7 +32,8 @@ std::vector<size_t> pareto_frontier(const std::vector<ParetoPoint>& points) {
     const ParetoPoint& last = points[front.back()];
     // Every earlier point costs ≤ p. p survives only if it is more accurate than all of them (the best so far
     // is `last`), or is an exact duplicate of `last`.
-    if (p.accuracy > last.accuracy || (p.accuracy == last.accuracy && p.cost == last.cost)) front.push_back(i);
+    if (p.accuracy > last.accuracy || (p.accuracy == last.accuracy && p.cost == last.cost))
+      front.push_back(i);
   }
   return front;
 }

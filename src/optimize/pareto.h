@@ -18,7 +18,8 @@ struct ParetoPoint {
 ///  - equal accuracy, different cost: only the cheaper;
 ///  - exact duplicates (same cost and accuracy): none dominates the other, so all are on the frontier, next
 ///    to each other — a report shows them as equivalent plans.
-/// Along the returned frontier cost is non-decreasing and accuracy strictly increases between distinct points.
+/// Along the returned frontier cost is non-decreasing and accuracy strictly increases between distinct
+/// points.
 /// @throws InvalidArgument when a value is NaN or infinite.
 std::vector<size_t> pareto_frontier(const std::vector<ParetoPoint>& points);
 

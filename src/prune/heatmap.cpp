@@ -10,8 +10,8 @@
 
 namespace vispco {
 
-cv::Mat render_token_heatmap(const cv::Mat& rgb, int64_t grid, const at::Tensor& scores, const at::Tensor& kept,
-                             int side) {
+cv::Mat render_token_heatmap(const cv::Mat& rgb, int64_t grid, const at::Tensor& scores,
+                             const at::Tensor& kept, int side) {
   // Pad to square with black (the view the tower gets, up to the padding colour), then resize.
   const int s = std::max(rgb.cols, rgb.rows);
   cv::Mat square(s, s, CV_8UC3, cv::Scalar(0, 0, 0));
@@ -34,7 +34,8 @@ cv::Mat render_token_heatmap(const cv::Mat& rgb, int64_t grid, const at::Tensor&
     auto order = sc.index_select(0, idx).argsort();
     for (int64_t r = 0; r < n_scored; ++r) {
       const int64_t p = idx[order[r].item<int64_t>()].item<int64_t>();
-      level.at<uint8_t>(p / grid, p % grid) = static_cast<uint8_t>(n_scored > 1 ? 255 * r / (n_scored - 1) : 255);
+      level.at<uint8_t>(p / grid, p % grid) =
+          static_cast<uint8_t>(n_scored > 1 ? 255 * r / (n_scored - 1) : 255);
       scored.at<uint8_t>(p / grid, p % grid) = 255;
     }
   }

@@ -20,7 +20,8 @@ T get_field(const json& j, const char* name, const char* expected) {
                   : std::is_same_v<T, std::string> ? v.is_string()
                   : std::is_integral_v<T>          ? v.is_number_integer()
                                                    : v.is_number();
-  if (!ok) throw bad_request(std::string("'") + name + "' must be " + expected + ", got a " + v.type_name(), name);
+  if (!ok)
+    throw bad_request(std::string("'") + name + "' must be " + expected + ", got a " + v.type_name(), name);
   return v.get<T>();
 }
 
@@ -30,8 +31,9 @@ void parse_content(const json& content, ChatRequest& r) {
     return;
   }
   if (!content.is_array())
-    throw bad_request(std::string("message content must be a string or a list of parts, got a ") + content.type_name(),
-                      "messages");
+    throw bad_request(
+        std::string("message content must be a string or a list of parts, got a ") + content.type_name(),
+        "messages");
   int n_images = 0;
   for (const auto& part : content) {
     if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
@@ -60,20 +62,27 @@ void parse_messages(const json& body, ChatRequest& r) {
   const auto& msgs = body["messages"];
   if (!msgs.is_array() || msgs.empty()) throw bad_request("'messages' must be a non-empty list", "messages");
   if (msgs.size() > 1)
-    throw bad_request("this server answers one user message with one image (LLaVA-1.5's single-turn template); "
-                      "got " + std::to_string(msgs.size()) + " messages", "messages");
+    throw bad_request(
+        "this server answers one user message with one image (LLaVA-1.5's single-turn template); "
+        "got " +
+            std::to_string(msgs.size()) + " messages",
+        "messages");
   const auto& m = msgs[0];
   if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
     throw bad_request("each message must be an object with a string 'role'", "messages");
   const auto role = m["role"].get<std::string>();
   if (role != "user")
-    throw bad_request("the message must have role 'user' (got '" + role + "'; system and assistant turns are "
-                      "not part of LLaVA-1.5's single-turn template)", "messages");
+    throw bad_request("the message must have role 'user' (got '" + role +
+                          "'; system and assistant turns are "
+                          "not part of LLaVA-1.5's single-turn template)",
+                      "messages");
   if (!m.contains("content")) throw bad_request("the user message has no 'content'", "messages");
   parse_content(m["content"], r);
   if (r.image_bytes.empty())
-    throw bad_request("the user message needs one image part ({\"type\": \"image_url\", \"image_url\": "
-                      "{\"url\": \"data:image/png;base64,...\"}})", "messages");
+    throw bad_request(
+        "the user message needs one image part ({\"type\": \"image_url\", \"image_url\": "
+        "{\"url\": \"data:image/png;base64,...\"}})",
+        "messages");
 }
 
 void parse_sampling(const json& body, const ChatLimits& limits, ChatRequest& r) {
@@ -82,14 +91,16 @@ void parse_sampling(const json& body, const ChatLimits& limits, ChatRequest& r) 
     if (!body.contains(name) || body[name].is_null()) continue;
     const auto n = get_field<int64_t>(body, name, "an integer");
     if (n < 1 || n > limits.max_tokens_cap)
-      throw bad_request(std::string("'") + name + "' must be in [1, " + std::to_string(limits.max_tokens_cap) +
-                        "], got " + std::to_string(n), name);
+      throw bad_request(std::string("'") + name + "' must be in [1, " +
+                            std::to_string(limits.max_tokens_cap) + "], got " + std::to_string(n),
+                        name);
     r.gen.max_new_tokens = n;
   }
   if (body.contains("temperature") && !body["temperature"].is_null()) {
     r.gen.temperature = get_field<double>(body, "temperature", "a number");
     if (!(r.gen.temperature >= 0 && r.gen.temperature <= 2))
-      throw bad_request("'temperature' must be in [0, 2], got " + std::to_string(r.gen.temperature), "temperature");
+      throw bad_request("'temperature' must be in [0, 2], got " + std::to_string(r.gen.temperature),
+                        "temperature");
   }
   if (body.contains("top_p") && !body["top_p"].is_null()) {
     r.gen.top_p = get_field<double>(body, "top_p", "a number");
@@ -126,7 +137,8 @@ void parse_stop(const json& body, ChatRequest& r) {
 }
 
 void parse_options(const json& body, ChatRequest& r) {
-  if (body.contains("stream") && !body["stream"].is_null()) r.stream = get_field<bool>(body, "stream", "a boolean");
+  if (body.contains("stream") && !body["stream"].is_null())
+    r.stream = get_field<bool>(body, "stream", "a boolean");
   if (body.contains("stream_options") && body["stream_options"].is_object() &&
       body["stream_options"].contains("include_usage"))
     r.include_usage = get_field<bool>(body["stream_options"], "include_usage", "a boolean");
@@ -134,16 +146,19 @@ void parse_options(const json& body, ChatRequest& r) {
                         get_field<bool>(body, "logprobs", "a boolean");
   if (body.contains("top_logprobs") && !body["top_logprobs"].is_null()) {
     const auto n = get_field<int64_t>(body, "top_logprobs", "an integer");
-    if (n < 0 || n > 20) throw bad_request("'top_logprobs' must be in [0, 20], got " + std::to_string(n), "top_logprobs");
+    if (n < 0 || n > 20)
+      throw bad_request("'top_logprobs' must be in [0, 20], got " + std::to_string(n), "top_logprobs");
     if (!logprobs) throw bad_request("'top_logprobs' needs \"logprobs\": true", "top_logprobs");
     r.top_logprobs = n;
   } else if (logprobs) {
     r.top_logprobs = 0;
   }
-  if (body.contains("model") && !body["model"].is_null()) r.model = get_field<std::string>(body, "model", "a string");
+  if (body.contains("model") && !body["model"].is_null())
+    r.model = get_field<std::string>(body, "model", "a string");
   if (body.contains("vispco") && !body["vispco"].is_null()) {
     const auto& v = body["vispco"];
-    if (!v.is_object()) throw bad_request("'vispco' must be an object such as {\"plan\": \"fastv:keep=64\"}", "vispco");
+    if (!v.is_object())
+      throw bad_request("'vispco' must be an object such as {\"plan\": \"fastv:keep=64\"}", "vispco");
     if (v.contains("plan")) r.plan = get_field<std::string>(v, "plan", "a string");
     check_request_plan(r.plan);
   }
@@ -154,17 +169,21 @@ void parse_options(const json& body, ChatRequest& r) {
 void check_request_plan(const std::string& plan) {
   constexpr size_t kMaxPlanChars = 1024;
   if (plan.size() > kMaxPlanChars)
-    throw bad_request("'vispco.plan' is longer than " + std::to_string(kMaxPlanChars) + " characters", "vispco");
+    throw bad_request("'vispco.plan' is longer than " + std::to_string(kMaxPlanChars) + " characters",
+                      "vispco");
   // One answer whatever the path: whether a file exists must not be visible to a client.
   const auto refuse = [] {
-    throw bad_request("'vispco.plan' may not name a file (a .json plan, file=…): a server's plans, gates and K "
-                      "predictors come from its own options and its model folder", "vispco");
+    throw bad_request(
+        "'vispco.plan' may not name a file (a .json plan, file=…): a server's plans, gates and K "
+        "predictors come from its own options and its model folder",
+        "vispco");
   };
   if (plan.size() >= 5 && plan.compare(plan.size() - 5, 5, ".json") == 0) refuse();
   size_t start = 0;
   for (size_t i = 0; i <= plan.size(); ++i) {
     if (i < plan.size() && plan[i] != '+' && plan[i] != ',' && plan[i] != ':') continue;
-    if (plan.compare(start, 5, "file=") == 0) refuse();  // gate:file=, keep=auto:file=, any scorer's file option
+    if (plan.compare(start, 5, "file=") == 0)
+      refuse();  // gate:file=, keep=auto:file=, any scorer's file option
     start = i + 1;
   }
 }
@@ -173,7 +192,8 @@ ChatRequest parse_chat_request(const std::string& body, const ChatLimits& limits
   json j;
   constexpr int kMaxDepth = 64;  // nlohmann's dump() recurses: a deeper body could exhaust a thread's stack
   const json::parser_callback_t depth_guard = [](int depth, json::parse_event_t, json&) {
-    if (depth > kMaxDepth) throw bad_request("JSON body nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    if (depth > kMaxDepth)
+      throw bad_request("JSON body nested deeper than " + std::to_string(kMaxDepth) + " levels");
     return true;
   };
   try {

@@ -21,23 +21,23 @@ struct ChatLimits {
 
 /// A validated chat-completion request.
 struct ChatRequest {
-  std::string model;               ///< the "model" field ("" when absent)
-  std::string question;            ///< the user's text parts, joined by "\n"
-  std::string image_bytes;         ///< the encoded image file (PNG, JPEG, WebP, BMP), from the data: URL
-  GenerationConfig gen;            ///< max_tokens, temperature, top_p, seed (random when absent, as
-                                   ///< OpenAI's), stop_at_eos (false with vLLM's "ignore_eos": true)
-  std::vector<std::string> stop;   ///< up to 4 non-empty stop sequences
-  bool stream = false;             ///< server-sent events
-  bool include_usage = false;      ///< stream_options.include_usage: a last chunk with usage
-  int64_t top_logprobs = -1;       ///< −1: no logprobs; 0–20 with "logprobs": true
-  std::string plan;                ///< vispco.plan, "" = the server's default plan
+  std::string model;              ///< the "model" field ("" when absent)
+  std::string question;           ///< the user's text parts, joined by "\n"
+  std::string image_bytes;        ///< the encoded image file (PNG, JPEG, WebP, BMP), from the data: URL
+  GenerationConfig gen;           ///< max_tokens, temperature, top_p, seed (random when absent, as
+                                  ///< OpenAI's), stop_at_eos (false with vLLM's "ignore_eos": true)
+  std::vector<std::string> stop;  ///< up to 4 non-empty stop sequences
+  bool stream = false;            ///< server-sent events
+  bool include_usage = false;     ///< stream_options.include_usage: a last chunk with usage
+  int64_t top_logprobs = -1;      ///< −1: no logprobs; 0–20 with "logprobs": true
+  std::string plan;               ///< vispco.plan, "" = the server's default plan
 };
 
 /// Parses and validates a request body (JSON nested deeper than 64 levels is refused before any use).
 /// @throws ApiError 400 (invalid_request_error, naming the field) for malformed JSON, a missing or mistyped
 /// field, no user message, more than one message or image, a system/assistant turn, no image, n ≠ 1,
-/// out-of-range max_tokens / temperature / top_p / top_logprobs, top_logprobs without logprobs, a bad stop list,
-/// or a bad image URL (serve/data_url.h).
+/// out-of-range max_tokens / temperature / top_p / top_logprobs, top_logprobs without logprobs, a bad stop
+/// list, or a bad image URL (serve/data_url.h).
 ChatRequest parse_chat_request(const std::string& body, const ChatLimits& limits = {});
 
 /// Refuses a plan a request names that would make the server read a file of the client's choosing: a `.json`

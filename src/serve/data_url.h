@@ -9,7 +9,8 @@ namespace vispco::serve {
 /// fetches nothing), another scheme, a URL without ";base64," or malformed base64 (param "messages").
 std::string decode_data_url(const std::string& url);
 
-/// Standard base64 (RFC 4648, with '=' padding) of bytes, by OpenSSL's EVP_EncodeBlock: what a data: URL carries.
+/// Standard base64 (RFC 4648, with '=' padding) of bytes, by OpenSSL's EVP_EncodeBlock: what a data: URL
+/// carries.
 std::string encode_base64(const std::string& bytes);
 
 }  // namespace vispco::serve

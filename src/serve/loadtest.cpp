@@ -20,7 +20,9 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
 
 // The server's resident memory from /metrics, or 0.
 double server_rss_bytes(httplib::Client& c) {
@@ -35,8 +37,10 @@ double server_rss_bytes(httplib::Client& c) {
 
 void LoadTestOptions::validate() const {
   if (clients < 1) throw InvalidArgument("loadtest: --clients must be ≥ 1, got " + std::to_string(clients));
-  if (requests < 1) throw InvalidArgument("loadtest: --requests must be ≥ 1, got " + std::to_string(requests));
-  if (max_tokens < 1) throw InvalidArgument("loadtest: --max-tokens must be ≥ 1, got " + std::to_string(max_tokens));
+  if (requests < 1)
+    throw InvalidArgument("loadtest: --requests must be ≥ 1, got " + std::to_string(requests));
+  if (max_tokens < 1)
+    throw InvalidArgument("loadtest: --max-tokens must be ≥ 1, got " + std::to_string(max_tokens));
   if (!(time_limit_s > 0)) throw InvalidArgument("loadtest: --time-limit-s must be > 0");
   if (image_bytes.empty()) throw InvalidArgument("loadtest: no image");
 }
@@ -91,7 +95,8 @@ LoadTestResult run_load_test(const LoadTestOptions& o) {
                {"messages",
                 {{{"role", "user"},
                   {"content",
-                   {{{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64," + encode_base64(o.image_bytes)}}}},
+                   {{{"type", "image_url"},
+                     {"image_url", {{"url", "data:image/png;base64," + encode_base64(o.image_bytes)}}}},
                     {{"type", "text"}, {"text", o.prompt}}}}}}}};
   if (!o.plan.empty()) body["vispco"] = {{"plan", o.plan}};
   if (o.ignore_eos) body["ignore_eos"] = true;
@@ -118,7 +123,8 @@ LoadTestResult run_load_test(const LoadTestOptions& o) {
     clients.emplace_back([&] {
       httplib::Client c(o.host, o.port);
       c.set_read_timeout(static_cast<time_t>(o.time_limit_s) + 60, 0);
-      while (next++ < o.requests && std::chrono::duration<double>(Clock::now() - t0).count() < o.time_limit_s) {
+      while (next++ < o.requests &&
+             std::chrono::duration<double>(Clock::now() - t0).count() < o.time_limit_s) {
         const auto start = Clock::now();
         double first = -1, n_tokens = 0, batch = 0, decode_batch = 0;
         bool finished = false, errored = false;
@@ -147,7 +153,8 @@ LoadTestResult run_load_test(const LoadTestOptions& o) {
             }
             if (first < 0 && j.contains("choices") && !j["choices"].empty()) {
               const auto& d = j["choices"][0]["delta"];
-              if (d.contains("content") && d["content"].is_string() && !d["content"].get<std::string>().empty())
+              if (d.contains("content") && d["content"].is_string() &&
+                  !d["content"].get<std::string>().empty())
                 first = ms_since(start);
             }
           }

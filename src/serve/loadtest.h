@@ -4,7 +4,6 @@
 // generated tokens/s and the server's peak resident memory (polled from /metrics).
 #pragma once
 #include <nlohmann/json_fwd.hpp>
-
 #include <string>
 #include <vector>
 
@@ -35,17 +34,17 @@ Percentiles percentiles(std::vector<double> v);
 
 /// What a load test measured.
 struct LoadTestResult {
-  int ok = 0, failed = 0;        ///< answered 200 / anything else (transport errors, 4xx, 5xx, an error event)
-  std::vector<int> statuses;     ///< status of each failed request (0 = transport error; 500 = a stream that
-                                 ///< began 200 and carried an error event instead of its end)
-  double wall_s = 0;             ///< first request sent → last answer received
-  double requests_per_s = 0;     ///< ok / wall_s
-  double generated_tokens = 0;        ///< completion tokens of ok requests
+  int ok = 0, failed = 0;       ///< answered 200 / anything else (transport errors, 4xx, 5xx, an error event)
+  std::vector<int> statuses;    ///< status of each failed request (0 = transport error; 500 = a stream that
+                                ///< began 200 and carried an error event instead of its end)
+  double wall_s = 0;            ///< first request sent → last answer received
+  double requests_per_s = 0;    ///< ok / wall_s
+  double generated_tokens = 0;  ///< completion tokens of ok requests
   double generated_tokens_per_s = 0;  ///< generated_tokens / wall_s
   Percentiles ttft_ms, latency_ms;    ///< client-side, ok requests only
   double mean_batch_size = 0;    ///< mean vispco.batch_size the server reported (rows of a request's prefill)
   double mean_decode_batch = 0;  ///< mean vispco.decode_batch_size (most rows decoded with a request)
-  double server_peak_rss_mb = 0; ///< largest vispco_resident_memory_bytes seen on /metrics
+  double server_peak_rss_mb = 0;  ///< largest vispco_resident_memory_bytes seen on /metrics
   nlohmann::json to_json() const;
 };
 

@@ -58,7 +58,8 @@ std::string render_labels(const std::map<std::string, std::string>& labels) {
 void Metrics::declare(const std::string& name, const std::string& type, const std::string& help,
                       std::vector<double> bounds) {
   if (type != "counter" && type != "gauge" && type != "histogram")
-    throw InvalidArgument("metric " + name + ": unknown type '" + type + "' (valid: counter, gauge, histogram)");
+    throw InvalidArgument("metric " + name + ": unknown type '" + type +
+                          "' (valid: counter, gauge, histogram)");
   if (!std::is_sorted(bounds.begin(), bounds.end()))
     throw InvalidArgument("metric " + name + ": histogram bounds must ascend");
   std::lock_guard<std::mutex> lock(mu_);
@@ -109,7 +110,8 @@ double Metrics::value(const std::string& name, const std::map<std::string, std::
 Histogram Metrics::histogram(const std::string& name) const {
   std::lock_guard<std::mutex> lock(mu_);
   const auto& f = family(name);
-  if (f.type != "histogram") throw InvalidArgument("metric '" + name + "' is a " + f.type + ", not a histogram");
+  if (f.type != "histogram")
+    throw InvalidArgument("metric '" + name + "' is a " + f.type + ", not a histogram");
   return f.hist;
 }
 
@@ -126,7 +128,8 @@ std::string Metrics::render() const {
         out += name + "_bucket{le=\"" + number(f.hist.bounds[i]) + "\"} " + std::to_string(cum) + "\n";
       }
       out += name + "_bucket{le=\"+Inf\"} " + std::to_string(f.hist.count) + "\n";
-      out += name + "_sum " + number(f.hist.sum) + "\n" + name + "_count " + std::to_string(f.hist.count) + "\n";
+      out +=
+          name + "_sum " + number(f.hist.sum) + "\n" + name + "_count " + std::to_string(f.hist.count) + "\n";
     } else if (f.samples.empty()) {
       out += name + " 0\n";
     } else {

@@ -1,6 +1,7 @@
-// Server metrics in the Prometheus text exposition format (prometheus.io/docs/instrumenting/exposition_formats,
-// version 0.0.4): counters, gauges and cumulative histograms with `le` buckets, `_sum` and `_count`, so P50 / P99
-// can be read with histogram_quantile(). Thread-safe.
+// Server metrics in the Prometheus text exposition format
+// (prometheus.io/docs/instrumenting/exposition_formats, version 0.0.4): counters, gauges and cumulative
+// histograms with `le` buckets, `_sum` and `_count`, so P50 / P99 can be read with histogram_quantile().
+// Thread-safe.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -25,7 +26,8 @@ struct Histogram {
 class Metrics {
  public:
   /// Declares a metric with its HELP text. @param type "counter" | "gauge" | "histogram"
-  /// @param bounds histogram bucket bounds (ascending). @throws InvalidArgument for a bad type or unsorted bounds.
+  /// @param bounds histogram bucket bounds (ascending). @throws InvalidArgument for a bad type or unsorted
+  /// bounds.
   void declare(const std::string& name, const std::string& type, const std::string& help,
                std::vector<double> bounds = {});
   /// Adds to a counter (or gauge). @param labels e.g. {{"code", "200"}}.

@@ -21,7 +21,8 @@ size_t incomplete_utf8_tail(const std::string& s) {
 
 }  // namespace
 
-TextStream::TextStream(std::function<std::string(const std::vector<int64_t>&)> decode, std::vector<std::string> stop)
+TextStream::TextStream(std::function<std::string(const std::vector<int64_t>&)> decode,
+                       std::vector<std::string> stop)
     : decode_(std::move(decode)), stop_(std::move(stop)) {}
 
 bool TextStream::push(int64_t token) {

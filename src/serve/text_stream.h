@@ -26,13 +26,13 @@ class TextStream {
   bool stopped() const { return stopped_; }
 
  private:
-  std::string visible(bool final) const;  // the prefix a client may see
+  std::string visible(bool final) const;   // the prefix a client may see
   std::string emit(const std::string& v);  // the part of v past what was sent, if v extends it
   std::function<std::string(const std::vector<int64_t>&)> decode_;
   std::vector<std::string> stop_;
   std::vector<int64_t> tokens_;
-  std::string raw_;       // decoded tokens, leading whitespace removed
-  std::string emitted_;   // the text already handed out
+  std::string raw_;      // decoded tokens, leading whitespace removed
+  std::string emitted_;  // the text already handed out
   bool stopped_ = false;
   size_t stop_at_ = std::string::npos;
 };

@@ -21,8 +21,8 @@ nlohmann::json ProbeResult::to_json() const {
 
 ProbeResult heldout_probe(VisionLanguageModel& model, uint64_t seed, int64_t per_family, int64_t batch) {
   if (per_family < 1 || batch < 1)
-    throw InvalidArgument("heldout_probe: per_family and batch must be ≥ 1, got " + std::to_string(per_family) +
-                          " and " + std::to_string(batch));
+    throw InvalidArgument("heldout_probe: per_family and batch must be ≥ 1, got " +
+                          std::to_string(per_family) + " and " + std::to_string(batch));
   Stopwatch sw;
   const auto n = static_cast<int64_t>(eval::synthvqa::family_table().size()) * per_family;
   const GenerationConfig gc = eval::default_eval_generation();

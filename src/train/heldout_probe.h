@@ -1,7 +1,8 @@
-// Held-out probe of a model in training: greedy answers through the inference path (generate(), all N_v visual
-// tokens, the LLaVA-1.5 prompt) on SynthVQA scenes no training stage draws, scored per family. The trainer
-// logs it every few decoder steps (<out>/probe.jsonl) so that the learning curves show when each family leaves
-// its answer prior — the loss alone hid the prior plateau of earlier runs (docs/bundled-model-training.md).
+// Held-out probe of a model in training: greedy answers through the inference path (generate(), all N_v
+// visual tokens, the LLaVA-1.5 prompt) on SynthVQA scenes no training stage draws, scored per family. The
+// trainer logs it every few decoder steps (<out>/probe.jsonl) so that the learning curves show when each
+// family leaves its answer prior — the loss alone hid the prior plateau of earlier runs
+// (docs/bundled-model-training.md).
 #pragma once
 #include <cstdint>
 #include <map>

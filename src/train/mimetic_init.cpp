@@ -28,7 +28,8 @@ void mimetic_attention_init(LlamaForCausalLM& lm, double alpha) {
       for (int64_t g = 1; g < G; ++g)
         q.narrow(0, (j * G + g) * Dh, Dh).copy_(lead + at::randn({Dh, D}, q.options()) * (0.5 * s));
       for (int64_t g = 0; g < G; ++g)
-        o.narrow(1, (j * G + g) * Dh, Dh).copy_(v.narrow(0, j * Dh, Dh).t() * (alpha / static_cast<double>(G)));
+        o.narrow(1, (j * G + g) * Dh, Dh)
+            .copy_(v.narrow(0, j * Dh, Dh).t() * (alpha / static_cast<double>(G)));
     }
   }
 }

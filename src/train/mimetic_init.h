@@ -2,9 +2,9 @@
 // Layers", ICML 2023): instead of independent random W_q, W_k, W_v, W_o, start from W_q W_kᵀ ≈ I (a token
 // attends to tokens that look like it) and W_o W_v ≈ α·I (what is attended to is copied into the residual),
 // the structure trained attention layers show. It shortens the plateau before a from-scratch model learns
-// in-context retrieval. Deviation: the paper targets ViTs with W_o W_v ≈ −α·I; a causal decoder that must copy
-// what it finds uses +α (their language-model variant), and with grouped-query attention the G query heads of
-// a kv head start as noisy copies of one query projection.
+// in-context retrieval. Deviation: the paper targets ViTs with W_o W_v ≈ −α·I; a causal decoder that must
+// copy what it finds uses +α (their language-model variant), and with grouped-query attention the G query
+// heads of a kv head start as noisy copies of one query projection.
 #pragma once
 #include "model/llama.h"
 

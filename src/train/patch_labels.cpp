@@ -29,7 +29,8 @@ int covering_object(const Scene& scene, int64_t r, int64_t c, double cell) {
 }
 
 int64_t centre_patch(const SceneObject& o, int64_t grid, double cell) {
-  const int64_t r = std::min<int64_t>(grid - 1, int64_t(o.y / cell)), c = std::min<int64_t>(grid - 1, int64_t(o.x / cell));
+  const int64_t r = std::min<int64_t>(grid - 1, int64_t(o.y / cell)),
+                c = std::min<int64_t>(grid - 1, int64_t(o.x / cell));
   return r * grid + c;
 }
 
@@ -71,7 +72,8 @@ std::vector<int64_t> object_patches(const Scene& scene, size_t object, int64_t g
   const int64_t centre = centre_patch(scene.objects[object], grid, cell);
   for (int64_t r = 0; r < grid; ++r)
     for (int64_t c = 0; c < grid; ++c)
-      if (r * grid + c == centre || covering_object(scene, r, c, cell) == static_cast<int>(object)) out.push_back(r * grid + c);
+      if (r * grid + c == centre || covering_object(scene, r, c, cell) == static_cast<int>(object))
+        out.push_back(r * grid + c);
   return out;
 }
 

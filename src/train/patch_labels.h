@@ -1,7 +1,7 @@
 // Dense per-patch targets for pre-training the bundled model's vision tower on SynthVQA scenes (the notes'
-// cheap, strong supervision; LLaVA's tower is likewise pre-trained on its own, as CLIP): for each 14-px patch,
-// what covers its centre — object colour, shape, size, whether an object's centre lies in it, and the text
-// character and ink there.
+// cheap, strong supervision; LLaVA's tower is likewise pre-trained on its own, as CLIP): for each 14-px
+// patch, what covers its centre — object colour, shape, size, whether an object's centre lies in it, and the
+// text character and ink there.
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -13,12 +13,12 @@ namespace vispco::train {
 
 /// Number of classes of each label head (class 0 = nothing there).
 struct PatchLabelSizes {
-  static constexpr int64_t kColour = 9;   ///< none + 8 colours
-  static constexpr int64_t kShape = 7;    ///< none + 6 shapes
-  static constexpr int64_t kSize = 3;     ///< none + small, large
-  static constexpr int64_t kCentre = 2;   ///< patch holds an object's centre
-  static constexpr int64_t kChar = 26;    ///< none + 25 characters of kTextAlphabet
-  static constexpr int64_t kInk = 6;      ///< none + 5 inks
+  static constexpr int64_t kColour = 9;  ///< none + 8 colours
+  static constexpr int64_t kShape = 7;   ///< none + 6 shapes
+  static constexpr int64_t kSize = 3;    ///< none + small, large
+  static constexpr int64_t kCentre = 2;  ///< patch holds an object's centre
+  static constexpr int64_t kChar = 26;   ///< none + 25 characters of kTextAlphabet
+  static constexpr int64_t kInk = 6;     ///< none + 5 inks
   static constexpr int64_t kTotal = kColour + kShape + kSize + kCentre + kChar + kInk;
 };
 
@@ -34,15 +34,18 @@ at::Tensor patch_labels(const eval::synthvqa::Scene& scene, int64_t grid);
 /// @throws InvalidArgument when `object` is out of range.
 std::vector<int64_t> object_patches(const eval::synthvqa::Scene& scene, size_t object, int64_t grid);
 
-/// The patch (row-major index into the grid²) holding the centre of object `object` — the one patch per object
-/// that patch_labels() marks in its centre column. @throws InvalidArgument when `object` is out of range.
+/// The patch (row-major index into the grid²) holding the centre of object `object` — the one patch per
+/// object that patch_labels() marks in its centre column. @throws InvalidArgument when `object` is out of
+/// range.
 int64_t object_centre_patch(const eval::synthvqa::Scene& scene, size_t object, int64_t grid);
 
 /// Patches of each character of string `text` of `scene`, in reading order: those whose centre lies in the
 /// character's share of the string's box (patch_labels()'s char rule: the box split evenly among its
 /// characters), or, for a character narrower than that, the patch holding the centre of its share. The visual
-/// tokens answer token j of a text question should look at. @throws InvalidArgument when `text` is out of range.
-std::vector<std::vector<int64_t>> glyph_patches(const eval::synthvqa::Scene& scene, size_t text, int64_t grid);
+/// tokens answer token j of a text question should look at. @throws InvalidArgument when `text` is out of
+/// range.
+std::vector<std::vector<int64_t>> glyph_patches(const eval::synthvqa::Scene& scene, size_t text,
+                                                int64_t grid);
 
 /// Classes of the optional extra heads (patch_extra_labels(); class 0 = nothing there).
 struct PatchExtraSizes {

@@ -1,9 +1,9 @@
 // Data-dependent initialisation of the LLaVA projector before the decoder stages.
 //
 // Why: the frozen tower's feature-layer activations share a large common component (on the bundled model's
-// tower, the mean feature vector carries ~98% of each token's norm and tokens have mean pairwise cosine 0.93),
-// so a randomly initialised projector maps all 576 patches to nearly the same embedding (cosine 0.996) and
-// the decoder, after its RMSNorm, sees almost no difference between visual tokens: training stalls on the
+// tower, the mean feature vector carries ~98% of each token's norm and tokens have mean pairwise cosine
+// 0.93), so a randomly initialised projector maps all 576 patches to nearly the same embedding (cosine 0.996)
+// and the decoder, after its RMSNorm, sees almost no difference between visual tokens: training stalls on the
 // answer priors. Standardising the projector's input per feature dimension (mean 0, variance 1 over a sample
 // of training images) removes the common component without changing the architecture: it is folded into
 // linear_1's weight and bias, so the checkpoint is a plain LLaVA projector. Same idea as data-dependent

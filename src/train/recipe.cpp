@@ -178,7 +178,8 @@ void TrainRecipe::validate() const {
   model.validate();
   check_stage(vision, "vision");
   check_stage(decoder, "decoder");
-  if (vision.pool != 1 || decoder.pool != 1) throw InvalidArgument("recipe: vision.pool and decoder.pool must be 1");
+  if (vision.pool != 1 || decoder.pool != 1)
+    throw InvalidArgument("recipe: vision.pool and decoder.pool must be 1");
   if (vision.text_loss || vision.grounding != 0 || vision.answer_grounding != 0)
     throw InvalidArgument("recipe: text_loss and grounding are for decoder stages only");
   if (vision.foreground_keep != 0 || decoder.foreground_keep != 0)
@@ -201,7 +202,8 @@ void TrainRecipe::validate() const {
     const auto w = "refine[" + std::to_string(i) + "]";
     check_stage(refine[i], w);
     if (refine[i].pool != 1 || refine[i].foreground_keep != 0)
-      throw InvalidArgument("recipe: " + w + " trains at full resolution: pool must be 1 and foreground_keep 0");
+      throw InvalidArgument("recipe: " + w +
+                            " trains at full resolution: pool must be 1 and foreground_keep 0");
   }
   for (const auto* st : decoder_stages())
     if (st->glyph_head < 0 || st->glyph_head >= model.text.num_attention_heads)
@@ -232,8 +234,9 @@ void TrainRecipe::validate() const {
   bool answer_grounding = false;
   for (const auto* st : decoder_stages()) answer_grounding = answer_grounding || st->answer_grounding > 0;
   if (answer_grounding && model.text.num_hidden_layers < 5)
-    throw InvalidArgument("recipe: answer_grounding grounds decoder layer 3, so it needs ≥ 5 decoder layers, got " +
-                          std::to_string(model.text.num_hidden_layers));
+    throw InvalidArgument(
+        "recipe: answer_grounding grounds decoder layer 3, so it needs ≥ 5 decoder layers, got " +
+        std::to_string(model.text.num_hidden_layers));
   if (turns < 1) throw InvalidArgument("recipe: turns must be ≥ 1");
   if (probe_every < 0) throw InvalidArgument("recipe: probe_every must be ≥ 0 (0 = off)");
   if (probe_per_family < 1) throw InvalidArgument("recipe: probe_per_family must be ≥ 1");
@@ -258,8 +261,6 @@ nlohmann::json to_json(const TrainRecipe& r) {
 
 TrainRecipe recipe_from_json(const nlohmann::json& j) { return recipe_fields().read_valid(j); }
 
-TrainRecipe load_recipe(const std::string& path) {
-  return recipe_from_json(read_json_file(path, "recipe"));
-}
+TrainRecipe load_recipe(const std::string& path) { return recipe_from_json(read_json_file(path, "recipe")); }
 
 }  // namespace vispco::train

@@ -1,12 +1,11 @@
 // The training recipe of the bundled SynthVQA model (a plain value read from JSON): model dimensions in the
-// Hugging Face LLaVA config form, then three stages — (1) vision tower pre-training on dense per-patch labels,
-// (2) projector + decoder training on multi-turn SynthVQA conversations with the tower frozen, each image
-// carrying several question/answer turns (the 576 visual positions are paid once for many answers).
+// Hugging Face LLaVA config form, then three stages — (1) vision tower pre-training on dense per-patch
+// labels, (2) projector + decoder training on multi-turn SynthVQA conversations with the tower frozen, each
+// image carrying several question/answer turns (the 576 visual positions are paid once for many answers).
 #pragma once
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -16,18 +15,19 @@ namespace vispco::train {
 
 /// Optimiser settings of one stage (AdamW, linear warm-up then cosine decay to 10%, global-norm clipping).
 struct StageSettings {
-  int64_t steps = 100;        ///< optimiser steps, ≥ 0 (0 skips the stage)
-  int64_t batch = 8;          ///< images per step, ≥ 1
-  double lr = 1e-3;           ///< peak learning rate, > 0
-  double warmup = 0.05;       ///< warm-up fraction of steps, [0, 1)
-  double weight_decay = 0.01; ///< AdamW decoupled weight decay, ≥ 0
-  double clip = 1.0;          ///< max global gradient norm, > 0
+  int64_t steps = 100;         ///< optimiser steps, ≥ 0 (0 skips the stage)
+  int64_t batch = 8;           ///< images per step, ≥ 1
+  double lr = 1e-3;            ///< peak learning rate, > 0
+  double warmup = 0.05;        ///< warm-up fraction of steps, [0, 1)
+  double weight_decay = 0.01;  ///< AdamW decoupled weight decay, ≥ 0
+  double clip = 1.0;           ///< max global gradient norm, > 0
   /// Decoder stages only: the projected visual tokens are average-pooled pool × pool over the patch grid
   /// (576 → 144 for 2); 1 = full resolution. Must divide the grid side; the vision and final stages use 1.
   int64_t pool = 1;
   /// Decoder stages only, 0 = off: train on the `foreground_keep` visual tokens that the stage-1 patch heads
-  /// rate most likely to show an object or text (1 − P(nothing) of the colour and ink heads), in their original
-  /// order — a curriculum that removes the background the decoder must otherwise learn to ignore. Needs pool 1.
+  /// rate most likely to show an object or text (1 − P(nothing) of the colour and ink heads), in their
+  /// original order — a curriculum that removes the background the decoder must otherwise learn to ignore.
+  /// Needs pool 1.
   int64_t foreground_keep = 0;
   /// Decoder stages only: predict every text token after the image, not only the answers
   /// (ConversationOptions::text_loss; a stated deviation from LLaVA's answer-only loss).
@@ -46,8 +46,8 @@ struct StageSettings {
   /// token spells (AnswerGroundingOptions::text_glyphs).
   bool text_glyphs = false;
   /// Decoder stages with answer_grounding only, ≥ 0: weight of the answer-row readout loss
-  /// (ConversationOptions::readout: a training-only linear head regresses the spatial offset and the count from
-  /// the hidden state after decoder layer 4 at each answer row; needs ≥ 6 decoder layers). 0 = off.
+  /// (ConversationOptions::readout: a training-only linear head regresses the spatial offset and the count
+  /// from the hidden state after decoder layer 4 at each answer row; needs ≥ 6 decoder layers). 0 = off.
   double readout = 0;
   /// Decoder stages with text_glyphs only, ≥ 0: weight of the glyph readout
   /// (ConversationOptions::glyph_readout: at each text answer token's row the hidden state after decoder
@@ -62,10 +62,11 @@ struct StageSettings {
   /// (ConversationOptions::glyph_value: at every visual token showing a glyph, the value glyph_head of the
   /// grounded layer reads there classifies the glyph through a training-only linear head). 0 = off.
   double glyph_value = 0;
-  /// Vision stage only, ≥ 0: weight of the patch-position regression (two more patch-head outputs regress each
-  /// patch's column and row in [−1, 1], mean squared error) that keeps where a patch is linearly readable in the
-  /// tower's features. The decoder needs it for spatial relations: RoPE rotates queries and keys, so attention
-  /// can find a token by position but the value it reads carries no position of its own. 0 = off.
+  /// Vision stage only, ≥ 0: weight of the patch-position regression (two more patch-head outputs regress
+  /// each patch's column and row in [−1, 1], mean squared error) that keeps where a patch is linearly
+  /// readable in the tower's features. The decoder needs it for spatial relations: RoPE rotates queries and
+  /// keys, so attention can find a token by position but the value it reads carries no position of its own. 0
+  /// = off.
   double position_loss = 0;
   /// Vision stage only: two more patch heads classify, on every patch of an object, how many objects of the
   /// scene share its colour and how many share its shape (patch_labels.h patch_extra_labels()). A count
@@ -117,24 +118,24 @@ struct ProbeGate {
 
 /// The whole recipe.
 struct TrainRecipe {
-  LlavaConfig model;            ///< dimensions; text vocab_size/image_token_index must fit the tokenizer
-  int64_t tokenizer_vocab = 512;///< SentencePiece pieces (image_token_index must be ≥ this)
+  LlavaConfig model;                ///< dimensions; text vocab_size/image_token_index must fit the tokenizer
+  int64_t tokenizer_vocab = 512;    ///< SentencePiece pieces (image_token_index must be ≥ this)
   int64_t tokenizer_images = 1200;  ///< SynthVQA scenes whose questions form the tokenizer corpus, ≥ 1
   /// Text answers enter the tokenizer corpus one character per word, so no piece spans two glyphs.
   bool tokenizer_split_glyphs = false;
-  uint64_t seed = 1;            ///< weight init and question sampling
-  uint64_t data_seed = 7001;    ///< SynthVQA seed of training images (disjoint from the calib/test seeds)
-  StageSettings vision;         ///< stage 1: tower + patch heads
+  uint64_t seed = 1;          ///< weight init and question sampling
+  uint64_t data_seed = 7001;  ///< SynthVQA seed of training images (disjoint from the calib/test seeds)
+  StageSettings vision;       ///< stage 1: tower + patch heads
   /// Stages 2a… (optional, run in order before `decoder`): projector + decoder at low visual resolution, each
   /// with its own `pool` > 1 — a resolution curriculum (e.g. pool 4 then 2: 36 then 144 visual tokens) that
   /// lets the decoder learn to read the image on short sequences before the full N_v.
   std::vector<StageSettings> lowres;
-  StageSettings decoder;        ///< stage 2b: projector + decoder at full N_v, tower frozen
-  /// Stages after `decoder` (optional, run in order; JSON key "refine"): more projector + decoder steps at full
-  /// N_v, each with its own optimiser, warm-up and cosine schedule (a warm restart; e.g. a lower-lr continuation
-  /// of the final stage). pool 1 and no foreground_keep. Empty in recipes before recipe 6.
+  StageSettings decoder;  ///< stage 2b: projector + decoder at full N_v, tower frozen
+  /// Stages after `decoder` (optional, run in order; JSON key "refine"): more projector + decoder steps at
+  /// full N_v, each with its own optimiser, warm-up and cosine schedule (a warm restart; e.g. a lower-lr
+  /// continuation of the final stage). pool 1 and no foreground_keep. Empty in recipes before recipe 6.
   std::vector<StageSettings> refine;
-  int64_t turns = 8;            ///< question/answer turns per image in stage 2, ≥ 1
+  int64_t turns = 8;                 ///< question/answer turns per image in stage 2, ≥ 1
   int64_t checkpoint_seconds = 120;  ///< write a checkpoint at least this often (wall clock), ≥ 1
   /// Mimetic initialisation of the decoder's attention (train/mimetic_init.h) before the first decoder step.
   bool mimetic_init = false;
@@ -144,7 +145,7 @@ struct TrainRecipe {
   /// hid the prior plateau before). The vision stage probes its patch heads at the same interval
   /// (<out>/tower_probe.jsonl).
   int64_t probe_every = 0;
-  int64_t probe_per_family = 16;  ///< ≥ 1
+  int64_t probe_per_family = 16;       ///< ≥ 1
   std::vector<ProbeGate> probe_gates;  ///< early stops (need probe_every > 0), checked in order of step
 
   /// The decoder stages in run order: lowres…, decoder, refine….

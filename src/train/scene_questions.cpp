@@ -36,23 +36,26 @@ std::vector<QaPair> all_questions(const Scene& scene) {
     const auto& o = scene.objects[i];
     const std::vector<int> self = {static_cast<int>(i)};
     if (n_shape[o.shape] == 1)
-      out.push_back({"color", std::string("What color is the ") + info(o.shape).name + "?", info(o.colour).name, self});
-    if (n_colour[o.colour] == 1)
       out.push_back(
-          {"shape", std::string("What shape is the ") + info(o.colour).name + " object?", info(o.shape).name, self});
+          {"color", std::string("What color is the ") + info(o.shape).name + "?", info(o.colour).name, self});
+    if (n_colour[o.colour] == 1)
+      out.push_back({"shape", std::string("What shape is the ") + info(o.colour).name + " object?",
+                     info(o.shape).name, self});
   }
   for (const auto& [s, n] : n_shape)
-    out.push_back({"count_shape", std::string("How many ") + info(s).plural + " are there?", std::to_string(n),
-                   objects_where([s = s](const SceneObject& o) { return o.shape == s; })});
+    out.push_back({"count_shape", std::string("How many ") + info(s).plural + " are there?",
+                   std::to_string(n), objects_where([s = s](const SceneObject& o) { return o.shape == s; })});
   for (const auto& [c, n] : n_colour)
-    out.push_back({"count_color", std::string("How many ") + info(c).name + " objects are there?", std::to_string(n),
+    out.push_back({"count_color", std::string("How many ") + info(c).name + " objects are there?",
+                   std::to_string(n),
                    objects_where([c = c](const SceneObject& o) { return o.colour == c; })});
   for (const auto& [kind, n] : n_kind)
-    out.push_back({"exist",
-                   "Is there a " + std::string(info(kind.second).name) + " " + info(kind.first).name + " in the image?",
-                   "yes", objects_where([k = kind](const SceneObject& o) {
-                     return o.shape == k.first && o.colour == k.second;
-                   })});
+    out.push_back(
+        {"exist",
+         "Is there a " + std::string(info(kind.second).name) + " " + info(kind.first).name + " in the image?",
+         "yes", objects_where([k = kind](const SceneObject& o) {
+           return o.shape == k.first && o.colour == k.second;
+         })});
   for (const auto& s : shape_table())
     for (const auto& c : colour_table()) {
       if (n_kind.count({s.shape, c.colour})) continue;
@@ -68,15 +71,19 @@ std::vector<QaPair> all_questions(const Scene& scene) {
       const auto rel = spatial_relation(a, b);
       const std::vector<int> pair = {static_cast<int>(i), static_cast<int>(j)};
       if (!rel.empty())
-        out.push_back({"spatial", "Where is the " + name(a) + " relative to the " + name(b) +
-                                      ": left, right, above, or below?", rel, pair});
+        out.push_back(
+            {"spatial",
+             "Where is the " + name(a) + " relative to the " + name(b) + ": left, right, above, or below?",
+             rel, pair});
       if (a.size != b.size)
         out.push_back({"size", "Is the " + name(a) + " bigger or smaller than the " + name(b) + "?",
                        a.size == SizeClass::kLarge ? "bigger" : "smaller", pair});
     }
   for (const auto& t : scene.texts)
-    out.push_back({"text", scene.texts.size() == 1 ? "What does the text say?" : "What does the " + t.color + " text say?",
-                   t.text});
+    out.push_back(
+        {"text",
+         scene.texts.size() == 1 ? "What does the text say?" : "What does the " + t.color + " text say?",
+         t.text});
   return out;
 }
 

@@ -11,7 +11,8 @@ namespace vispco {
 namespace {
 
 TEST(CliBench, TinyPresetJson) {
-  const auto r = testing::run_cli("bench --preset tiny --repeats 1 --threads 1 --n-text 9 --dtype fp32 --json");
+  const auto r =
+      testing::run_cli("bench --preset tiny --repeats 1 --threads 1 --n-text 9 --dtype fp32 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["preset"], "tiny");
@@ -40,7 +41,8 @@ TEST(CliBench, UnknownPresetIsOneLineError) {
 
 TEST(CliBench, SweepJsonHasOneRowPerPlanAndK) {
   const auto r = testing::run_cli(
-      "bench --preset tiny --repeats 1 --threads 1 --n-text 9 --dtype fp32 --sweep-keep 16,4 --sweep-plan fastv:layer=2 "
+      "bench --preset tiny --repeats 1 --threads 1 --n-text 9 --dtype fp32 --sweep-keep 16,4 --sweep-plan "
+      "fastv:layer=2 "
       "--sweep-plan visionzip:layer=0 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);

@@ -28,7 +28,8 @@ TEST(Context, ThreadCountReachesLibTorchAndOpenBlas) {
     // A serial OpenBLAS build (libopenblas0-serial) reports 1 whatever it is told.
     if (openblas_threads != nullptr && !(n > 1 && openblas_threads() == 1)) EXPECT_EQ(openblas_threads(), n);
   }
-  if (openblas_threads == nullptr) GTEST_SKIP() << "this LibTorch does not use OpenBLAS; only LibTorch's pool checked";
+  if (openblas_threads == nullptr)
+    GTEST_SKIP() << "this LibTorch does not use OpenBLAS; only LibTorch's pool checked";
 }
 
 TEST(Context, RejectsUnknownDevice) {

@@ -1,6 +1,6 @@
 // Tests of the image-dependence check (EvalOptions::shuffle_images) and the answer prior of a report: the
-// permutation is a seeded derangement, each shuffled sample's prediction equals generate() on its own question
-// with the other sample's image, results are stored apart, and priors are counted by hand.
+// permutation is a seeded derangement, each shuffled sample's prediction equals generate() on its own
+// question with the other sample's image, results are stored apart, and priors are counted by hand.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -80,8 +80,10 @@ TEST(EvalShuffleImages, AnswerPriorIsEachFamilysMostFrequentAnswer) {
   {
     std::ofstream out(dir / "data.jsonl");
     for (int i = 0; i < 6; ++i)
-      out << nlohmann::json{{"id", "s" + std::to_string(i)}, {"image", images[static_cast<size_t>(i)]},
-                            {"question", "What is it?"}, {"answer", answers[i]},
+      out << nlohmann::json{{"id", "s" + std::to_string(i)},
+                            {"image", images[static_cast<size_t>(i)]},
+                            {"question", "What is it?"},
+                            {"answer", answers[i]},
                             {"family", i < 3 ? "colour" : "count"}}
                  .dump()
           << "\n";

@@ -29,7 +29,8 @@ TEST(AddedTokens, MergeTheThreeFilesByIdAndMarkSpecialsFromTheMap) {
   write_file(tmp.path() / "tokenizer_config.json",
              R"({"added_tokens_decoder": {"32000": {"content": "<image>", "special": true},
                                           "5": {"content": "<x>", "special": false}}})");
-  write_file(tmp.path() / "special_tokens_map.json", R"({"pad_token": {"content": "<pad>", "lstrip": false}})");
+  write_file(tmp.path() / "special_tokens_map.json",
+             R"({"pad_token": {"content": "<pad>", "lstrip": false}})");
   const auto t = load_added_tokens(tmp.str(""));
   const std::vector<AddedToken> want = {{5, "<x>", false}, {32000, "<image>", true}, {32001, "<pad>", true}};
   EXPECT_EQ(t, want);
@@ -39,15 +40,18 @@ TEST(AddedTokens, MergeTheThreeFilesByIdAndMarkSpecialsFromTheMap) {
 TEST(AddedTokens, RejectContradictionsAndMalformedFilesNamingTheFile) {
   TempDir tmp;
   write_file(tmp.path() / "tokenizer.json", R"({"added_tokens": [{"id": 32000, "content": "<image>"}]})");
-  write_file(tmp.path() / "tokenizer_config.json", R"({"added_tokens_decoder": {"32000": {"content": "<img>"}}})");
+  write_file(tmp.path() / "tokenizer_config.json",
+             R"({"added_tokens_decoder": {"32000": {"content": "<img>"}}})");
   try {
     load_added_tokens(tmp.str(""));
     ADD_FAILURE() << "no error";
   } catch (const FormatError& e) {
-    EXPECT_NE(std::string(e.what()).find("tokenizer_config.json: added token 32000 is '<img>'"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("tokenizer_config.json: added token 32000 is '<img>'"),
+              std::string::npos)
         << e.what();
   }
-  write_file(tmp.path() / "tokenizer_config.json", R"({"added_tokens_decoder": {"abc": {"content": "<img>"}}})");
+  write_file(tmp.path() / "tokenizer_config.json",
+             R"({"added_tokens_decoder": {"abc": {"content": "<img>"}}})");
   EXPECT_THROW(load_added_tokens(tmp.str("")), FormatError);
   write_file(tmp.path() / "tokenizer_config.json", "{not json");
   EXPECT_THROW(load_added_tokens(tmp.str("")), FormatError);
@@ -72,7 +76,8 @@ TEST(AddedTokens, AreNeverSplitWhenEncodingAndSpecialOnesVanishWhenDecoding) {
   auto with_sep = tok.encode("red<sep>", false);
   EXPECT_EQ(with_sep.back(), sep);
   EXPECT_EQ(tok.decode(with_sep), "red<sep>");  // a non-special added token decodes to its content
-  // The segment after it got its own dummy prefix when encoded; decoding keeps it as a space (HF's fast decode).
+  // The segment after it got its own dummy prefix when encoded; decoding keeps it as a space (HF's fast
+  // decode).
   EXPECT_EQ(tok.decode(tok.encode("red<sep>cube", false)), "red<sep> cube");
   EXPECT_THROW(tok.set_added_tokens({{-1, "<x>", true}}), InvalidArgument);
 }

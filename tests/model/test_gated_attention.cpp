@@ -1,7 +1,7 @@
-// The training-mode soft-pruning path (model/blocks.h attention_gated, LlamaForCausalLM::forward_gated): a gate of
-// ones is plain attention; a hard 0/1 gate equals physically removing the gated keys (checked against attention()
-// over the kept tokens only, and for the whole decoder against the PrefillHook removal path); gradients reach the
-// gate.
+// The training-mode soft-pruning path (model/blocks.h attention_gated, LlamaForCausalLM::forward_gated): a
+// gate of ones is plain attention; a hard 0/1 gate equals physically removing the gated keys (checked against
+// attention() over the kept tokens only, and for the whole decoder against the PrefillHook removal path);
+// gradients reach the gate.
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>

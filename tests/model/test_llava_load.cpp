@@ -46,22 +46,27 @@ TEST(LlavaLoad, LoadsNewerLayoutFromShards) {
   const auto src = fs::path(tiny_model_dir());
   const auto dst = tmp.path() / "new";
   fs::create_directories(dst);
-  for (const char* f : {"config.json", "tokenizer.model", "preprocessor_config.json"}) fs::copy(src / f, dst / f);
+  for (const char* f : {"config.json", "tokenizer.model", "preprocessor_config.json"})
+    fs::copy(src / f, dst / f);
   auto file = io::SafetensorsFile::open((src / "model.safetensors").string());
   std::map<std::string, at::Tensor> shard[2];
   nlohmann::json weight_map;
   int i = 0;
   for (const auto& [name, info] : file.entries()) {
     std::string key = name;
-    if (key.rfind("language_model.model.", 0) == 0) key = "model.language_model." + key.substr(21);
-    else if (key.rfind("language_model.lm_head.", 0) == 0) key = key.substr(15);
-    else key = "model." + key;
+    if (key.rfind("language_model.model.", 0) == 0)
+      key = "model.language_model." + key.substr(21);
+    else if (key.rfind("language_model.lm_head.", 0) == 0)
+      key = key.substr(15);
+    else
+      key = "model." + key;
     const int s = (i++) % 2;
     shard[s][key] = file.tensor(name).clone();
     weight_map[key] = "model-0000" + std::to_string(s + 1) + "-of-00002.safetensors";
   }
   for (int s = 0; s < 2; ++s)
-    io::save_safetensors((dst / ("model-0000" + std::to_string(s + 1) + "-of-00002.safetensors")).string(), shard[s]);
+    io::save_safetensors((dst / ("model-0000" + std::to_string(s + 1) + "-of-00002.safetensors")).string(),
+                         shard[s]);
   testing::write_file(dst / "model.safetensors.index.json",
                       nlohmann::json{{"metadata", {{"total_size", 0}}}, {"weight_map", weight_map}}.dump());
   EXPECT_TRUE(weight_map.contains("lm_head.weight"));

@@ -1,12 +1,11 @@
 // Log-probabilities of generated tokens: hand-computed values on made-up logits, the pieces' bytes, and
 // `vispco generate --top-logprobs` on the tiny model.
-#include <gtest/gtest.h>
-
 #include <ATen/ATen.h>
-#include <opencv2/imgcodecs.hpp>
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <opencv2/imgcodecs.hpp>
 
 #include "core/errors.h"
 #include "model/logprobs.h"
@@ -68,7 +67,7 @@ TEST(GenerateCli, TopLogprobsFollowTheGreedyTokens) {
   const std::string image = tmp.str("img.png");
   cv::imwrite(image, cv::Mat(40, 60, CV_8UC3, cv::Scalar(10, 200, 30)));
   auto r = testing::run_cli("generate --model " + testing::tiny_model_dir() + " --image " + image +
-                       " --prompt 'What colour?' --max-new-tokens 3 --json --top-logprobs 4");
+                            " --prompt 'What colour?' --max-new-tokens 3 --json --top-logprobs 4");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   const auto& content = j["logprobs"]["content"];
@@ -78,7 +77,8 @@ TEST(GenerateCli, TopLogprobsFollowTheGreedyTokens) {
     ASSERT_EQ(content[i]["top_logprobs"].size(), 4u);
     // Greedy: the chosen token is the most likely one.
     EXPECT_EQ(content[i]["top_logprobs"][0]["id"], content[i]["id"]);
-    EXPECT_DOUBLE_EQ(content[i]["top_logprobs"][0]["logprob"].get<double>(), content[i]["logprob"].get<double>());
+    EXPECT_DOUBLE_EQ(content[i]["top_logprobs"][0]["logprob"].get<double>(),
+                     content[i]["logprob"].get<double>());
     EXPECT_LE(content[i]["logprob"].get<double>(), 0.0);
   }
   auto bad = testing::run_cli("generate --model " + testing::tiny_model_dir() + " --image " + image +

@@ -27,7 +27,7 @@ struct SearchRun {
 };
 
 SearchRun search(const std::map<int64_t, double>& curve, double ref, const MinKOptions& o,
-           const std::map<int64_t, double>& known = {}) {
+                 const std::map<int64_t, double>& known = {}) {
   SearchRun r;
   r.result = min_k_search(
       [&](int64_t k) {
@@ -73,11 +73,13 @@ TEST(MinK, MonotoneCurvesGiveTheExhaustiveSmallestK) {
 TEST(MinK, HandMadeMonotoneCurve) {
   // K:   1    2    3    4    5    6    7    8
   // acc .20  .40  .60  .80  .85  .90  .95  1.0; ref 1.0, ε = 0.1 → threshold 0.9 → smallest K = 6.
-  const std::map<int64_t, double> curve{{1, .2}, {2, .4}, {3, .6}, {4, .8}, {5, .85}, {6, .9}, {7, .95}, {8, 1.0}};
+  const std::map<int64_t, double> curve{{1, .2},  {2, .4}, {3, .6},  {4, .8},
+                                        {5, .85}, {6, .9}, {7, .95}, {8, 1.0}};
   const SearchRun r = search(curve, 1.0, range(1, 8, 0.1));
   ASSERT_TRUE(r.result.chosen);
   EXPECT_EQ(*r.result.chosen, 6);  // 0.9 == 1.0·(1 − 0.1) exactly at the threshold counts as within
-  // Probe order by the stated rule: K=8 (max), then C[⌊(0+7)/2⌋]=4 (out), C[⌊(4+7)/2⌋]=6 (in), C[⌊(4+5)/2⌋]=5 (out).
+  // Probe order by the stated rule: K=8 (max), then C[⌊(0+7)/2⌋]=4 (out), C[⌊(4+7)/2⌋]=6 (in), C[⌊(4+5)/2⌋]=5
+  // (out).
   std::vector<int64_t> order;
   for (const auto& p : r.result.probes) order.push_back(p.keep);
   EXPECT_EQ(order, (std::vector<int64_t>{8, 4, 6, 5}));
@@ -87,7 +89,8 @@ TEST(MinK, HandMadeMonotoneCurve) {
 TEST(MinK, AccuracyWigglesAboveTheThresholdAreReportedAndDoNotChangeTheAnswer) {
   // Within ε is monotone (threshold 0.5), accuracy is not: K=6 is better than K=7 and K=8.
   // K:   1    2    3    4    5    6    7    8
-  const std::map<int64_t, double> curve{{1, .1}, {2, .3}, {3, .45}, {4, .6}, {5, .7}, {6, .9}, {7, .8}, {8, .75}};
+  const std::map<int64_t, double> curve{{1, .1}, {2, .3}, {3, .45}, {4, .6},
+                                        {5, .7}, {6, .9}, {7, .8},  {8, .75}};
   const SearchRun r = search(curve, 0.8, range(1, 8, 0.375));  // threshold 0.8·0.625 = 0.5
   EXPECT_EQ(r.result.chosen.value_or(-1), exhaustive_min_k(curve, 0.5));
   EXPECT_EQ(*r.result.chosen, 4);
@@ -108,7 +111,8 @@ TEST(MinK, AccuracyWigglesAboveTheThresholdAreReportedAndDoNotChangeTheAnswer) {
 TEST(MinK, NonMonotoneWithinSetGivesABoundaryAndReportsTheIslandBelow) {
   // An island within ε at K=2 below a dip at K=3..5; threshold 0.9.
   // K:   1    2    3    4    5    6    7    8
-  const std::map<int64_t, double> curve{{1, .5}, {2, .95}, {3, .6}, {4, .7}, {5, .8}, {6, .92}, {7, .95}, {8, 1.0}};
+  const std::map<int64_t, double> curve{{1, .5}, {2, .95}, {3, .6},  {4, .7},
+                                        {5, .8}, {6, .92}, {7, .95}, {8, 1.0}};
   const SearchRun r = search(curve, 1.0, range(1, 8, 0.1));
   // The true smallest K within ε is 2, but binary search converges to the boundary at 6 (5 out, 6 in) —
   // exactly what the stated rule promises: chosen within ε, the next smaller candidate probed and not.
@@ -159,8 +163,10 @@ TEST(MinK, RandomNonMonotoneCurvesFollowTheRule) {
     bool monotone = true;
     bool seen_in = false;
     for (const auto& [kk, a] : curve) {
-      if (a >= thr) seen_in = true;
-      else if (seen_in) monotone = false;
+      if (a >= thr)
+        seen_in = true;
+      else if (seen_in)
+        monotone = false;
     }
     if (monotone) EXPECT_EQ(k, exhaustive_min_k(curve, thr));
     // Violations = adjacent decreasing pairs among the probes, computed here.

@@ -33,7 +33,8 @@ TEST(VisionZip, MergeAveragesEachGroupByKeySimilarity) {
   auto keys = at::tensor({1.f, 0.f, 2.f, 0.1f, 0.f, 1.f, 0.1f, 3.f, 5.f, 0.2f}).view({5, 2});
   auto [merged, targets] = visionzip_merge(rest, keys, 2);
   EXPECT_TRUE(at::equal(targets, at::tensor({0, 2}, at::kLong)));
-  // Group {0, 1, 4}: mean of (1,10), (2,20), (5,50) = (8/3, 80/3). Group {2, 3}: mean of (3,30), (4,40) = (3.5, 35).
+  // Group {0, 1, 4}: mean of (1,10), (2,20), (5,50) = (8/3, 80/3). Group {2, 3}: mean of (3,30), (4,40) =
+  // (3.5, 35).
   auto expect = at::tensor({8.f / 3, 80.f / 3, 3.5f, 35.f}).view({2, 2});
   EXPECT_LT((merged - expect).abs().max().item<float>(), 1e-5);
 }

@@ -2,8 +2,8 @@
 // tokens; the backward gradient with respect to the relaxed count K equals the derivative of the soft
 // (sigmoid) path, checked against central finite differences of that path.
 #include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 
 #include "core/errors.h"

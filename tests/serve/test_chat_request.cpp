@@ -15,10 +15,13 @@ using nlohmann::json;
 // "hello" in base64 (RFC 4648 test vector style, computed by hand: aGVs bG8=).
 const std::string kHelloUrl = "data:image/png;base64,aGVsbG8=";
 
-json request_with(const json& content) { return {{"model", "m"}, {"messages", {{{"role", "user"}, {"content", content}}}}}; }
+json request_with(const json& content) {
+  return {{"model", "m"}, {"messages", {{{"role", "user"}, {"content", content}}}}};
+}
 
 json parts(const std::string& text, const std::string& url = kHelloUrl) {
-  return json::array({{{"type", "text"}, {"text", text}}, {{"type", "image_url"}, {"image_url", {{"url", url}}}}});
+  return json::array(
+      {{{"type", "text"}, {"text", text}}, {{"type", "image_url"}, {"image_url", {{"url", url}}}}});
 }
 
 int status_of(const json& body, std::string* param = nullptr) {
@@ -129,11 +132,20 @@ TEST(ChatRequest, RefusesBadRequestsWith400NamingTheField) {
   multi["messages"].push_back({{"role", "user"}, {"content", "again"}});
   EXPECT_EQ(status_of(multi), 400);
   EXPECT_EQ(status_of(request_with(parts("q", "https://example.com/a.png"))), 400);
-  const std::vector<std::pair<std::string, json>> bad = {
-      {"max_tokens", 0},       {"max_tokens", 100000}, {"max_tokens", "5"}, {"temperature", -1},
-      {"temperature", 3},      {"top_p", 0},           {"top_p", 1.5},      {"n", 2},
-      {"top_logprobs", 21},    {"stop", json::array({1})}, {"stop", json::array({"a", "b", "c", "d", "e"})},
-      {"stop", ""},            {"stream", "yes"},      {"vispco", "fastv"}};
+  const std::vector<std::pair<std::string, json>> bad = {{"max_tokens", 0},
+                                                         {"max_tokens", 100000},
+                                                         {"max_tokens", "5"},
+                                                         {"temperature", -1},
+                                                         {"temperature", 3},
+                                                         {"top_p", 0},
+                                                         {"top_p", 1.5},
+                                                         {"n", 2},
+                                                         {"top_logprobs", 21},
+                                                         {"stop", json::array({1})},
+                                                         {"stop", json::array({"a", "b", "c", "d", "e"})},
+                                                         {"stop", ""},
+                                                         {"stream", "yes"},
+                                                         {"vispco", "fastv"}};
   for (const auto& [field, value] : bad) {
     json b = request_with(parts("q"));
     b[field] = value;
@@ -193,14 +205,15 @@ TEST(RequestPlan, FileNamingPlansAreRefusedAndOthersPass) {
     }
     return false;
   };
-  for (const std::string p : {"/etc/plan.json", "x.json", "gate:keep=4,file=/etc/hostname",
-                              "gate:file=g.safetensors,keep=4", "fastv:keep=auto:file=/dev/zero",
-                              "fastv:layer=2,keep=64+gate:keep=8,file=x"})
+  for (const std::string p :
+       {"/etc/plan.json", "x.json", "gate:keep=4,file=/etc/hostname", "gate:file=g.safetensors,keep=4",
+        "fastv:keep=auto:file=/dev/zero", "fastv:layer=2,keep=64+gate:keep=8,file=x"})
     EXPECT_TRUE(refused(p)) << p;
   for (const std::string p : {"", "none", "fastv:keep=64", "gate:keep=64", "divprune:keep=auto",
                               "fastv:layer=2,keep=64,select=mmr,lambda=0.7", "profile=x"})
     EXPECT_NO_THROW(check_request_plan(p)) << p;
-  EXPECT_THROW(check_request_plan("fastv:keep=" + std::string(2000, '0') + "4"), ApiError);  // over 1,024 chars
+  EXPECT_THROW(check_request_plan("fastv:keep=" + std::string(2000, '0') + "4"),
+               ApiError);  // over 1,024 chars
 }
 
 }  // namespace

@@ -24,9 +24,12 @@ std::string decode(const std::vector<int64_t>& ids) {
 std::string decode_fallback(const std::vector<int64_t>& ids) {
   std::string s;
   for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] == 20) s += (i + 1 < ids.size() && ids[i + 1] == 21) ? "\xC3\xA9" : "\xEF\xBF\xBD";
-    else if (ids[i] == 21) continue;
-    else s += decode({ids[i]});
+    if (ids[i] == 20)
+      s += (i + 1 < ids.size() && ids[i + 1] == 21) ? "\xC3\xA9" : "\xEF\xBF\xBD";
+    else if (ids[i] == 21)
+      continue;
+    else
+      s += decode({ids[i]});
   }
   return s;
 }

@@ -8,8 +8,12 @@ namespace vispco::train::testing_micro {
 inline TrainRecipe micro_recipe() {
   TrainRecipe r;
   auto& c = r.model;
-  c.vision = {.hidden_size = 16, .intermediate_size = 32, .num_hidden_layers = 2, .num_attention_heads = 2,
-              .image_size = 336, .patch_size = 14};
+  c.vision = {.hidden_size = 16,
+              .intermediate_size = 32,
+              .num_hidden_layers = 2,
+              .num_attention_heads = 2,
+              .image_size = 336,
+              .patch_size = 14};
   c.text.vocab_size = 448;
   c.text.hidden_size = 32;
   c.text.intermediate_size = 64;

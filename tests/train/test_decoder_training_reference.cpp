@@ -2,10 +2,9 @@
 // an independent PyTorch implementation of the same Llama decoder and schedule:
 // tests/reference/llama_adamw_reference.py, whose printed per-step losses are the reference values below.
 // Same seeds, same random draws in the same order, so the two runs see identical weights and data.
-#include <gtest/gtest.h>
-
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
+#include <gtest/gtest.h>
 #include <torch/nn/functional/loss.h>
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adamw.h>
@@ -49,7 +48,10 @@ std::pair<at::Tensor, at::Tensor> recall_batch() {
   queries.select(2, 0).copy_(keys.gather(1, pick));
   queries.select(2, 1).copy_(vals.gather(1, pick));
   auto target = at::full({kBatch, T}, -100, at::kLong);
-  target.narrow(1, 1 + 2 * kPairs, 2 * kQueries).view({kBatch, kQueries, 2}).select(2, 0).copy_(vals.gather(1, pick));
+  target.narrow(1, 1 + 2 * kPairs, 2 * kQueries)
+      .view({kBatch, kQueries, 2})
+      .select(2, 0)
+      .copy_(vals.gather(1, pick));
   return {ids, target};
 }
 
@@ -64,14 +66,17 @@ TEST(DecoderTraining, MatchesAnIndependentPyTorchReferenceStepByStep) {
   {
     at::NoGradGuard no_grad;
     for (auto& item : lm->named_parameters()) {
-      if (item.key().find("norm") != std::string::npos) item.value().fill_(1.0);
-      else item.value().normal_(0.0, 0.02);
+      if (item.key().find("norm") != std::string::npos)
+        item.value().fill_(1.0);
+      else
+        item.value().normal_(0.0, 0.02);
     }
   }
   torch::optim::AdamW opt(lm->parameters(), torch::optim::AdamWOptions(kLr).weight_decay(0.01));
   for (int64_t step = 0; step < kSteps; ++step) {
-    const double lr = step < kWarmup ? kLr * (step + 1) / kWarmup
-                                     : kLr * 0.5 * (1 + std::cos(M_PI * (step - kWarmup) / (kSteps - kWarmup)));
+    const double lr = step < kWarmup
+                          ? kLr * (step + 1) / kWarmup
+                          : kLr * 0.5 * (1 + std::cos(M_PI * (step - kWarmup) / (kSteps - kWarmup)));
     for (auto& g : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
     auto [ids, target] = recall_batch();
     const int64_t T = ids.size(1);

@@ -58,7 +58,8 @@ TEST(HeldoutProbe, TrainerLogsEveryProbeStepAndTheEndOfEachDecoderStage) {
   for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
   // pool4 stage: step 2 (= its end); decoder stage: step 2, then its end at 3.
   ASSERT_EQ(lines.size(), 3u);
-  const std::vector<std::pair<std::string, int>> want = {{"decoder-pool4", 2}, {"decoder", 4}, {"decoder", 5}};
+  const std::vector<std::pair<std::string, int>> want = {
+      {"decoder-pool4", 2}, {"decoder", 4}, {"decoder", 5}};
   for (size_t i = 0; i < 3; ++i) {
     EXPECT_EQ(lines[i]["stage"], want[i].first);
     EXPECT_EQ(lines[i]["decoder_step"], want[i].second);

@@ -1,9 +1,8 @@
 // The projector's data-dependent initialisation: the folded layer equals the old layer applied to
 // standardised inputs, computed here by hand.
-#include <gtest/gtest.h>
-
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
+#include <gtest/gtest.h>
 
 #include "core/errors.h"
 #include "model/presets.h"
@@ -37,7 +36,8 @@ TEST(ProjectorInit, FoldsStandardisationIntoTheFirstLayer) {
 
 TEST(ProjectorInit, RejectsFeaturesOfTheWrongWidth) {
   auto net = random_llava_net(find_preset("tiny").config, 3, at::kFloat);
-  EXPECT_THROW(standardise_projector_input(net->multi_modal_projector, at::randn({1, 4, 7})), InvalidArgument);
+  EXPECT_THROW(standardise_projector_input(net->multi_modal_projector, at::randn({1, 4, 7})),
+               InvalidArgument);
   EXPECT_THROW(standardise_projector_input(net->multi_modal_projector,
                                            at::randn({1, 1, find_preset("tiny").config.vision.hidden_size})),
                InvalidArgument);

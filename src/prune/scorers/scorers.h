@@ -94,9 +94,9 @@ std::pair<at::Tensor, std::vector<int64_t>> dpc_knn_merge(const at::Tensor& x, i
 /// @return the k chosen indices in selection order.
 std::vector<int64_t> max_min_diverse_subset(const at::Tensor& dist, int64_t k);
 
-/// VisionZip's contextual merge (exposed for tests): among `rest` [N_r, D] tokens with keys `keys` [N_r, D_k],
-/// targets are every ⌊N_r/M⌋-th token (first M); each other token joins its most similar target (dot product of
-/// L2-normalised keys); a contextual token is the mean of its target and its members.
+/// VisionZip's contextual merge (exposed for tests): among `rest` [N_r, D] tokens with keys `keys` [N_r,
+/// D_k], targets are every ⌊N_r/M⌋-th token (first M); each other token joins its most similar target (dot
+/// product of L2-normalised keys); a contextual token is the mean of its target and its members.
 /// @return {merged [M, D], target indices [M] into rest}.
 std::pair<at::Tensor, at::Tensor> visionzip_merge(const at::Tensor& rest, const at::Tensor& keys, int64_t m);
 
