@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
+  clang-format-14         # .clang-format check in CI (scripts/check-format.sh)
   libtorch-dev            # tensors, autograd, c10d (LibTorch 1.13)
   libgloo-dev             # headers of c10d's Gloo process group (VisPCO data-parallel training)
   libopenblas0-openmp     # fp32 GEMM/GEMV for LibTorch (~30x faster than reference BLAS); selected below
