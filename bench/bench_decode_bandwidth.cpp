@@ -26,7 +26,7 @@
 #include "core/context.h"
 #include "core/errors.h"
 #include "model/dense_linear.h"
-#include "model/presets.h"
+#include "model/llava/presets.h"
 
 namespace {
 

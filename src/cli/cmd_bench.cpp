@@ -11,7 +11,7 @@
 #include "core/errors.h"
 #include "eval/prefill_bench.h"
 #include "eval/prefill_sweep.h"
-#include "model/presets.h"
+#include "model/llava/presets.h"
 
 namespace vispco::cli {
 

@@ -7,7 +7,7 @@
 #include "core/context.h"
 #include "core/errors.h"
 #include "core/json_file.h"
-#include "model/presets.h"
+#include "model/llava/presets.h"
 
 namespace vispco::cli {
 

@@ -3,7 +3,7 @@
 
 #include "cli/commands.h"
 #include "core/errors.h"
-#include "model/llava.h"
+#include "model/llava/llava.h"
 #include "model/quant.h"
 
 namespace vispco::cli {

@@ -115,6 +115,24 @@ class JsonFields {
     }
   }
 
+  /// As read(), for files written by other programs (Hugging Face config.json): keys this table does not
+  /// list are ignored, a null value keeps the default, and errors are ConfigError.
+  /// @param where the object's name in errors, e.g. "text_config" → "text_config.hidden_size has the wrong
+  ///        type (got "x")". @throws ConfigError when `j` is not an object or a listed key has the wrong
+  ///        type.
+  void read_known(const nlohmann::json& j, S& s, const std::string& where) const {
+    if (!j.is_object()) throw ConfigError(where + " must be a JSON object (got " + shown(j) + ")");
+    for (const auto& f : fields_) {
+      auto it = j.find(f.key);
+      if (it == j.end() || it->is_null()) continue;
+      try {
+        f.read(*it, s);
+      } catch (const nlohmann::json::exception&) {
+        throw ConfigError(where + "." + f.key + " has the wrong type (got " + shown(*it) + ")");
+      }
+    }
+  }
+
   /// A default-constructed S with `j` read into it (see read()).
   S read(const nlohmann::json& j, const std::string& prefix = "") const {
     S s;

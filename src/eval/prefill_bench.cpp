@@ -14,7 +14,7 @@
 #include "io/tokenizer.h"
 #include "model/family.h"
 #include "model/generate.h"
-#include "model/presets.h"
+#include "model/llava/presets.h"
 #include "model/saliency.h"
 
 namespace vispco::eval {

@@ -22,7 +22,7 @@ namespace vispco::eval {
 
 /// Settings of one benchmark run (a plain value).
 struct PrefillBenchConfig {
-  /// Model preset (model/presets.h), built with random weights. Ignored when model_dir is set.
+  /// Model preset (model/llava/presets.h), built with random weights. Ignored when model_dir is set.
   std::string preset = "llava-tinyllama-1.1b";
   /// Model folder (Hugging Face LLaVA layout) loaded with its own weights instead of the preset; empty = use
   /// the preset. Only full depth (n_layers = 0).
@@ -55,7 +55,7 @@ struct PrefillBenchConfig {
   std::string model_label() const;
 };
 
-/// The shape of the model a benchmark runs: the preset's, truncated by n_layers (model/presets.h), or
+/// The shape of the model a benchmark runs: the preset's, truncated by n_layers (model/llava/presets.h), or
 /// model_dir's config. Cheap (builds no weights), so plans can be checked before the model is built.
 /// @throws InvalidArgument, IoError, FormatError, ConfigError.
 ModelShape bench_model_shape(const PrefillBenchConfig& cfg);

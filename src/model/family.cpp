@@ -1,4 +1,4 @@
-// The family registry: built-in rows first (LLaVA-1.5, model/llava.h), then any a test registers.
+// The family registry: built-in rows first (LLaVA-1.5, model/llava/llava.h), then any a test registers.
 #include "model/family.h"
 
 #include <deque>
@@ -9,7 +9,7 @@
 
 #include "core/errors.h"
 #include "core/json_file.h"
-#include "model/llava.h"
+#include "model/llava/llava.h"
 #include "model/model_source.h"
 
 namespace vispco {

@@ -8,8 +8,8 @@
 #include <torch/nn/modules/linear.h>
 
 #include "model/blocks.h"
-#include "model/config.h"
 #include "model/kv_cache.h"
+#include "model/text_config.h"
 #include "model/token_state.h"
 
 namespace vispco {

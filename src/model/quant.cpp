@@ -17,7 +17,7 @@
 #include "core/cpu_features.h"
 #include "core/errors.h"
 #include "model/dense_linear.h"
-#include "model/llava.h"
+#include "model/llava/llava.h"
 
 namespace vispco {
 namespace {

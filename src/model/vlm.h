@@ -30,7 +30,7 @@ class VisionLanguageModel {
   static VisionLanguageModel load(const std::string& dir, const RunContext& ctx);
   /// A model of a family's network (tests, random-weight models). Puts the network in eval mode, no grads.
   VisionLanguageModel(std::shared_ptr<FamilyModel> family, io::Tokenizer tok, RunContext ctx);
-  /// A LLaVA-1.5 model of the given network (random weights, the trainer, tests); model/llava.h.
+  /// A LLaVA-1.5 model of the given network (random weights, the trainer, tests); model/llava/llava.h.
   VisionLanguageModel(LlavaConfig cfg, LlavaNet net, io::Tokenizer tok, RunContext ctx);
 
   /// What pruning, evaluation, searches and serving read about this model (model/shape.h).

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "model/llava.h"
+#include "model/llava/llava.h"
 #include "model/token_state.h"
 #include "train/grounding.h"
 #include "train/teacher_forced_batch.h"

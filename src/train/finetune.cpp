@@ -25,7 +25,7 @@
 #include "eval/plan_evaluation.h"
 #include "eval/synthvqa/generator.h"
 #include "model/generate.h"
-#include "model/llava.h"
+#include "model/llava/llava.h"
 #include "prune/bound_plan.h"
 #include "prune/plan_hook.h"
 #include "prune/replay_hook.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "model/llava.h"
+#include "model/llava/llava.h"
 #include "prune/gate.h"
 
 namespace vispco::train {

@@ -11,7 +11,7 @@
 #pragma once
 #include <ATen/core/Tensor.h>
 
-#include "model/llava.h"
+#include "model/llava/llava.h"
 
 namespace vispco::train {
 

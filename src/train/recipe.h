@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "model/config.h"
+#include "model/llava/config.h"
 
 namespace vispco::train {
 

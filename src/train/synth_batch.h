@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "eval/synthvqa/generator.h"
-#include "model/llava.h"
+#include "model/llava/llava.h"
 #include "train/grounding.h"
 #include "train/recipe.h"
 #include "train/teacher_forced_batch.h"

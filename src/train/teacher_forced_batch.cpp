@@ -9,7 +9,7 @@
 #include "core/errors.h"
 #include "io/tokenizer.h"
 #include "model/answer_targets.h"
-#include "model/llava_prompt.h"
+#include "model/llava/llava_prompt.h"
 
 namespace vispco::train {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "model/generate.h"
-#include "model/llava.h"
+#include "model/llava/llava.h"
 #include "model/token_state.h"
 #include "train/grounding.h"
 

@@ -6,7 +6,7 @@
 // glyph that straddles patch borders needs; with N(0, 0.02²) positions the tower must first learn its
 // neighbourhoods.
 #pragma once
-#include "model/clip_vision.h"
+#include "model/llava/clip_vision.h"
 
 namespace vispco::train {
 

@@ -15,7 +15,7 @@
 #include "io/added_tokens.h"
 #include "io/safetensors.h"
 #include "io/safetensors_test_util.h"
-#include "model/config.h"
+#include "model/llava/config.h"
 #include "model/tiny_model.h"
 #include "test_util.h"
 

@@ -1,4 +1,4 @@
-// Tests of the FLOPs model (cost/flops.h, and LLaVA's spec of it in model/llava_shape.h) against values
+// Tests of the FLOPs model (cost/flops.h, and LLaVA's spec of it in model/llava/llava_shape.h) against values
 // worked out by hand in the comments (multiply–add = 2 FLOPs), never by calling the code under test, plus a
 // ballpark check at LLaVA-1.5-7B dimensions.
 #include <gtest/gtest.h>
@@ -7,8 +7,8 @@
 
 #include "core/errors.h"
 #include "cost/flops.h"
-#include "model/llava_shape.h"
-#include "model/presets.h"
+#include "model/llava/llava_shape.h"
+#include "model/llava/presets.h"
 
 namespace vispco {
 namespace {
@@ -46,7 +46,7 @@ DecoderFlopsSpec small_decoder() {
           .vocab_size = 10};
 }
 
-// small_config() as the FLOPs model sees it (LLaVA's per-image encoder parts from model/llava_shape.h).
+// small_config() as the FLOPs model sees it (LLaVA's per-image encoder parts from model/llava/llava_shape.h).
 FlopsSpec small_spec() { return llava_flops_spec(small_config()); }
 
 TEST(Flops, LlavaSpecCarriesTheDecoderDimensions) {

@@ -9,7 +9,7 @@
 
 #include "core/errors.h"
 #include "eval/prefill_bench.h"
-#include "model/presets.h"
+#include "model/llava/presets.h"
 
 namespace vispco::eval {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "core/errors.h"
 #include "eval/prefill_sweep.h"
-#include "model/presets.h"
+#include "model/llava/presets.h"
 #include "model/tiny_model.h"
 
 namespace vispco::eval {

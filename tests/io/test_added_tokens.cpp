@@ -10,8 +10,8 @@
 #include "io/added_tokens.h"
 #include "io/tokenizer.h"
 #include "model/generate.h"
-#include "model/llava.h"
-#include "model/presets.h"
+#include "model/llava/llava.h"
+#include "model/llava/presets.h"
 #include "model/tiny_model.h"
 #include "test_util.h"
 

@@ -10,7 +10,7 @@
 
 #include "core/errors.h"
 #include "io/tokenizer.h"
-#include "model/llava_prompt.h"
+#include "model/llava/llava_prompt.h"
 
 namespace vispco::io {
 namespace {

@@ -16,10 +16,10 @@
 #include "core/errors.h"
 #include "io/gguf_writer.h"
 #include "model/generate.h"
-#include "model/gguf_llava.h"
-#include "model/llava.h"
+#include "model/llava/gguf_llava.h"
+#include "model/llava/llava.h"
+#include "model/llava/presets.h"
 #include "model/model_source.h"
-#include "model/presets.h"
 #include "test_util.h"
 #include "tiny_model.h"
 

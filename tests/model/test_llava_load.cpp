@@ -8,9 +8,9 @@
 #include "core/default_dtype.h"
 #include "core/errors.h"
 #include "io/safetensors.h"
-#include "model/config.h"
-#include "model/llava.h"
-#include "model/presets.h"
+#include "model/llava/config.h"
+#include "model/llava/llava.h"
+#include "model/llava/presets.h"
 #include "model/tiny_model.h"
 #include "test_util.h"
 

@@ -15,8 +15,8 @@
 
 #include "io/image.h"
 #include "model/generate.h"
-#include "model/llava.h"
-#include "model/presets.h"
+#include "model/llava/llava.h"
+#include "model/llava/presets.h"
 #include "test_paths.h"
 #include "test_util.h"
 

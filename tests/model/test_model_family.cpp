@@ -18,7 +18,7 @@
 #include "model/family.h"
 #include "model/generate.h"
 #include "model/linear_projector_family.h"
-#include "model/llava.h"
+#include "model/llava/llava.h"
 #include "optimize/min_k.h"
 #include "optimize/plan_evaluator.h"
 #include "optimize/plan_template.h"
@@ -56,7 +56,7 @@ TEST(ModelFamily, TheRegistryFindsTheFamilyByItsArchitecture) {
   EXPECT_EQ(s.architecture, testing::kLinearProjectorArchitecture);
   const ModelShape llava = load_model_shape(testing::tiny_model_dir());
   EXPECT_EQ(llava.architecture, "LlavaForConditionalGeneration");
-  // tiny preset: N_v = 16, D_v = 32, D = 64 (model/presets.cpp). One Linear: 2·N_v·D_v·D = 2·16·32·64.
+  // tiny preset: N_v = 16, D_v = 32, D = 64 (model/llava/presets.cpp). One Linear: 2·N_v·D_v·D = 2·16·32·64.
   EXPECT_EQ(s.n_visual_tokens, 16);
   EXPECT_EQ(s.flops.projector, 2 * 16 * 32 * 64);
   // LLaVA's two layers: 2·N_v·(D_v·D + D·D) = 2·16·(32·64 + 64·64).

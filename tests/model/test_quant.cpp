@@ -6,7 +6,7 @@
 
 #include "core/errors.h"
 #include "model/generate.h"
-#include "model/llava.h"
+#include "model/llava/llava.h"
 #include "model/quant.h"
 #include "prune/plan.h"
 #include "prune/plan_hook.h"

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <string>
 
-#include "model/llava.h"
-#include "model/presets.h"
+#include "model/llava/llava.h"
+#include "model/llava/presets.h"
 #include "test_util.h"
 
 namespace vispco::testing {

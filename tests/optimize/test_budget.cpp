@@ -8,7 +8,7 @@
 
 #include "core/errors.h"
 #include "cost/flops.h"
-#include "model/presets.h"
+#include "model/llava/presets.h"
 #include "optimize/budget.h"
 #include "optimize/plan_flops.h"
 #include "optimize/plan_template.h"

@@ -8,7 +8,7 @@
 #include <map>
 
 #include "core/errors.h"
-#include "model/presets.h"
+#include "model/llava/presets.h"
 #include "optimize/optimize.h"
 #include "optimize/plan_flops.h"
 #include "optimize/plan_template.h"

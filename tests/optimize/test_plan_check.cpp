@@ -10,7 +10,7 @@
 #include <map>
 #include <sstream>
 
-#include "model/presets.h"
+#include "model/llava/presets.h"
 #include "optimize/epsilon_coverage.h"
 #include "optimize/optimize.h"
 #include "optimize/plan_check.h"

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "model/llava.h"
+#include "model/llava/llava.h"
 #include "model/reference.h"
 #include "model/token_state.h"
 

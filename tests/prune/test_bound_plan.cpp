@@ -9,7 +9,7 @@
 
 #include "core/errors.h"
 #include "core/hash.h"
-#include "model/presets.h"
+#include "model/llava/presets.h"
 #include "prune/auto_keep/k_features.h"
 #include "prune/bound_plan.h"
 #include "prune/gate.h"

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
-#include "model/presets.h"
+#include "model/llava/presets.h"
 #include "prune/plan.h"
 #include "test_util.h"
 

@@ -16,7 +16,7 @@
 #include "eval/run_key.h"
 #include "eval/synthvqa/generator.h"
 #include "eval/synthvqa/splits.h"
-#include "model/llava.h"
+#include "model/llava/llava.h"
 #include "prune/plan.h"
 #include "test_paths.h"
 #include "test_util.h"

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "core/errors.h"
-#include "model/presets.h"
+#include "model/llava/presets.h"
 #include "train/projector_init.h"
 
 namespace vispco::train {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "core/errors.h"
-#include "model/presets.h"
+#include "model/llava/presets.h"
 #include "train/micro_recipe.h"
 #include "train/recipe.h"
 #include "train/tower_init.h"

@@ -5,8 +5,8 @@
 
 #include "core/errors.h"
 #include "io/safetensors.h"
-#include "model/config.h"
-#include "model/presets.h"
+#include "model/llava/config.h"
+#include "model/llava/presets.h"
 #include "optimize/dynamic_k/k_predictor.h"
 #include "prune/auto_keep/auto_keep.h"
 #include "test_util.h"

@@ -9,7 +9,7 @@
 
 #include "core/errors.h"
 #include "cost/flops.h"
-#include "model/presets.h"
+#include "model/llava/presets.h"
 #include "optimize/learned/budget_projection.h"
 #include "optimize/learned/kernels.h"
 

@@ -6,7 +6,7 @@
 
 #include "core/errors.h"
 #include "cost/flops.h"
-#include "model/presets.h"
+#include "model/llava/presets.h"
 #include "optimize/learned/flops_constraint.h"
 
 namespace vispco::optimize::learned {

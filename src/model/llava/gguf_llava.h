@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "io/image.h"
-#include "model/config.h"
+#include "model/llava/config.h"
 #include "model/model_source.h"
 
 namespace vispco {

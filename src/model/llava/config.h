@@ -6,6 +6,8 @@
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 
+#include "model/text_config.h"
+
 namespace vispco {
 
 /// CLIP vision tower (transformers CLIPVisionConfig). Defaults are CLIPVisionConfig's.
@@ -23,29 +25,6 @@ struct VisionConfig {
   /// Patches per side (image_size / patch_size); N_v = grid² before the select strategy drops [CLS].
   int64_t grid() const { return image_size / patch_size; }
   bool operator==(const VisionConfig&) const = default;
-};
-
-/// Llama decoder (transformers LlamaConfig). Defaults are LlamaConfig's.
-struct TextConfig {
-  int64_t vocab_size = 32000;              ///< V, rows of embed_tokens / lm_head
-  int64_t hidden_size = 4096;              ///< D
-  int64_t intermediate_size = 11008;       ///< SwiGLU width m
-  int64_t num_hidden_layers = 32;          ///< L
-  int64_t num_attention_heads = 32;        ///< H
-  int64_t num_key_value_heads = 32;        ///< H_kv; absent in JSON means "= H" (HF default)
-  int64_t head_dim = 0;                    ///< D_h; 0 means hidden_size / H
-  int64_t max_position_embeddings = 2048;  ///< longest sequence, tokens
-  double rms_norm_eps = 1e-6;              ///< RMSNorm epsilon
-  double rope_theta = 10000.0;             ///< RoPE base
-  bool tie_word_embeddings = false;        ///< lm_head shares embed_tokens' weight
-  bool attention_bias = false;             ///< q/k/v/o projections carry biases
-  std::string hidden_act = "silu";         ///< SwiGLU activation; only "silu" supported
-  int64_t bos_token_id = 1;
-  int64_t eos_token_id = 2;
-
-  int64_t n_kv_heads() const { return num_key_value_heads > 0 ? num_key_value_heads : num_attention_heads; }
-  int64_t d_head() const { return head_dim > 0 ? head_dim : hidden_size / num_attention_heads; }
-  bool operator==(const TextConfig&) const = default;
 };
 
 /// LLaVA-1.5 (transformers LlavaConfig).

@@ -1,5 +1,5 @@
 // CLIP ViT vision tower forward (transformers CLIPVisionTransformer), with optional [CLS]-attention output.
-#include "model/clip_vision.h"
+#include "model/llava/clip_vision.h"
 
 #include <ATen/ATen.h>
 

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "model/config.h"
-#include "model/llava.h"
+#include "model/llava/config.h"
+#include "model/llava/llava.h"
 #include "model/shape.h"
 
 namespace vispco {

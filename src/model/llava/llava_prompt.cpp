@@ -1,5 +1,5 @@
 // The LLaVA-1.5 conversation template; see llava_prompt.h.
-#include "model/llava_prompt.h"
+#include "model/llava/llava_prompt.h"
 
 #include <string>
 

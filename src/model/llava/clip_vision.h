@@ -10,7 +10,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 
-#include "model/config.h"
+#include "model/llava/config.h"
 
 namespace vispco {
 

@@ -1,7 +1,7 @@
 // GGUF pair → vispco LLaVA: keys (llama.cpp src/llama-arch.cpp LLM_KV names, examples/llava/clip.cpp KEY_*),
 // tensor names (LLM_TENSOR_NAMES for "llama"; clip.cpp TN_*), tokenizer (tokenizer.ggml.* of the "llama"
 // SentencePiece vocabulary).
-#include "model/gguf_llava.h"
+#include "model/llava/gguf_llava.h"
 
 #include <ATen/ATen.h>
 

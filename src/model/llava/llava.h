@@ -11,10 +11,10 @@
 #include "core/context.h"
 #include "io/image.h"
 #include "io/tokenizer.h"
-#include "model/clip_vision.h"
-#include "model/config.h"
 #include "model/family.h"
 #include "model/llama.h"
+#include "model/llava/clip_vision.h"
+#include "model/llava/config.h"
 #include "model/shape.h"
 #include "model/vlm.h"
 

@@ -1,6 +1,6 @@
 // The LLaVA-1.5 family: network assembly, loading (Hugging Face folder or GGUF pair), image encoding, its
 // registry row.
-#include "model/llava.h"
+#include "model/llava/llava.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -19,9 +19,9 @@
 #include "core/json_file.h"
 #include "io/safetensors.h"
 #include "model/blocks.h"
-#include "model/gguf_llava.h"
-#include "model/llava_prompt.h"
-#include "model/llava_shape.h"
+#include "model/llava/gguf_llava.h"
+#include "model/llava/llava_prompt.h"
+#include "model/llava/llava_shape.h"
 #include "model/model_source.h"
 #include "model/quant.h"
 #include "model/weights.h"

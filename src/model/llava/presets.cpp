@@ -1,5 +1,5 @@
 // The preset table and random-weight model folders.
-#include "model/presets.h"
+#include "model/llava/presets.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -13,7 +13,7 @@
 #include "core/errors.h"
 #include "core/named_table.h"
 #include "io/tokenizer.h"
-#include "model/llava_shape.h"
+#include "model/llava/llava_shape.h"
 
 namespace vispco {
 

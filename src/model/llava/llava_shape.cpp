@@ -1,5 +1,5 @@
 // LLaVA-1.5 shape and FLOPs spec; formulas in llava_shape.h.
-#include "model/llava_shape.h"
+#include "model/llava/llava_shape.h"
 
 namespace vispco {
 

@@ -2,7 +2,7 @@
 // image_size/patch_size patches, 2-layer MLP projector, Llama decoder.
 #pragma once
 #include "cost/flops.h"
-#include "model/config.h"
+#include "model/llava/config.h"
 #include "model/shape.h"
 
 namespace vispco {
