@@ -1,8 +1,8 @@
-// SentencePiece tokenizer wrapper, training of small Llama-style BPE models, and the LLaVA-1.5 prompt.
-// Reference: HF `LlamaTokenizer` (slow, legacy) and LLaVA `llava/mm_utils.py` tokenizer_image_token.
+// Tokenizer over any TokenizerModel (added tokens matched whole above it), and training of small Llama-style
+// SentencePiece BPE models. Reference: HF `LlamaTokenizer` (slow, legacy) and LLaVA `llava/mm_utils.py`
+// tokenizer_image_token (segments between added tokens encoded one by one).
 #include "io/tokenizer.h"
 
-#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -10,28 +10,18 @@
 
 #include "core/errors.h"
 #include "io/spm_backend.h"
+#include "io/spm_tokenizer.h"
 
 namespace vispco::io {
-namespace {
 
-using detail::SpmProcessor;
-
-/// Parses a serialized ModelProto; `source` names it in errors. @throws FormatError.
-std::shared_ptr<const SpmProcessor> load_processor(const std::string& proto, const std::string& source) {
-  std::shared_ptr<SpmProcessor> sp(detail::spm_shim().new_processor());
-  if (!sp) throw Error("SentencePiece shim could not create a processor (out of memory?)");
-  std::string error;
-  if (!sp->load(proto, &error))
-    throw FormatError(source + " is not a SentencePiece model (tokenizer.model): " + error);
-  return sp;
+Tokenizer::Tokenizer(std::shared_ptr<const TokenizerModel> model) : model_(std::move(model)) {
+  if (!model_) throw InvalidArgument("Tokenizer: no tokenizer model");
 }
 
-const SpmProcessor& checked(const std::shared_ptr<const SpmProcessor>& sp) {
-  if (!sp) throw InvalidArgument("Tokenizer is empty; create it with Tokenizer::load or from_serialized");
-  return *sp;
+const TokenizerModel& Tokenizer::model() const {
+  if (!model_) throw InvalidArgument("Tokenizer is empty; create it with Tokenizer::load or from_serialized");
+  return *model_;
 }
-
-}  // namespace
 
 Tokenizer Tokenizer::load(const std::string& path) {
   std::error_code ec;
@@ -41,36 +31,22 @@ Tokenizer Tokenizer::load(const std::string& path) {
   if (!in) throw IoError("cannot open tokenizer file for reading: '" + path + "'");
   const std::string proto((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) throw IoError("error while reading tokenizer file: '" + path + "'");
-  Tokenizer tok;
-  tok.sp_ = load_processor(proto, "'" + path + "'");
-  return tok;
+  return Tokenizer(std::make_shared<SpmTokenizerModel>(proto, "'" + path + "'"));
 }
 
 Tokenizer Tokenizer::from_serialized(const std::string& proto) {
-  Tokenizer tok;
-  tok.sp_ = load_processor(proto, "serialized model (" + std::to_string(proto.size()) + " bytes)");
-  return tok;
+  return Tokenizer(std::make_shared<SpmTokenizerModel>(
+      proto, "serialized model (" + std::to_string(proto.size()) + " bytes)"));
 }
-
-namespace {
-
-std::vector<int> spm_encode(const SpmProcessor& sp, const std::string& text) {
-  std::vector<int> ids;
-  std::string error;
-  if (!sp.encode(text, &ids, &error)) throw Error("SentencePiece failed to encode text: " + error);
-  return ids;
-}
-
-}  // namespace
 
 std::vector<int64_t> Tokenizer::encode(const std::string& text, bool add_bos) const {
-  const SpmProcessor& sp = checked(sp_);
+  const TokenizerModel& m = model();
   std::vector<int64_t> out;
-  if (add_bos) out.push_back(sp.bos_id());
+  if (add_bos) out.push_back(m.bos_id());
   size_t begin = 0;  // start of the text segment not yet encoded
   const auto flush = [&](size_t end) {
     if (end > begin)
-      for (int id : spm_encode(sp, text.substr(begin, end - begin))) out.push_back(id);
+      for (int64_t id : m.encode(text.substr(begin, end - begin))) out.push_back(id);
   };
   for (size_t i = 0; i < text.size() && !added_.empty();) {
     const AddedToken* hit = nullptr;  // the longest added token starting at i
@@ -92,17 +68,13 @@ std::vector<int64_t> Tokenizer::encode(const std::string& text, bool add_bos) co
 }
 
 std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
-  const SpmProcessor& sp = checked(sp_);
-  const int64_t n = sp.piece_size();
+  const TokenizerModel& m = model();
+  const int64_t n = m.vocab_size();
   std::string text;
-  std::vector<int> run;      // SentencePiece ids since the last added token
+  std::vector<int64_t> run;  // model ids since the last added token
   bool after_added = false;  // the run follows a non-special added token
   const auto flush = [&] {
-    std::string part, error;
-    if (!sp.decode(run, &part, &error)) throw Error("SentencePiece failed to decode ids: " + error);
-    // SentencePiece drops a run's leading "▁" as the text's dummy prefix; after an added token it is a space.
-    if (after_added && !run.empty() && sp.id_to_piece(run.front()).rfind("\xe2\x96\x81", 0) == 0) text += ' ';
-    text += part;
+    if (!run.empty()) text += m.decode(run, after_added);
     run.clear();
   };
   for (const int64_t id : ids) {
@@ -113,8 +85,8 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
       after_added = true;
       continue;
     }
-    if (id < 0 || id >= n || id == sp.bos_id() || id == sp.eos_id() || id == sp.pad_id()) continue;
-    run.push_back(static_cast<int>(id));
+    if (id < 0 || id >= n || id == m.bos_id() || id == m.eos_id() || id == m.pad_id()) continue;
+    run.push_back(id);
   }
   flush();
   return text;
@@ -135,47 +107,39 @@ const AddedToken* Tokenizer::added_token(int64_t id) const {
 }
 
 std::string Tokenizer::piece(int64_t id) const {
-  const SpmProcessor& sp = checked(sp_);
-  if (id < 0 || id >= sp.piece_size())
+  const TokenizerModel& m = model();
+  if (id < 0 || id >= m.vocab_size())
     throw InvalidArgument("token id " + std::to_string(id) + " is outside the tokenizer's [0, " +
-                          std::to_string(sp.piece_size()) + ")");
-  return sp.id_to_piece(static_cast<int>(id));
+                          std::to_string(m.vocab_size()) + ")");
+  return m.piece(id);
+}
+
+const SpmTokenizerModel& Tokenizer::sentencepiece() const {
+  const auto* spm = dynamic_cast<const SpmTokenizerModel*>(&model());
+  if (spm == nullptr)
+    throw InvalidArgument("this tokenizer is " + model().format() + ", not SentencePiece (tokenizer.model)");
+  return *spm;
 }
 
 float Tokenizer::piece_score(int64_t id) const {
   piece(id);  // range check
-  return checked(sp_).score(static_cast<int>(id));
+  return sentencepiece().score(id);
 }
 
 SpmPieceType Tokenizer::piece_type(int64_t id) const {
   piece(id);  // range check
-  return static_cast<SpmPieceType>(checked(sp_).piece_type(static_cast<int>(id)));
+  return sentencepiece().type(id);
 }
 
 std::string Tokenizer::piece_bytes(int64_t id) const {
-  const std::string p = piece(id);
-  const SpmProcessor& sp = checked(sp_);
-  if (id == sp.bos_id() || id == sp.eos_id() || id == sp.pad_id()) return "";
-  if (p.size() == 6 && p.compare(0, 3, "<0x") == 0 && p[5] == '>' &&
-      std::isxdigit(static_cast<unsigned char>(p[3])) && std::isxdigit(static_cast<unsigned char>(p[4])))
-    return std::string(1, static_cast<char>(std::stoi(p.substr(3, 2), nullptr, 16)));
-  std::string out;
-  static const std::string kSpace = "\xe2\x96\x81";  // U+2581 "▁", SentencePiece's whitespace mark
-  for (size_t i = 0; i < p.size();) {
-    if (p.compare(i, kSpace.size(), kSpace) == 0) {
-      out += ' ';
-      i += kSpace.size();
-    } else {
-      out += p[i++];
-    }
-  }
-  return out;
+  piece(id);  // range check
+  return model().piece_bytes(id);
 }
 
-int64_t Tokenizer::bos_id() const { return checked(sp_).bos_id(); }
-int64_t Tokenizer::eos_id() const { return checked(sp_).eos_id(); }
-int64_t Tokenizer::pad_id() const { return checked(sp_).pad_id(); }
-int64_t Tokenizer::vocab_size() const { return checked(sp_).piece_size(); }
+int64_t Tokenizer::bos_id() const { return model().bos_id(); }
+int64_t Tokenizer::eos_id() const { return model().eos_id(); }
+int64_t Tokenizer::pad_id() const { return model().pad_id(); }
+int64_t Tokenizer::vocab_size() const { return model().vocab_size(); }
 
 void train_sentencepiece(const std::vector<std::string>& sentences, int vocab_size,
                          const std::string& out_path, const std::vector<std::string>& user_defined_symbols) {

@@ -1,5 +1,5 @@
-// SentencePiece tokenizer (the Llama `tokenizer.model` format) and the LLaVA-1.5 prompt template
-// "USER: <image>\n{question} ASSISTANT:" with the <image> placeholder mapped to config.image_token_index.
+// A model's tokenizer: a vocabulary model (io/tokenizer_model.h; SentencePiece's tokenizer.model today) plus
+// the folder's added tokens, matched whole above it. Prompt templates belong to model families (model/).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -8,23 +8,27 @@
 
 #include "io/added_tokens.h"
 #include "io/spm_model_proto.h"
+#include "io/tokenizer_model.h"
 
 namespace vispco::io {
-namespace detail {
-class SpmProcessor;  // spm_backend.h
-}
 
-/// A loaded SentencePiece model. Special ids come from the model (bos_id, eos_id, pad_id, unk_id).
-/// SentencePiece itself runs in the shim library libvispco_spm.so (see spm_backend.h); every function here
+class SpmTokenizerModel;  // spm_tokenizer.h
+
+/// A loaded tokenizer. Special ids come from the model (bos_id, eos_id, pad_id). For SentencePiece models
+/// SentencePiece itself runs in the shim library libvispco_spm.so (see spm_backend.h); load, from_serialized
 /// and train_sentencepiece also throw Error when that library cannot be loaded. Copies share the model.
 class Tokenizer {
  public:
+  /// An empty tokenizer: every call but the assignments throws InvalidArgument.
+  Tokenizer() = default;
+  /// A tokenizer over any vocabulary model (a family's own format; tests). @throws InvalidArgument for null.
+  explicit Tokenizer(std::shared_ptr<const TokenizerModel> model);
   /// Loads `tokenizer.model`. @throws IoError when missing, FormatError when not a SentencePiece model.
   static Tokenizer load(const std::string& path);
   /// Loads from the serialized model proto bytes. @throws FormatError.
   static Tokenizer from_serialized(const std::string& proto);
 
-  /// Token ids of `text` (SentencePiece adds its dummy-prefix space as Llama's slow tokenizer does),
+  /// Token ids of `text` (a SentencePiece model adds its dummy-prefix space as Llama's slow tokenizer does),
   /// BOS prepended when `add_bos`. Added tokens (set_added_tokens) are matched whole, longest first, and
   /// never split; the text between them is encoded segment by segment, each with its own dummy prefix (HF's
   /// legacy Llama tokenizer, LLaVA's tokenizer_image_token).
@@ -44,23 +48,26 @@ class Tokenizer {
   int64_t eos_id() const;
   /// Pad id, or −1 when the model defines none.
   int64_t pad_id() const;
-  /// Number of pieces in the SentencePiece model.
+  /// Number of ids of the vocabulary model (added tokens above it not counted).
   int64_t vocab_size() const;
-  /// The SentencePiece piece of `id` ("▁star", "<0x0A>", "</s>"). @throws InvalidArgument outside
+  /// The model's piece of `id` ("▁star", "<0x0A>", "</s>"). @throws InvalidArgument outside
   /// [0, vocab_size()).
   std::string piece(int64_t id) const;
-  /// The piece's score (BPE: merge priority) and type (SpmPieceType; a user-defined piece reads as kNormal,
-  /// as SentencePiece cannot tell them apart) — what a GGUF vocabulary stores. @throws InvalidArgument
-  /// outside [0, vocab_size()).
+  /// SentencePiece only: the piece's score (BPE: merge priority) and type (SpmPieceType; a user-defined piece
+  /// reads as kNormal, as SentencePiece cannot tell them apart) — what a GGUF vocabulary stores.
+  /// @throws InvalidArgument outside [0, vocab_size()), or for a tokenizer of another format.
   float piece_score(int64_t id) const;
   SpmPieceType piece_type(int64_t id) const;
-  /// What `id` contributes to the text, as bytes (OpenAI's logprobs "bytes"): its piece with "▁" as a space,
-  /// a byte-fallback piece "<0xHH>" as that byte, control pieces (BOS, EOS, pad, unk's "<unk>" kept) as "".
+  /// What `id` contributes to the text, as bytes (OpenAI's logprobs "bytes"; SentencePiece: its piece with
+  /// "▁" as a space, a byte-fallback piece "<0xHH>" as that byte, BOS/EOS/pad as "", unk's "<unk>" kept).
   /// @throws InvalidArgument outside [0, vocab_size()).
   std::string piece_bytes(int64_t id) const;
+  /// The vocabulary model. @throws InvalidArgument for an empty tokenizer.
+  const TokenizerModel& model() const;
 
  private:
-  std::shared_ptr<const detail::SpmProcessor> sp_;
+  const SpmTokenizerModel& sentencepiece() const;
+  std::shared_ptr<const TokenizerModel> model_;
   std::vector<AddedToken> added_;
 };
 
