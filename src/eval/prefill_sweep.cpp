@@ -235,7 +235,8 @@ PrefillSweepResult run_prefill_sweep(const PrefillBenchConfig& cfg, const Prefil
     const bool wants_cls = hook != nullptr && hook->wants_vision_attention();
     row.prefill_ms_runs = time_runs(cfg.repeats, [&] {
       if (hook != nullptr)
-        hook->begin(wants_cls ? cls.cls_attention : at::Tensor(), wants_cls ? cls.keys : at::Tensor());
+        hook->begin(wants_cls ? cls.cls_attention : at::Tensor(), wants_cls ? cls.keys : at::Tensor(),
+                    shape.default_layout());
       // A gradient scorer's pre-pass is pruning work: timed with the prefill.
       if (hook != nullptr && hook->wants_visual_saliency())
         hook->set_visual_saliency(setup.run_saliency(wants_cls ? cls.embeds : visual));

@@ -3,10 +3,13 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "core/errors.h"
+#include "model/attention_chunks.h"
 
 namespace vispco {
 
@@ -25,12 +28,31 @@ at::Tensor activation(const at::Tensor& x, const std::string& name) {
                         "' (valid: silu, gelu, gelu_pytorch_tanh, quick_gelu)");
 }
 
-Rotary rotary_tables(const at::Tensor& positions, int64_t d_head, double theta, c10::ScalarType dtype) {
+Rotary rotary_tables(const at::Tensor& positions, int64_t d_head, double theta, c10::ScalarType dtype,
+                     const std::vector<int64_t>& mrope_section) {
   auto opts = at::TensorOptions().dtype(at::kFloat).device(positions.device());
   auto exponent = at::arange(0, d_head, 2, opts) / static_cast<double>(d_head);
   auto inv_freq = at::pow(theta, exponent).reciprocal();            // [D_h/2]
-  auto angles = positions.to(at::kFloat).unsqueeze(-1) * inv_freq;  // [B, T, D_h/2]
-  auto emb = at::cat({angles, angles}, -1).unsqueeze(1);            // [B, 1, T, D_h]
+  auto angles = positions.to(at::kFloat).unsqueeze(-1) * inv_freq;  // [B, T, D_h/2] or [A, B, T, D_h/2]
+  if (positions.dim() == 3 || !mrope_section.empty()) {
+    int64_t total = 0;
+    for (auto s : mrope_section) total += s;
+    const int64_t axes = positions.dim() == 3 ? positions.size(0) : 1;
+    if (positions.dim() != 3 || static_cast<int64_t>(mrope_section.size()) != axes || total != d_head / 2)
+      throw InvalidArgument("M-RoPE: " + std::to_string(axes) + " position axes and " +
+                            std::to_string(mrope_section.size()) + " sections summing to " +
+                            std::to_string(total) +
+                            " (need [A, B, T] positions, one section per axis, summing to D_h/2 = " +
+                            std::to_string(d_head / 2) + ")");
+    std::vector<at::Tensor> parts;  // section a of the frequencies from axis a
+    int64_t start = 0;
+    for (size_t a = 0; a < mrope_section.size(); ++a) {
+      parts.push_back(angles[static_cast<int64_t>(a)].narrow(-1, start, mrope_section[a]));
+      start += mrope_section[a];
+    }
+    angles = at::cat(parts, -1);  // [B, T, D_h/2]
+  }
+  auto emb = at::cat({angles, angles}, -1).unsqueeze(1);  // [B, 1, T, D_h]
   return {emb.cos().to(dtype), emb.sin().to(dtype)};
 }
 
@@ -53,11 +75,13 @@ at::Tensor causal_mask(const at::Tensor& key_valid, int64_t n_query, int64_t pas
   return mask.unsqueeze(1);
 }
 
-at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
-                     const at::Tensor& probs_rows, at::Tensor* probs_out) {
+namespace {
+
+// attention() over all T query rows at once: one [B, H_kv, G·T, S] fp32 score block.
+at::Tensor attention_block(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                           const at::Tensor& mask, const at::Tensor& probs_rows, at::Tensor* probs_out) {
   const int64_t B = q.size(0), H = q.size(1), T = q.size(2), Dh = q.size(3);
   const int64_t Hkv = k.size(1), S = k.size(2), G = H / Hkv;
-  TORCH_CHECK(H % Hkv == 0, "attention: ", H, " query heads are not a multiple of ", Hkv, " kv heads");
   // [B, H, T, Dh] -> [B, Hkv, G·T, Dh]: the G query heads sharing a kv head are stacked along rows.
   auto qg = q.contiguous().view({B, Hkv, G * T, Dh});
   auto scores = at::matmul(qg, k.transpose(-1, -2)).to(at::kFloat) * (1.0 / std::sqrt(double(Dh)));
@@ -71,6 +95,44 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   }
   auto out = at::matmul(probs.to(v.scalar_type()), v);  // [B, Hkv, G·T, Dh]
   return out.view({B, H, T, Dh}).transpose(1, 2).reshape({B, T, H * Dh});
+}
+
+}  // namespace
+
+int64_t attention_query_chunk(int64_t batch, int64_t heads, int64_t n_keys, int64_t budget_bytes) {
+  const int64_t row_bytes = std::max<int64_t>(1, batch * heads * n_keys * int64_t(sizeof(float)));
+  return std::max<int64_t>(1, budget_bytes / row_bytes);
+}
+
+at::Tensor attention_in_chunks(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                               const at::Tensor& mask, const at::Tensor& probs_rows, at::Tensor* probs_out,
+                               int64_t budget_bytes) {
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2);
+  TORCH_CHECK(H % k.size(1) == 0, "attention: ", H, " query heads are not a multiple of ", k.size(1),
+              " kv heads");
+  const int64_t chunk = attention_query_chunk(B, H, k.size(2), budget_bytes);
+  if (chunk >= T) return attention_block(q, k, v, mask, probs_rows, probs_out);
+  const bool want_rows = probs_rows.defined() && probs_out != nullptr;
+  std::vector<at::Tensor> outs;
+  at::Tensor rows_out;  // [B, H, R, S]: each asked row from the chunk that holds it
+  for (int64_t t0 = 0; t0 < T; t0 += chunk) {
+    const int64_t c = std::min(chunk, T - t0);
+    at::Tensor local, got;
+    if (want_rows) local = (probs_rows - t0).clamp(0, c - 1);
+    outs.push_back(attention_block(q.narrow(2, t0, c), k, v, mask.defined() ? mask.narrow(2, t0, c) : mask,
+                                   local, want_rows ? &got : nullptr));
+    if (want_rows) {
+      const auto inside = ((probs_rows >= t0) & (probs_rows < t0 + c)).view({B, 1, -1, 1});  // [B, 1, R, 1]
+      rows_out = at::where(inside, got, rows_out.defined() ? rows_out : at::zeros_like(got));
+    }
+  }
+  if (want_rows) *probs_out = rows_out;
+  return at::cat(outs, 1);
+}
+
+at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
+                     const at::Tensor& probs_rows, at::Tensor* probs_out) {
+  return attention_in_chunks(q, k, v, mask, probs_rows, probs_out, kAttentionScoreBudgetBytes);
 }
 
 at::Tensor attention_gated(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,

@@ -5,6 +5,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <string>
+#include <vector>
 
 namespace vispco {
 
@@ -23,8 +24,13 @@ struct Rotary {
   at::Tensor cos;  ///< [B, 1, T, D_h], compute dtype
   at::Tensor sin;  ///< [B, 1, T, D_h], compute dtype
 };
-/// cos/sin of positions · θ^(−2i/D_h), angles computed in fp32. @param positions [B, T] int64.
-Rotary rotary_tables(const at::Tensor& positions, int64_t d_head, double theta, c10::ScalarType dtype);
+/// cos/sin of positions · θ^(−2i/D_h), angles computed in fp32. @param positions [B, T] int64, or [A, B, T]
+/// for multi-axis RoPE (M-RoPE, Qwen2-VL §2.1; transformers' apply_multimodal_rotary_pos_emb): frequency i of
+/// the D_h/2 takes its angle from axis a when i lies in the a-th section of `mrope_section` (sizes summing to
+/// D_h/2), the same in both halves. @param mrope_section empty for [B, T] positions.
+/// @throws InvalidArgument when the sections do not match the positions' axes or sum to D_h/2.
+Rotary rotary_tables(const at::Tensor& positions, int64_t d_head, double theta, c10::ScalarType dtype,
+                     const std::vector<int64_t>& mrope_section = {});
 /// x·cos + rotate_half(x)·sin with rotate_half(x) = cat(−x₂, x₁). @param x [B, H, T, D_h].
 at::Tensor apply_rotary(const at::Tensor& x, const Rotary& rot);
 

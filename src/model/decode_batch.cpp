@@ -20,27 +20,35 @@ VisualTokens group_visual_tokens(VisionLanguageModel& m, const std::vector<VlmRe
     return r.visual.embeds.defined() &&
            (!want_attention || (r.visual.cls_attention.defined() && r.visual.keys.defined()));
   });
-  const auto dev = m.context().device;
-  VisualTokens vis;
   if (!all_encoded) {
     std::vector<at::Tensor> px;
     for (const auto& r : reqs) px.push_back(r.pixels);
-    return m.encode_images(at::stack(px, 0), want_attention);
+    return m.encode_image_list(px, want_attention);
   }
-  std::vector<at::Tensor> e, a, k;
+  const auto dev = m.context().device;
+  std::vector<VisualTokens> rows;  // each [1, N_b, …]
   for (const auto& r : reqs) {
-    e.push_back(r.visual.embeds);
+    VisualTokens row;
+    row.embeds = r.visual.embeds.unsqueeze(0).to(dev, m.context().dtype);
     if (want_attention) {
-      a.push_back(r.visual.cls_attention);
-      k.push_back(r.visual.keys);
+      row.cls_attention = r.visual.cls_attention.unsqueeze(0).to(dev, at::kFloat);
+      row.keys = r.visual.keys.unsqueeze(0).to(dev, m.context().dtype);
     }
+    row.layouts = r.visual.layouts;
+    rows.push_back(std::move(row));
   }
-  vis.embeds = at::stack(e, 0).to(dev, m.context().dtype);
-  if (want_attention) {
-    vis.cls_attention = at::stack(a, 0).to(dev, at::kFloat);
-    vis.keys = at::stack(k, 0).to(dev, m.context().dtype);
-  }
-  return vis;
+  return stack_visual_tokens(rows, m.shape());
+}
+
+// Request b carrying image b's own tokens (a group of another layout is prefilled on its own).
+VlmRequest with_visual_row(const VlmRequest& r, const VisualTokens& vis, int64_t b, const ModelShape& shape) {
+  auto row = vis.row(b, shape);
+  VlmRequest out = r;
+  out.visual.embeds = row.embeds[0];
+  out.visual.cls_attention = row.cls_attention.defined() ? row.cls_attention[0] : at::Tensor();
+  out.visual.keys = row.keys.defined() ? row.keys[0] : at::Tensor();
+  out.visual.layouts = row.layouts;
+  return out;
 }
 
 }  // namespace
@@ -73,44 +81,70 @@ GenerationStats DecodeBatch::add(const std::vector<VlmRequest>& reqs,
   for (const auto& gc : configs) gc.validate();
   c10::InferenceMode guard;
   const auto dev = m_.context().device;
-  GenerationStats st;
-  st.batch = static_cast<int64_t>(reqs.size());
   Stopwatch total;
   const bool want_attention = hook != nullptr && hook->wants_vision_attention();
   const auto vis = group_visual_tokens(m_, reqs, want_attention);
-  if (hook != nullptr) hook->begin(vis.cls_attention, vis.keys);
   sync_device(dev);
-  st.vision_ms = total.ms();
-  st.n_visual = vis.embeds.size(1);
-  for (const auto& r : reqs) st.n_text_max = std::max<int64_t>(st.n_text_max, r.prompt_ids.size() - 1);
-  if (hook != nullptr && hook->wants_visual_saliency()) {
-    Stopwatch prepass;
-    hook->set_visual_saliency(visual_token_saliency(m_, reqs, vis.embeds).saliency);
-    sync_device(dev);
-    st.prepass_ms = prepass.ms();
+  const double vision_ms = total.ms();
+  // Images of different layouts (N_v, grid) are prefilled in groups of one layout, in order of first
+  // appearance; every group's rows then join the batch together (decode mixes them freely).
+  std::vector<std::vector<int64_t>> groups;
+  std::vector<VisualLayout> group_layout;
+  for (int64_t b = 0; b < static_cast<int64_t>(reqs.size()); ++b) {
+    auto l = vis.layout(b, m_.shape());
+    if (vis.layouts.empty()) l.n_tokens = vis.embeds.size(1);  // every image as the shape says
+    auto it = std::find(group_layout.begin(), group_layout.end(), l);
+    if (it == group_layout.end()) {
+      group_layout.push_back(l);
+      groups.push_back({b});
+    } else {
+      groups[it - group_layout.begin()].push_back(b);
+    }
   }
-
-  Stopwatch prefill;
-  auto& lm = m_.language_model();
-  auto state = build_prefill_state(m_, reqs, vis.embeds);
-  KvCache group_cache(m_.shape().n_layers);
-  DecoderStats dstats;
-  auto h = lm->forward(state, group_cache, hook, &dstats);
-  auto logits = lm->logits(h.narrow(1, h.size(1) - 1, 1)).squeeze(1);  // [B, V]
-  sync_device(dev);
-  st.prefill_ms = prefill.ms();
-  st.tokens_per_layer = dstats.tokens_per_layer;
-  st.n_visual_kept = state.visual[0].sum().item<int64_t>();
-  auto next_pos = state.positions.narrow(1, state.positions.size(1) - 1, 1) + 1;  // [B, 1]
+  std::vector<Prefilled> parts;
+  std::vector<int64_t> order;  // request index of each prefilled row, in join order
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (groups.size() == 1) {
+      parts.push_back(prefill_group(reqs, vis, group_layout[g], hook));
+    } else {
+      std::vector<VlmRequest> sub;
+      std::vector<VisualTokens> rows;
+      for (const auto b : groups[g]) {
+        sub.push_back(reqs[b]);
+        rows.push_back(vis.row(b, m_.shape()));
+      }
+      parts.push_back(prefill_group(sub, stack_visual_tokens(rows, m_.shape()), group_layout[g], hook));
+    }
+    order.insert(order.end(), groups[g].begin(), groups[g].end());
+  }
+  GenerationStats st;
+  st.batch = static_cast<int64_t>(reqs.size());
+  st.vision_ms = vision_ms;
+  for (const auto& p : parts) {
+    st.prepass_ms += p.stats.prepass_ms;
+    st.prefill_ms += p.stats.prefill_ms;
+    st.n_visual = std::max(st.n_visual, p.stats.n_visual);
+    st.n_visual_kept = std::max(st.n_visual_kept, p.stats.n_visual_kept);
+    st.n_text_max = std::max(st.n_text_max, p.stats.n_text_max);
+    if (st.tokens_per_layer.size() < p.stats.tokens_per_layer.size())
+      st.tokens_per_layer.resize(p.stats.tokens_per_layer.size(), 0);
+    for (size_t l = 0; l < p.stats.tokens_per_layer.size(); ++l)
+      st.tokens_per_layer[l] = std::max(st.tokens_per_layer[l], p.stats.tokens_per_layer[l]);
+  }
 
   // Join into copies first (a KvCache copy shares its tensors, and concat_rows replaces them rather than
   // writing into them), then commit with moves that cannot throw: a throw leaves the running batch as it was.
   KvCache joined = cache_;
-  joined.concat_rows(group_cache);
-  auto joined_logits = pending_logits_.defined() ? at::cat({pending_logits_, logits}, 0) : logits;
-  auto joined_pos = next_pos_.defined() ? at::cat({next_pos_, next_pos}, 0) : next_pos;
+  auto joined_logits = pending_logits_;
+  auto joined_pos = next_pos_;
+  for (auto& p : parts) {
+    joined.concat_rows(p.cache);
+    joined_logits = joined_logits.defined() ? at::cat({joined_logits, p.logits}, 0) : p.logits;
+    joined_pos =
+        joined_pos.defined() ? at::cat({joined_pos, p.next_pos}, position_batch_dim(p.next_pos)) : p.next_pos;
+  }
   std::vector<Row> joining;
-  for (size_t i = 0; i < reqs.size(); ++i) {
+  for (const auto i : order) {
     Row r;
     r.id = ids[i];
     r.gc = configs[i];
@@ -125,6 +159,37 @@ GenerationStats DecodeBatch::add(const std::vector<VlmRequest>& reqs,
   next_pos_ = std::move(joined_pos);
   for (auto& r : joining) rows_.push_back(std::move(r));
   return st;
+}
+
+DecodeBatch::Prefilled DecodeBatch::prefill_group(const std::vector<VlmRequest>& reqs,
+                                                  const VisualTokens& vis, const VisualLayout& layout,
+                                                  PrefillHook* hook) {
+  const auto dev = m_.context().device;
+  Prefilled out;
+  auto& st = out.stats;
+  if (hook != nullptr) hook->begin(vis.cls_attention, vis.keys, layout);
+  st.n_visual = layout.n_tokens;
+  for (const auto& r : reqs) st.n_text_max = std::max<int64_t>(st.n_text_max, r.prompt_ids.size() - 1);
+  const auto embeds = vis.embeds.narrow(1, 0, layout.n_tokens);
+  if (hook != nullptr && hook->wants_visual_saliency()) {
+    Stopwatch prepass;
+    hook->set_visual_saliency(visual_token_saliency(m_, reqs, embeds, false, layout).saliency);
+    sync_device(dev);
+    st.prepass_ms = prepass.ms();
+  }
+  Stopwatch prefill;
+  auto& lm = m_.language_model();
+  auto state = build_prefill_state(m_, reqs, embeds, layout);
+  out.cache = KvCache(m_.shape().n_layers);
+  DecoderStats dstats;
+  auto h = lm->forward(state, out.cache, hook, &dstats);
+  out.logits = lm->logits(h.narrow(1, h.size(1) - 1, 1)).squeeze(1);  // [B, V]
+  sync_device(dev);
+  st.prefill_ms = prefill.ms();
+  st.tokens_per_layer = dstats.tokens_per_layer;
+  st.n_visual_kept = state.visual[0].sum().item<int64_t>();
+  out.next_pos = next_positions(state.positions);
+  return out;
 }
 
 std::vector<FinishedRow> DecodeBatch::sample(const RowTokenCallback& on_token) {
@@ -186,7 +251,7 @@ std::vector<FinishedRow> DecodeBatch::sample(const RowTokenCallback& on_token) {
   if (keep.size() < rows_.size()) {  // finished rows leave the batch
     const auto idx = at::tensor(keep, at::kLong);
     cache_.select_rows(idx);
-    next_pos_ = next_pos_.index_select(0, idx.to(next_pos_.device()));
+    next_pos_ = next_pos_.index_select(position_batch_dim(next_pos_), idx.to(next_pos_.device()));
   }
   rows_ = std::move(kept_rows);
   pending_logits_ = at::Tensor();
@@ -207,7 +272,7 @@ void DecodeBatch::advance() {
   const auto on = at::TensorOptions().device(dev);
   TokenState s;
   s.hidden = lm->embed(at::tensor(to_feed_, at::kLong).to(dev).view({B, 1}));
-  s.positions = next_pos_;
+  s.positions = next_pos_;  // [B, 1] or [A, B, 1]
   s.valid = at::ones({B, 1}, on.dtype(at::kBool));
   s.visual = at::zeros({B, 1}, on.dtype(at::kBool));
   s.grid_index = at::full({B, 1}, -1, on.dtype(at::kLong));

@@ -38,9 +38,11 @@ class DecodeBatch {
   explicit DecodeBatch(VisionLanguageModel& m);
 
   /// Prefills `reqs` as one batch (left padding, `hook` pruning inside the prefill, as generate()) and adds
-  /// their rows to the batch with their pending first-token logits. The group's KV cache joins the running
-  /// one layer by layer; the shorter side is left-padded with masked positions (RoPE positions stay per row,
-  /// so a row's keys, values and next positions do not change). Nothing changes when it throws.
+  /// their rows to the batch with their pending first-token logits. Images of different layouts (N_v, grid)
+  /// are prefilled in groups of one layout, each with its own hook->begin(), and join together. The group's
+  /// KV cache joins the running one layer by layer; the shorter side is left-padded with masked positions
+  /// (RoPE positions stay per row, so a row's keys, values and next positions do not change). Nothing changes
+  /// when it throws.
   /// @param ids one caller id per request (reported back by step()) @param record_logits per request: keep
   /// its logits of every step @param top_logprobs per request (or empty = none): −1, or keep for each
   /// generated token only its log-probability and the top n ∈ [0, 20] (FinishedRow::step_logprobs) @return
@@ -85,11 +87,21 @@ class DecodeBatch {
     std::vector<at::Tensor> logits;
     std::vector<StepLogprobs> logprobs;
   };
+  // One group of one layout, prefilled into its own cache (add() joins the groups).
+  struct Prefilled {
+    KvCache cache;
+    at::Tensor logits;    // [B_g, V] fp32 first-token logits
+    at::Tensor next_pos;  // [B_g, 1] or [A, B_g, 1]
+    GenerationStats stats;
+  };
+  Prefilled prefill_group(const std::vector<VlmRequest>& reqs, const VisualTokens& vis,
+                          const VisualLayout& layout, PrefillHook* hook);
+
   VisionLanguageModel& m_;
   std::vector<Row> rows_;
   KvCache cache_;
   at::Tensor pending_logits_;     // [B', V] fp32, the next-token logits of each row (before sample())
-  at::Tensor next_pos_;           // [B', 1] int64, RoPE position of each row's next token
+  at::Tensor next_pos_;           // [B', 1] (or [A, B', 1]) int64, RoPE position of each row's next token
   std::vector<int64_t> to_feed_;  // after sample(): the token each row feeds in advance()
   int64_t n_generated_ = 0;
 };

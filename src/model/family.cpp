@@ -1,6 +1,8 @@
 // The family registry: built-in rows first (LLaVA-1.5, model/llava/llava.h), then any a test registers.
 #include "model/family.h"
 
+#include <ATen/ATen.h>
+
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +15,15 @@
 #include "model/model_source.h"
 
 namespace vispco {
+
+VisualTokens FamilyModel::encode_image_list(const std::vector<at::Tensor>& pixels, bool want_cls_attention) {
+  if (pixels.empty()) throw InvalidArgument("encode_image_list: no images");
+  for (const auto& p : pixels)
+    if (!p.sizes().equals(pixels[0].sizes()))
+      throw InvalidArgument("encode_image_list: this family takes images of one preprocessed size, got " +
+                            std::to_string(p.dim()) + "-d pixels of another size");
+  return encode_images(at::stack(pixels, 0), want_cls_attention);
+}
 
 namespace fs = std::filesystem;
 

@@ -19,6 +19,7 @@
 #include "io/tokenizer.h"
 #include "model/llama.h"
 #include "model/shape.h"
+#include "model/visual_tokens.h"
 
 namespace cv {
 class Mat;
@@ -28,14 +29,6 @@ namespace vispco {
 
 struct ModelSource;
 
-/// Visual tokens of a batch of images, ready for the decoder.
-struct VisualTokens {
-  at::Tensor embeds;  ///< [B, N_v, D] projected visual tokens, compute dtype
-  at::Tensor
-      cls_attention;  ///< [B, N_v] fp32 head-averaged [CLS] attention at the feature layer (when asked)
-  at::Tensor keys;    ///< [B, N_v, D_v] feature-layer keys (when asked)
-};
-
 /// The family-specific half of a loaded model. VisionLanguageModel (model/vlm.h) owns one and adds the
 /// tokenizer and the run context; every family shares the Llama-style decoder (model/llama.h).
 class FamilyModel {
@@ -43,7 +36,8 @@ class FamilyModel {
   virtual ~FamilyModel() = default;
   /// What code outside model/ reads about this model.
   virtual const ModelShape& shape() const = 0;
-  /// One RGB image → pixel values [C, S, S] fp32 for encode_images (the family's resize, pad and norm).
+  /// One RGB image → its pixel values, fp32, for encode_image_list: [C, S, S] for a fixed-size family (the
+  /// family's resize, pad and norm); a dynamic-resolution or tiling family defines its own shape.
   virtual at::Tensor preprocess(const cv::Mat& rgb) const = 0;
   /// The preprocessing settings (size, mean/std, padding), for request checks and reports.
   virtual const io::ImagePreprocessConfig& preprocess_config() const = 0;
@@ -51,6 +45,10 @@ class FamilyModel {
   /// @param want_cls_attention also return [CLS] attention and keys (VisionZip); a family without them
   /// leaves those undefined. @return N_v visual tokens per image. Called in inference mode.
   virtual VisualTokens encode_images(const at::Tensor& pixels, bool want_cls_attention) = 0;
+  /// As encode_images for images preprocessed separately, whose pixel tensors may differ in shape (dynamic
+  /// resolution, tiles); a family whose images make different numbers of tokens sets VisualTokens::layouts.
+  /// Default: stacks the tensors (equal shapes) and calls encode_images.
+  virtual VisualTokens encode_image_list(const std::vector<at::Tensor>& pixels, bool want_cls_attention);
   /// Prompt ids of a question in the family's chat template, holding shape().image_token_id once.
   /// @throws InvalidArgument when the tokenizer cannot express the template.
   virtual std::vector<int64_t> prompt_ids(const io::Tokenizer& tok, const std::string& question) const = 0;

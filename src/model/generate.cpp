@@ -55,11 +55,60 @@ nlohmann::json GenerationStats::to_json() const {
           {"kv_cache_bytes", kv_cache_bytes}};
 }
 
+namespace {
+
+// [3, B, T] M-RoPE positions of a prefill laid out by build_prefill_state (see there).
+at::Tensor multi_axis_positions(const at::Tensor& valid, const std::vector<int64_t>& image_start,
+                                const VisualLayout& layout, int64_t axes) {
+  if (axes != 3)
+    throw InvalidArgument("build_prefill_state: " + std::to_string(axes) +
+                          " position axes (supported: 1, or 3 for M-RoPE)");
+  if (layout.grid_rows * layout.grid_cols != layout.n_tokens)
+    throw InvalidArgument("build_prefill_state: M-RoPE needs N_v = rows·cols, got " +
+                          std::to_string(layout.n_tokens) + " tokens on a " +
+                          std::to_string(layout.grid_rows) + "×" + std::to_string(layout.grid_cols) +
+                          " grid");
+  const int64_t B = valid.size(0), T = valid.size(1), n_v = layout.n_tokens;
+  auto pos = at::zeros({3, B, T}, at::kLong);
+  auto acc = pos.accessor<int64_t, 3>();
+  const auto v = valid.to(at::kCPU).contiguous();
+  const auto va = v.accessor<bool, 2>();
+  for (int64_t b = 0; b < B; ++b) {
+    int64_t next = 0;  // the next text position
+    for (int64_t t = 0; t < T; ++t) {
+      if (!va[b][t]) continue;
+      if (t == image_start[b]) {  // the image span: (p₀, p₀ + r, p₀ + c)
+        for (int64_t g = 0; g < n_v; ++g) {
+          acc[0][b][t + g] = next;
+          acc[1][b][t + g] = next + g / layout.grid_cols;
+          acc[2][b][t + g] = next + g % layout.grid_cols;
+        }
+        next += std::max(layout.grid_rows, layout.grid_cols);
+        t += n_v - 1;
+        continue;
+      }
+      for (int64_t a = 0; a < 3; ++a) acc[a][b][t] = next;
+      ++next;
+    }
+  }
+  return pos;
+}
+
+}  // namespace
+
 TokenState build_prefill_state(VisionLanguageModel& m, const std::vector<VlmRequest>& reqs,
-                               const at::Tensor& visual) {
+                               const at::Tensor& visual, const VisualLayout& given) {
   const int64_t B = static_cast<int64_t>(reqs.size()), n_v = visual.size(1);
+  VisualLayout layout = given;
+  if (layout.n_tokens == 0) {
+    layout = m.shape().default_layout();
+    layout.n_tokens = n_v;
+  }
+  if (layout.n_tokens != n_v)
+    throw InvalidArgument("build_prefill_state: " + std::to_string(n_v) +
+                          " visual tokens per row for a layout of " + std::to_string(layout.n_tokens));
   const int64_t image_id = m.shape().image_token_id;
-  std::vector<int64_t> lengths, image_pos;
+  std::vector<int64_t> lengths, image_pos, image_start;
   for (const auto& r : reqs) {
     const auto n_img = std::count(r.prompt_ids.begin(), r.prompt_ids.end(), image_id);
     if (n_img != 1)
@@ -88,6 +137,7 @@ TokenState build_prefill_state(VisionLanguageModel& m, const std::vector<VlmRequ
     parts.push_back(emb.narrow(0, p + 1, emb.size(0) - p - 1));
     rows.push_back(at::cat(parts, 0));
     valid[b].narrow(0, pad, lengths[b]).fill_(true);
+    image_start.push_back(pad + p);
     is_visual[b].narrow(0, pad + p, n_v).fill_(true);
     grid_index[b].narrow(0, pad + p, n_v).copy_(at::arange(n_v, at::kLong));
   }
@@ -96,7 +146,10 @@ TokenState build_prefill_state(VisionLanguageModel& m, const std::vector<VlmRequ
   s.valid = valid.to(dev);
   s.visual = is_visual.to(dev);
   s.grid_index = grid_index.to(dev);
-  s.positions = (s.valid.to(at::kLong).cumsum(1) - 1).clamp_min(0);
+  if (m.shape().position_axes == 1)
+    s.positions = (s.valid.to(at::kLong).cumsum(1) - 1).clamp_min(0);
+  else
+    s.positions = multi_axis_positions(valid, image_start, layout, m.shape().position_axes).to(dev);
   return s;
 }
 

@@ -81,11 +81,16 @@ struct GenerationOutput {
 using TokenCallback = std::function<bool(size_t row, int64_t token)>;
 
 /// Builds the decoder's prefill input for a batch: each row's prompt embeddings with its N_v visual tokens
-/// spliced in at the image placeholder, rows left-padded to the longest (padding invalid, zeros), RoPE
-/// positions counting valid tokens from 0. @param visual [B, N_v, D] @return TokenState of [B, T_max, …].
-/// @throws InvalidArgument when a prompt does not hold exactly one image placeholder.
+/// spliced in at the image placeholder, rows left-padded to the longest (padding invalid, zeros). RoPE
+/// positions count valid tokens from 0 ([B, T]); for a model with 3 position axes (M-RoPE, Qwen2-VL §2.1)
+/// they are [3, B, T]: a text token's position p on every axis, visual token (r, c) of the grid at (p₀, p₀ +
+/// r, p₀ + c) where p₀ is the image's first position, and the text after the image from p₀ + max(rows, cols).
+/// @param visual [B, N_v, D], every row of one layout @param layout the images' layout (N_v = its n_tokens,
+/// its grid for M-RoPE positions); n_tokens = 0 means visual.size(1) tokens on the shape's default grid.
+/// @return TokenState of [B, T_max, …]. @throws InvalidArgument when a prompt does not hold exactly one image
+/// placeholder, or the layout does not match the tokens (or, for M-RoPE, its grid holds another count).
 TokenState build_prefill_state(VisionLanguageModel& m, const std::vector<VlmRequest>& reqs,
-                               const at::Tensor& visual);
+                               const at::Tensor& visual, const VisualLayout& layout = {});
 
 /// Generates for a batch of requests with one decoding config. Batching is by left padding with key masks;
 /// rows finish independently and a finished row leaves the decode batch (its KV-cache rows are dropped), so

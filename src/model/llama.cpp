@@ -105,7 +105,8 @@ at::Tensor LlamaForCausalLMImpl::run_layers(TokenState& state, KvCache& cache, P
               " layers, decoder has ", n_layers);
   TORCH_CHECK(gate_hook == nullptr || (hook == nullptr && cache.layers[0].length() == 0),
               "a key-gate hook runs alone on a fresh cache (prefill)");
-  auto rot = rotary_tables(state.positions, cfg.d_head(), cfg.rope_theta, state.hidden.scalar_type());
+  auto rot = rotary_tables(state.positions, cfg.d_head(), cfg.rope_theta, state.hidden.scalar_type(),
+                           cfg.mrope_section);
   at::Tensor mask;
   int64_t mask_past = -1;       // cache length the mask was built for
   at::Tensor mask_cache_valid;  // and the cached keys' validity [B, S] it was built from
@@ -125,7 +126,8 @@ at::Tensor LlamaForCausalLMImpl::run_layers(TokenState& state, KvCache& cache, P
       state.hidden = h;
       if (hook->apply(l, state, signals)) {
         h = state.hidden;
-        rot = rotary_tables(state.positions, cfg.d_head(), cfg.rope_theta, h.scalar_type());
+        rot =
+            rotary_tables(state.positions, cfg.d_head(), cfg.rope_theta, h.scalar_type(), cfg.mrope_section);
         mask_past = -1;
       }
     }

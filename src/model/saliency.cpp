@@ -10,7 +10,7 @@
 namespace vispco {
 
 VisualSaliency visual_token_saliency(VisionLanguageModel& m, const std::vector<VlmRequest>& reqs,
-                                     const at::Tensor& visual, bool keep_grad) {
+                                     const at::Tensor& visual, bool keep_grad, const VisualLayout& layout) {
   if (reqs.empty()) throw InvalidArgument("visual_token_saliency: empty batch");
   TORCH_CHECK(visual.dim() == 3 && visual.size(0) == static_cast<int64_t>(reqs.size()),
               "visual_token_saliency: visual must be [B, N_v, D] with B = ", reqs.size(), ", got ",
@@ -19,7 +19,7 @@ VisualSaliency visual_token_saliency(VisionLanguageModel& m, const std::vector<V
   at::AutoGradMode grad_on(true);
   // A normal (non-inference) leaf copy of the visual tokens: inference tensors cannot be saved for backward.
   auto v = visual.detach().clone().requires_grad_(true);
-  auto state = build_prefill_state(m, reqs, v);
+  auto state = build_prefill_state(m, reqs, v, layout);
   KvCache cache(m.shape().n_layers);
   auto& lm = m.language_model();
   auto h = lm->forward(state, cache);

@@ -26,9 +26,11 @@ struct VisualSaliency {
 /// inside an InferenceMode scope (generate()); the model's parameters are not touched and get no .grad. Cost:
 /// one prefill forward with autograd plus its backward (≈ 3 unpruned prefills in FLOPs).
 /// @param visual [B, N_v, D] projected visual tokens (VisionLanguageModel::encode_images().embeds)
-/// @param keep_grad also return the gradient [B, N_v, D].
+/// @param keep_grad also return the gradient [B, N_v, D] @param layout the images' layout, as for
+/// build_prefill_state (n_tokens = 0: the shape's default grid).
 /// @throws InvalidArgument for an empty batch or a prompt without its image placeholder.
 VisualSaliency visual_token_saliency(VisionLanguageModel& m, const std::vector<VlmRequest>& reqs,
-                                     const at::Tensor& visual, bool keep_grad = false);
+                                     const at::Tensor& visual, bool keep_grad = false,
+                                     const VisualLayout& layout = {});
 
 }  // namespace vispco

@@ -10,11 +10,21 @@
 
 namespace vispco {
 
+/// How one image's visual tokens are laid out, as its family's encoder made them (model/family.h). Images of
+/// one model may differ (dynamic resolution, AnyRes tiling, unpadding); a prefill group holds one layout.
+struct VisualLayout {
+  int64_t n_tokens = 0;   ///< N_v, visual tokens of this image
+  int64_t grid_rows = 0;  ///< rows of the patch grid that grid indices refer to (row-major, g = r·cols + c)
+  int64_t grid_cols = 0;  ///< columns of that grid
+  bool operator==(const VisualLayout&) const = default;
+};
+
 /// Shape of a vision-language model as the pruning and serving layers need it.
 struct ModelShape {
   /// Hugging Face architecture name of the family, e.g. "LlavaForConditionalGeneration".
   std::string architecture;
-  /// N_v, visual tokens one image puts into the decoder (for the family's default image size).
+  /// N_v, visual tokens one image puts into the decoder at the family's default image size; families with
+  /// dynamic resolution or tiling give each image its own count (VisualTokens::layouts).
   int64_t n_visual_tokens = 0;
   /// Visual-token grid, rows × columns of patches (N_v = rows·cols, plus one when has_cls_token).
   int64_t grid_rows = 0;
@@ -41,6 +51,8 @@ struct ModelShape {
 
   /// Patches per side of a square grid. @throws ConfigError when the grid is not square.
   int64_t grid_side() const;
+  /// The layout of an image at the default size: n_visual_tokens over grid_rows × grid_cols.
+  VisualLayout default_layout() const { return {n_visual_tokens, grid_rows, grid_cols}; }
   bool operator==(const ModelShape&) const = default;
 };
 

@@ -14,6 +14,21 @@ int64_t first_eos_id(const nlohmann::json& v) {
   return v.is_array() && !v.empty() ? v[0].get<int64_t>() : v.get<int64_t>();
 }
 
+// M-RoPE's sections from a rope_scaling object; any other scaling is refused.
+std::vector<int64_t> mrope_section_of(const nlohmann::json& r, const std::string& where) {
+  const auto type = r.is_object() ? r.value("type", r.value("rope_type", std::string())) : std::string();
+  if (!r.is_object() || (type != "mrope" && type != "default") || !r.contains("mrope_section") ||
+      !r["mrope_section"].is_array())
+    throw ConfigError(where + ".rope_scaling is not supported (got " + r.dump() +
+                      "; supported: M-RoPE's {\"type\": \"mrope\", \"mrope_section\": [...]})");
+  try {
+    return r["mrope_section"].get<std::vector<int64_t>>();
+  } catch (const nlohmann::json::exception&) {
+    throw ConfigError(where + ".rope_scaling.mrope_section has the wrong type (got " +
+                      r["mrope_section"].dump() + ")");
+  }
+}
+
 // TextConfig's keys in config.json (head_dim is written only when set: transformers reads 0 literally).
 const JsonFields<TextConfig>& text_fields() {
   using C = TextConfig;
@@ -45,9 +60,9 @@ TextConfig text_config_from_json(const nlohmann::json& j, const std::string& whe
   if (j.contains("model_type") && j["model_type"] != "llama")
     throw ConfigError(where + ".model_type " + j["model_type"].dump() +
                       " is not supported (supported: llama)");
-  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
-    throw ConfigError(where + ".rope_scaling is not supported (got " + j["rope_scaling"].dump() + ")");
   text_fields().read_known(j, t, where);
+  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
+    t.mrope_section = mrope_section_of(j["rope_scaling"], where);
   if (t.num_key_value_heads <= 0) t.num_key_value_heads = t.num_attention_heads;  // HF: None means MHA
   return t;
 }
@@ -55,6 +70,7 @@ TextConfig text_config_from_json(const nlohmann::json& j, const std::string& whe
 nlohmann::json text_config_to_json(const TextConfig& t) {
   nlohmann::json j = text_fields().write(t);
   j["num_key_value_heads"] = t.n_kv_heads();
+  if (!t.mrope_section.empty()) j["rope_scaling"] = {{"type", "mrope"}, {"mrope_section", t.mrope_section}};
   j["model_type"] = "llama";
   j["architectures"] = {"LlamaForCausalLM"};
   return j;
@@ -78,6 +94,15 @@ void validate_text_config(const TextConfig& t, const std::string& w) {
   require(t.d_head() % 2 == 0, "head dim " + std::to_string(t.d_head()) + " must be even for RoPE");
   require(t.hidden_act == "silu", w + ".hidden_act '" + t.hidden_act + "' (valid: silu)");
   require(t.rope_theta > 0, w + ".rope_theta must be > 0");
+  if (!t.mrope_section.empty()) {
+    int64_t total = 0;
+    for (const auto s : t.mrope_section) {
+      require(s > 0, w + ".rope_scaling.mrope_section entries must be > 0");
+      total += s;
+    }
+    require(total == t.d_head() / 2, w + ".rope_scaling.mrope_section sums to " + std::to_string(total) +
+                                         ", not head dim / 2 = " + std::to_string(t.d_head() / 2));
+  }
 }
 
 }  // namespace vispco

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <vector>
 
 namespace vispco {
 
@@ -24,16 +25,24 @@ struct TextConfig {
   std::string hidden_act = "silu";         ///< SwiGLU activation; only "silu" supported
   int64_t bos_token_id = 1;
   int64_t eos_token_id = 2;
+  /// Multi-axis RoPE (M-RoPE, Qwen2-VL §2.1): frequencies per position axis (temporal, height, width),
+  /// summing to D_h/2; config.json rope_scaling {"type": "mrope", "mrope_section": [...]}. Empty: 1-D RoPE.
+  std::vector<int64_t> mrope_section;
 
   int64_t n_kv_heads() const { return num_key_value_heads > 0 ? num_key_value_heads : num_attention_heads; }
   int64_t d_head() const { return head_dim > 0 ? head_dim : hidden_size / num_attention_heads; }
+  /// Position axes the decoder's RoPE reads: 1, or mrope_section.size().
+  int64_t position_axes() const {
+    return mrope_section.empty() ? 1 : static_cast<int64_t>(mrope_section.size());
+  }
   bool operator==(const TextConfig&) const = default;
 };
 
 /// Parses a transformers text_config object of one of `model_types` (e.g. {"llama"}). Missing fields take
-/// LlamaConfig's defaults; an `eos_token_id` list gives its first id. @param where the object's name in
-/// messages ("text_config"). @throws ConfigError for another model_type, a rope_scaling (unsupported) or
-/// a field of the wrong JSON type, naming the field.
+/// LlamaConfig's defaults; an `eos_token_id` list gives its first id; rope_scaling may only be M-RoPE's
+/// {"type" (or "rope_type"): "mrope" | "default", "mrope_section": [...]}. @param where the object's name in
+/// messages ("text_config"). @throws ConfigError for another model_type, another rope_scaling or a field of
+/// the wrong JSON type, naming the field.
 TextConfig text_config_from_json(const nlohmann::json& j, const std::string& where = "text_config");
 
 /// Serialises to the transformers form (model_type "llama"); round-trips through text_config_from_json.

@@ -3,12 +3,17 @@
 #pragma once
 #include <ATen/core/Tensor.h>
 
+#include "model/shape.h"
+
 namespace vispco {
 
 /// Tokens alive at some point of the decoder forward. Rows of a batch always hold the same T (left padding).
 struct TokenState {
-  at::Tensor hidden;      ///< [B, T, D] hidden states, compute dtype
-  at::Tensor positions;   ///< [B, T] int64 original RoPE positions (kept unchanged through pruning)
+  at::Tensor hidden;  ///< [B, T, D] hidden states, compute dtype
+  /// Original RoPE positions, int64, kept unchanged through pruning: [B, T] for 1-D RoPE, or [A, B, T] for A
+  /// position axes (M-RoPE, Qwen2-VL §2.1: A = 3, temporal, height, width; text tokens hold one position
+  /// on every axis). position_axes() tells which.
+  at::Tensor positions;
   at::Tensor valid;       ///< [B, T] bool, false for left padding
   at::Tensor visual;      ///< [B, T] bool, true for visual tokens
   at::Tensor grid_index;  ///< [B, T] int64: for a visual token its index in the image's N_v patch grid (a
@@ -33,10 +38,12 @@ class PrefillHook {
   /// True when the hook needs the vision tower's [CLS] attention and keys (VisionZip); generate() then asks
   /// the tower for them and calls begin() with them.
   virtual bool wants_vision_attention() const { return false; }
-  /// Called once per prefill, before the decoder runs. @param cls_attention [B, N_v] fp32 head-averaged [CLS]
-  /// attention at the feature layer, or undefined @param vision_keys [B, N_v, D_v] feature-layer keys, or
-  /// undefined.
-  virtual void begin(const at::Tensor& cls_attention, const at::Tensor& vision_keys) {}
+  /// Called once per prefill, before the decoder runs. A batch whose images have different layouts is
+  /// prefilled in groups of one layout, one begin() each. @param cls_attention [B, N_v] fp32 head-averaged
+  /// [CLS] attention at the feature layer, or undefined @param vision_keys [B, N_v, D_v] feature-layer keys,
+  /// or undefined @param layout the images' layout (N_v and grid; model/shape.h).
+  virtual void begin(const at::Tensor& cls_attention, const at::Tensor& vision_keys,
+                     const VisualLayout& layout) {}
   /// True when the hook needs a gradient saliency of the visual tokens (model/saliency.h); generate() then
   /// runs that forward + backward pre-pass before the prefill and hands the result to set_visual_saliency().
   virtual bool wants_visual_saliency() const { return false; }
@@ -80,7 +87,19 @@ class KeyGateHook {
   virtual bool gates_own_key() const { return false; }
 };
 
-/// Keeps tokens `keep` [B, T'] (int64 indices into T) of every [B, T, …] field of `state`.
+/// Keeps tokens `keep` [B, T'] (int64 indices into T) of every [B, T, …] field of `state` (and of every axis
+/// of multi-axis positions).
 TokenState gather_tokens(const TokenState& state, const at::Tensor& keep);
+
+/// Number of position axes of `positions`: 1 for [B, T], A for [A, B, T].
+int64_t position_axes(const at::Tensor& positions);
+
+/// The batch dimension of `positions` (0 for [B, T], 1 for [A, B, T]): where rows are selected or joined.
+int64_t position_batch_dim(const at::Tensor& positions);
+
+/// Positions of the token that follows each row's prompt, [B, 1] or [A, B, 1]: one past the row's largest
+/// position on any axis, on every axis (Qwen2-VL's rule; for 1-D RoPE the last position + 1).
+/// @param positions [B, T] or [A, B, T] of the prompt's tokens (padding at position 0).
+at::Tensor next_positions(const at::Tensor& positions);
 
 }  // namespace vispco

@@ -23,6 +23,14 @@ VisualTokens VisionLanguageModel::encode_images(const at::Tensor& pixels, bool w
   return family_->encode_images(pixels.to(ctx_.device, ctx_.dtype), want_cls_attention);
 }
 
+VisualTokens VisionLanguageModel::encode_image_list(const std::vector<at::Tensor>& pixels,
+                                                    bool want_cls_attention) {
+  c10::InferenceMode guard;
+  std::vector<at::Tensor> on_device;
+  for (const auto& p : pixels) on_device.push_back(p.to(ctx_.device, ctx_.dtype));
+  return family_->encode_image_list(on_device, want_cls_attention);
+}
+
 std::vector<int64_t> VisionLanguageModel::prompt_ids(const std::string& question) const {
   return family_->prompt_ids(tok_, question);
 }

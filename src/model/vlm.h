@@ -55,6 +55,10 @@ class VisionLanguageModel {
   /// Vision tower + projector. @param pixels [B, C, S, S] fp32 (any device) @param want_cls_attention also
   /// return [CLS] attention and keys (VisionZip). @return N_v visual tokens per image (inference tensors).
   VisualTokens encode_images(const at::Tensor& pixels, bool want_cls_attention = false);
+  /// As encode_images for separately preprocessed images of any shapes (FamilyModel::encode_image_list):
+  /// images that make different numbers of tokens come back padded, with VisualTokens::layouts set.
+  /// @throws InvalidArgument for an empty list, or sizes the family cannot batch.
+  VisualTokens encode_image_list(const std::vector<at::Tensor>& pixels, bool want_cls_attention = false);
   /// Prompt ids of a question in the family's template, with one image placeholder.
   std::vector<int64_t> prompt_ids(const std::string& question) const;
 

@@ -9,6 +9,28 @@
 #include "prune/selector.h"
 
 namespace vispco {
+namespace {
+
+// The images' patch grid as scorers read it (ScoreInput::grid is the side of a square grid, else 0).
+void set_grid(ScoreInput& in, const VisualLayout& layout) {
+  in.grid_rows = layout.grid_rows;
+  in.grid_cols = layout.grid_cols;
+  in.grid = layout.grid_rows == layout.grid_cols ? layout.grid_rows : 0;
+}
+
+// Positions of merged tokens that stand for patches `rep` [B, M]. 1-D: patch g sits at (first visual
+// token's position − its patch index) + g. M-RoPE (build_prefill_state): every visual token's temporal
+// position is the image's p₀, and patch g = r·cols + c sits at (p₀, p₀ + r, p₀ + c).
+at::Tensor merged_positions(const TokenState& state, const at::Tensor& first, const at::Tensor& rep,
+                            const VisualLayout& layout) {
+  if (state.positions.dim() == 2)
+    return state.positions.gather(1, first) - state.grid_index.gather(1, first) + rep;
+  auto p0 = state.positions[0].gather(1, first);  // [B, 1]
+  return at::stack(
+      {p0.expand_as(rep), p0 + rep.div(layout.grid_cols, "floor"), p0 + rep.remainder(layout.grid_cols)}, 0);
+}
+
+}  // namespace
 
 std::vector<std::shared_ptr<const Scorer>> bind_scorers(const PruningPlan& plan, const ModelShape& shape,
                                                         const ScorerEnv& env) {
@@ -27,11 +49,7 @@ PlanHook::PlanHook(PruningPlan plan, const ModelShape& shape, uint64_t seed, con
 
 PlanHook::PlanHook(PruningPlan plan, const ModelShape& shape, uint64_t seed,
                    std::vector<std::shared_ptr<const Scorer>> scorers)
-    : plan_(std::move(plan)),
-      scorers_(std::move(scorers)),
-      grid_(shape.grid_side()),
-      n_visual_(shape.n_visual_tokens),
-      seed_(seed) {
+    : plan_(std::move(plan)), scorers_(std::move(scorers)), layout_(shape.default_layout()), seed_(seed) {
   if (scorers_.size() != plan_.stages.size())
     throw InvalidArgument("plan hook: " + std::to_string(scorers_.size()) + " bound scorers for " +
                           std::to_string(plan_.stages.size()) + " stages");
@@ -47,7 +65,9 @@ bool PlanHook::wants_vision_attention() const {
   return false;
 }
 
-void PlanHook::begin(const at::Tensor& cls_attention, const at::Tensor& vision_keys) {
+void PlanHook::begin(const at::Tensor& cls_attention, const at::Tensor& vision_keys,
+                     const VisualLayout& layout) {
+  layout_ = layout;
   cls_attention_ = cls_attention;
   vision_keys_ = vision_keys;
   saliency_ = at::Tensor();
@@ -79,7 +99,7 @@ at::Tensor PlanHook::attention_rows(int64_t layer, const TokenState& state) {
       in.state = &state;
       in.visual_pos = at::nonzero(state.visual).select(1, 1).view({B, -1});
       in.input_state = input_.hidden.defined() ? &input_ : nullptr;
-      in.grid = grid_;
+      set_grid(in, layout_);
       in.layer = layer + 1;
       in.seed = seed_;
       in.stage = &plan_.stages[i];
@@ -110,9 +130,9 @@ bool PlanHook::apply(int64_t layer, TokenState& state, const LayerSignals& signa
   StageTrace trace;
   trace.stage = stage;
   // On the prefill's device: recording costs two scatters there, no copy to the host (readers move them).
-  trace.scores =
-      at::full({B, n_visual_}, std::numeric_limits<float>::quiet_NaN(), at::device(dev).dtype(at::kFloat));
-  trace.kept = at::zeros({B, n_visual_}, at::device(dev).dtype(at::kBool));
+  trace.scores = at::full({B, layout_.n_tokens}, std::numeric_limits<float>::quiet_NaN(),
+                          at::device(dev).dtype(at::kFloat));
+  trace.kept = at::zeros({B, layout_.n_tokens}, at::device(dev).dtype(at::kBool));
   if (stage.keep >= N) {  // nothing to remove at this stage
     traces_.push_back(trace);
     return false;
@@ -127,7 +147,7 @@ bool PlanHook::apply(int64_t layer, TokenState& state, const LayerSignals& signa
   in.saliency = saliency_;
   in.cls_attention = cls_attention_;
   in.vision_keys = vision_keys_;
-  in.grid = grid_;
+  set_grid(in, layout_);
   in.layer = layer;
   in.seed = seed_;
   in.stage = &stage;
@@ -157,26 +177,24 @@ bool PlanHook::apply(int64_t layer, TokenState& state, const LayerSignals& signa
     auto rep = sel.merged_grid_index.to(dev);
     trace.kept.scatter_(1, rep, true);
     trace.merged = true;
-    // Position of patch g is (first visual token's position − its patch index) + g.
     auto first = in.visual_pos.narrow(1, 0, 1);
-    auto base = state.positions.gather(1, first) - state.grid_index.gather(1, first);  // [B, 1]
     TokenState merged;
     merged.hidden = sel.merged.to(next.hidden.scalar_type());
-    merged.positions = base + rep;
+    merged.positions = merged_positions(state, first, rep, layout_);
     merged.valid = at::ones({B, M}, next.valid.options());
     merged.visual = at::ones({B, M}, next.visual.options());
     merged.grid_index = rep;
     // Sort key: text keeps its index in T; a visual token sits inside the image span by patch index.
     auto v0 = in.visual_pos.narrow(1, 0, 1).to(at::kDouble);  // [B, 1]
     auto key_of = [&](const TokenState& s, const at::Tensor& t_index) {
-      auto vis_key = v0 + (s.grid_index.to(at::kDouble) + 0.5) / double(n_visual_ + 1);
+      auto vis_key = v0 + (s.grid_index.to(at::kDouble) + 0.5) / double(layout_.n_tokens + 1);
       return at::where(s.visual, vis_key, t_index.to(at::kDouble));
     };
     auto keys = at::cat({key_of(next, keep_idx), key_of(merged, at::zeros({B, M}, keep_idx.options()))}, 1);
     auto order = std::get<1>(keys.sort(1));
     TokenState all;
     all.hidden = at::cat({next.hidden, merged.hidden}, 1);
-    all.positions = at::cat({next.positions, merged.positions}, 1);
+    all.positions = at::cat({next.positions, merged.positions}, next.positions.dim() - 1);
     all.valid = at::cat({next.valid, merged.valid}, 1);
     all.visual = at::cat({next.visual, merged.visual}, 1);
     all.grid_index = at::cat({next.grid_index, merged.grid_index}, 1);

@@ -23,8 +23,9 @@ struct StageTrace {
   bool merged = false;  ///< the stage made new (merged) tokens: `kept` alone does not reproduce it
 };
 
-/// A pruning plan bound to a model config; one instance per generate() call (it records traces).
-/// Batches share the plan: every row keeps the same number of tokens, so no padding is introduced.
+/// A pruning plan bound to a model config; one instance per generate() call (it records traces of the last
+/// prefill group). Batches share the plan: every row of a group keeps the same number of tokens, so no
+/// padding is introduced.
 class PlanHook : public PrefillHook {
  public:
   /// @param env where scorers find their resources (the learned gate's file beside the model).
@@ -38,7 +39,8 @@ class PlanHook : public PrefillHook {
            std::vector<std::shared_ptr<const Scorer>> scorers);
 
   bool wants_vision_attention() const override;
-  void begin(const at::Tensor& cls_attention, const at::Tensor& vision_keys) override;
+  void begin(const at::Tensor& cls_attention, const at::Tensor& vision_keys,
+             const VisualLayout& layout) override;
   bool wants_visual_saliency() const override;
   void set_visual_saliency(const at::Tensor& saliency) override;
   bool acts_before(int64_t layer) const override;
@@ -54,7 +56,7 @@ class PlanHook : public PrefillHook {
   PruningPlan plan_;
   std::vector<std::shared_ptr<const Scorer>> scorers_;  // one per stage, shared with a BoundPlan
   std::vector<std::unique_ptr<Selector>> selectors_;    // one per stage: its select= selector, or null
-  int64_t grid_ = 0, n_visual_ = 0;
+  VisualLayout layout_;  // this prefill's images (begin()); the shape's default until then
   uint64_t seed_ = 0;
   at::Tensor cls_attention_, vision_keys_, saliency_;
   TokenState input_;          // the tokens entering decoder layer 0 (this prefill)

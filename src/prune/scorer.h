@@ -36,9 +36,11 @@ struct ScoreInput {
   at::Tensor query_pos;      ///< [B] int64 index into T of each row's last prompt token, set where later
                              ///< columns are not prompt (a teacher-forced training forward); undefined at
                              ///< inference, where it is the last column
-  int64_t grid = 0;          ///< patches per image side (N_v = grid²)
-  int64_t layer = 0;         ///< the stage's layer ℓ
-  uint64_t seed = 0;         ///< for stochastic scorers
+  int64_t grid = 0;          ///< patches per image side of a square grid (N_v = grid²); 0 when not square
+  int64_t grid_rows = 0;     ///< rows × columns of the images' patch grid (VisualLayout)
+  int64_t grid_cols = 0;
+  int64_t layer = 0;                  ///< the stage's layer ℓ
+  uint64_t seed = 0;                  ///< for stochastic scorers
   const PruneStage* stage = nullptr;  ///< the stage (keep, options)
 };
 

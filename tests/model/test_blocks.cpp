@@ -1,6 +1,7 @@
 // Shared blocks (RMSNorm, RoPE, GQA attention, masks) against the naive references in reference.h.
 #include <gtest/gtest.h>
 
+#include "model/attention_chunks.h"
 #include "model/blocks.h"
 #include "model/reference.h"
 
@@ -69,6 +70,34 @@ void check_attention(int64_t H, int64_t Hkv) {
 TEST(Blocks, AttentionMultiHeadMatchesLoops) { check_attention(4, 4); }
 TEST(Blocks, AttentionGroupedQueryMatchesLoops) { check_attention(4, 2); }
 TEST(Blocks, AttentionMultiQueryMatchesLoops) { check_attention(6, 1); }
+
+TEST(Blocks, AttentionInQueryChunksMatchesLoopsAndTheOneBlock) {
+  at::manual_seed(4);
+  const int64_t B = 2, H = 4, Hkv = 2, T = 23, past = 6, S = past + T, Dh = 8;
+  auto q = at::randn({B, H, T, Dh}), k = at::randn({B, Hkv, S, Dh}), v = at::randn({B, Hkv, S, Dh});
+  auto valid = at::ones({B, S}, at::kBool);
+  valid[0].narrow(0, 0, 3).fill_(false);
+  const auto mask = causal_mask(valid, T, past);
+  const auto rows = at::tensor({0, 22, 9, 5, 5, 16}, at::kLong).view({B, 3});  // rows in different chunks
+  // B·H·S·4 = 928 bytes a query row: a 5-row budget makes chunks of 5, 5, 5, 5, 3.
+  const int64_t budget = 5 * B * H * S * 4;
+  EXPECT_EQ(attention_query_chunk(B, H, S, budget), 5);
+  EXPECT_EQ(attention_query_chunk(B, H, S, 1), 1);
+  at::Tensor whole_probs, chunk_probs;
+  const auto whole = attention(q, k, v, mask, rows, &whole_probs);  // 64 MiB budget: one block
+  const auto chunked = attention_in_chunks(q, k, v, mask, rows, &chunk_probs, budget).view({B, T, H, Dh});
+  EXPECT_LT(max_diff(chunked.view({B, T, H * Dh}), whole), 1e-6);
+  EXPECT_LT(max_diff(chunk_probs, whole_probs), 1e-7);
+  double worst = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    std::vector<bool> vb(S);
+    for (int64_t s = 0; s < S; ++s) vb[s] = valid[b][s].item<bool>();
+    for (int64_t h = 0; h < H; ++h)
+      worst = std::max(worst, max_diff(chunked.select(0, b).select(1, h),
+                                       ref::attention_head(q[b][h], k[b][h / 2], v[b][h / 2], vb, past)));
+  }
+  EXPECT_LT(worst, 1e-5);
+}
 
 TEST(Blocks, CausalMaskHidesFutureAndPadding) {
   auto valid = at::tensor({0, 1, 1, 1}).to(at::kBool).view({1, 4});

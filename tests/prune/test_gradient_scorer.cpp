@@ -81,7 +81,7 @@ TEST(GradientScorer, KeepsTheTopSaliencyPatchesAndTimesThePrePass) {
   c10::InferenceMode guard;
   auto state = build_prefill_state(m, {req}, vis);
   KvCache cache(m.shape().n_layers);
-  h.begin({}, {});
+  h.begin({}, {}, m.shape().default_layout());
   EXPECT_THROW(m.net()->language_model->forward(state, cache, &h), InvalidArgument);
 }
 

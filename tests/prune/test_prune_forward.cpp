@@ -134,7 +134,7 @@ TEST(PruneForward, DecodeOnPrunedCacheEqualsRecomputationOfThePrunedSequence) {
   auto state = build_prefill_state(m, {longer}, vis.embeds);
   const int64_t T0 = state.hidden.size(1) - static_cast<int64_t>(gen.size());
   KvCache cache(m.shape().n_layers);
-  plan2.begin({}, {});
+  plan2.begin({}, {}, m.shape().default_layout());
   auto& lm = m.net()->language_model;
   auto logits = lm->logits(lm->forward(state, cache, &plan2));  // [1, T', V] with 11 visual tokens gone
   const int64_t T1 = logits.size(1);

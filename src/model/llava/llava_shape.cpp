@@ -30,7 +30,7 @@ ModelShape llava_shape(const LlavaConfig& cfg) {
   s.n_visual_tokens = cfg.n_visual_tokens();
   s.grid_rows = s.grid_cols = cfg.vision.grid();
   s.has_cls_token = cfg.vision_feature_select_strategy == "full";
-  s.position_axes = 1;
+  s.position_axes = cfg.text.position_axes();
   s.n_layers = cfg.text.num_hidden_layers;
   s.hidden_size = cfg.text.hidden_size;
   s.vocab_size = cfg.text.vocab_size;

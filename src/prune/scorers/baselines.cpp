@@ -44,18 +44,24 @@ class PoolScorer : public Scorer {
   HookPoint hook_point() const override { return HookPoint::kPreLlm; }
   ScorerNeeds needs() const override { return {.prompt_only = true}; }
   Selection select(const ScoreInput& in) const override {
-    const int64_t B = in.visual_pos.size(0), N = in.visual_pos.size(1), g = in.grid;
+    const int64_t B = in.visual_pos.size(0), N = in.visual_pos.size(1);
+    const int64_t rows = in.grid_rows, cols = in.grid_cols;
+    if (rows * cols != N)
+      throw InvalidArgument("pool needs the whole patch grid (" + std::to_string(rows) + "×" +
+                            std::to_string(cols) + " patches), got " + std::to_string(N) + " visual tokens");
     const int64_t side = std::llround(std::sqrt(double(in.stage->keep)));
     const auto& h = in.state->hidden;
     auto tokens = h.gather(1, in.visual_pos.unsqueeze(-1).expand({B, N, h.size(2)}));  // [B, N_v, D]
-    auto img = tokens.view({B, g, g, h.size(2)}).permute({0, 3, 1, 2});                // [B, D, g, g]
+    auto img = tokens.view({B, rows, cols, h.size(2)}).permute({0, 3, 1, 2});          // [B, D, rows, cols]
     auto pooled = at::adaptive_avg_pool2d(img.to(at::kFloat), {side, side}).to(h.scalar_type());
     Selection s;
     s.keep = at::empty({B, 0}, in.visual_pos.options());
     s.merged = pooled.flatten(2).transpose(1, 2).contiguous();  // [B, side², D]
-    // Each pooled cell is placed at its top-left patch (adaptive pooling's cell start ⌊i·g/side⌋).
-    auto start = at::floor(at::arange(side, at::kDouble) * (double(g) / side)).to(at::kLong);
-    auto rep = (start.unsqueeze(1) * g + start.unsqueeze(0)).flatten();
+    // Each pooled cell is placed at its top-left patch (adaptive pooling's cell start ⌊i·n/side⌋).
+    auto start = [&](int64_t n) {
+      return at::floor(at::arange(side, at::kDouble) * (double(n) / side)).to(at::kLong);
+    };
+    auto rep = (start(rows).unsqueeze(1) * cols + start(cols).unsqueeze(0)).flatten();
     s.merged_grid_index = rep.to(in.visual_pos.device()).unsqueeze(0).expand({B, side * side}).contiguous();
     return s;
   }
