@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
@@ -366,39 +367,36 @@ TEST(PatchLabels, MarkObjectsAndTextWhereTheSceneDrawsThem) {
   EXPECT_EQ(at(20, 12, 4), 0);
 }
 
+// recipe_from_json() refuses the JSON form of `r` changed by `edit`.
+void expect_refused(const TrainRecipe& r, const std::function<void(nlohmann::json&)>& edit) {
+  auto j = to_json(r);
+  edit(j);
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument) << j.dump();
+}
+
 TEST(TrainRecipe, RoundTripsAndRejectsBadFields) {
   auto r = micro_recipe();
   EXPECT_EQ(recipe_from_json(to_json(r)), r);
-  auto j = to_json(r);
-  j["decoder"]["lr"] = -1;
-  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
-  j = to_json(r);
-  j["epochs"] = 3;
-  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  expect_refused(r, [](nlohmann::json& j) { j["decoder"]["lr"] = -1; });
+  expect_refused(r, [](nlohmann::json& j) { j["epochs"] = 3; });
 }
 
 TEST(TrainRecipe, LowResolutionStagesRoundTripAndCheckTheirPool) {
   auto r = micro_recipe();
   r.lowres = {{.steps = 3, .batch = 2, .pool = 4}, {.steps = 2, .batch = 2, .pool = 2}};
   EXPECT_EQ(recipe_from_json(to_json(r)), r);
+  // 24 patches per side: 5 does not divide the grid.
+  expect_refused(r, [](nlohmann::json& j) { j["lowres"][0]["pool"] = 5; });
+  // The final stage trains at full resolution.
+  expect_refused(r, [](nlohmann::json& j) { j["decoder"]["pool"] = 2; });
+  expect_refused(r, [](nlohmann::json& j) { j["lowres"][1]["foreground_keep"] = 48; });  // needs pool 1
   auto j = to_json(r);
-  j["lowres"][0]["pool"] = 5;  // 24 patches per side: 5 does not divide the grid
-  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
-  j = to_json(r);
-  j["decoder"]["pool"] = 2;  // the final stage trains at full resolution
-  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
-  j = to_json(r);
-  j["lowres"][1]["foreground_keep"] = 48;  // needs pool 1
-  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
-  j = to_json(r);
   j["lowres"][0]["pool"] = 1;
   j["lowres"][0]["foreground_keep"] = 577;  // more than N_v
   EXPECT_THROW(recipe_from_json(j), InvalidArgument);
   j["lowres"][0]["foreground_keep"] = 48;
   EXPECT_EQ(recipe_from_json(j).lowres[0].foreground_keep, 48);
-  j = to_json(r);
-  j["lowres"] = j["lowres"][0];  // not a list
-  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  expect_refused(r, [](nlohmann::json& j) { j["lowres"] = j["lowres"][0]; });  // not a list
 }
 
 TEST(Training, LowResolutionStagesRunInOrderBeforeTheDecoderStage) {
@@ -420,15 +418,9 @@ TEST(TrainRecipe, RefineStagesRoundTripAndTrainAtFullResolution) {
   r.refine = {{.steps = 2, .batch = 1, .lr = 1e-4, .warmup = 0.0}};
   EXPECT_EQ(recipe_from_json(to_json(r)), r);
   EXPECT_FALSE(to_json(micro_recipe()).contains("refine"));  // older recipes serialise as before
-  auto j = to_json(r);
-  j["refine"][0]["pool"] = 2;
-  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
-  j = to_json(r);
-  j["refine"][0]["foreground_keep"] = 48;
-  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
-  j = to_json(r);
-  j["refine"] = j["refine"][0];  // not a list
-  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  expect_refused(r, [](nlohmann::json& j) { j["refine"][0]["pool"] = 2; });
+  expect_refused(r, [](nlohmann::json& j) { j["refine"][0]["foreground_keep"] = 48; });
+  expect_refused(r, [](nlohmann::json& j) { j["refine"] = j["refine"][0]; });  // not a list
 }
 
 TEST(Training, RefineStagesRunAfterTheDecoderStageAndExtendAFinishedRun) {
