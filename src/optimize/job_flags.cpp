@@ -134,15 +134,6 @@ std::vector<int64_t> parse_int_list(const std::string& text, const std::string& 
   return out;
 }
 
-std::vector<std::string> parse_name_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  std::string piece;
-  while (std::getline(in, piece, ','))
-    if (!piece.empty()) out.push_back(piece);
-  return out;
-}
-
 void require_path(const std::string& path, const std::string& flag) {
   if (flag == "--model") {
     resolve_model_source(path);  // a folder or a GGUF pair; throws the one-line error

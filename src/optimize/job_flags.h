@@ -46,8 +46,6 @@ std::vector<std::string> scorer_templates(const std::string& method, const JobFl
 
 /// "16,32" → {16, 32}. @throws InvalidArgument "optimize: FLAG must be comma-separated integers, …".
 std::vector<int64_t> parse_int_list(const std::string& text, const std::string& flag);
-/// "a,,b" → {"a", "b"}.
-std::vector<std::string> parse_name_list(const std::string& text);
 /// Checks that `path` given to `flag` exists (--model: a folder or GGUF pair, model/model_source.h).
 /// @throws IoError naming the flag and path.
 void require_path(const std::string& path, const std::string& flag);
