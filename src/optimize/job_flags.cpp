@@ -116,6 +116,11 @@ std::vector<std::string> scorer_templates(const std::string& method, const JobFl
   return out;
 }
 
+size_t job_batch(const JobFlags& j) {
+  if (j.batch < 1) throw InvalidArgument("optimize: --batch must be ≥ 1, got " + std::to_string(j.batch));
+  return static_cast<size_t>(j.batch);
+}
+
 std::vector<int64_t> parse_int_list(const std::string& text, const std::string& flag) {
   std::vector<int64_t> out;
   std::stringstream in(text);
