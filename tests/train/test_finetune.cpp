@@ -59,6 +59,13 @@ GenerationOutput first_token(VisionLanguageModel& m, const Batch& b, PlanHook& h
   return generate(m, b.prompts, one, &hook, record_logits);
 }
 
+// The decisions of `plan` on the prompts of `b`, to replay in a training forward.
+ReplayHook replayed(VisionLanguageModel& m, const Batch& b, const std::string& plan) {
+  PlanHook hook(parse_plan(plan, m.shape()), m.shape());
+  first_token(m, b, hook);
+  return ReplayHook(hook.traces());
+}
+
 TEST(Finetune, ReplayedPlanGivesTheInferencePrefillsFirstTokenLogits) {
   auto m = testing::load_tiny();
   const auto& cfg = m.config();
@@ -90,9 +97,7 @@ TEST(Finetune, ReplayedPlanGivesTheInferencePrefillsFirstTokenLogits) {
 TEST(Finetune, AKeepAllPlanLeavesTheLossUnchangedAndMergingPlansAreRefused) {
   auto m = testing::load_tiny();
   auto b = batch(m, 2);
-  PlanHook all(parse_plan("fastv:layer=2,keep=16", m.shape()), m.shape());
-  first_token(m, b, all);
-  ReplayHook replay(all.traces());
+  ReplayHook replay = replayed(m, b, "fastv:layer=2,keep=16");
   at::NoGradGuard ng;
   ConversationOptions co;
   co.prune_hook = &replay;
@@ -107,9 +112,7 @@ TEST(Finetune, AKeepAllPlanLeavesTheLossUnchangedAndMergingPlansAreRefused) {
 TEST(Finetune, AFewStepsWithThePlanFitOneBatch) {
   auto m = testing::load_tiny();
   auto b = batch(m, 4);
-  PlanHook hook(parse_plan("fastv:layer=2,keep=4", m.shape()), m.shape());
-  first_token(m, b, hook);
-  ReplayHook replay(hook.traces());
+  ReplayHook replay = replayed(m, b, "fastv:layer=2,keep=4");
   ConversationOptions co;
   co.prune_hook = &replay;
   auto params = m.net()->language_model->parameters();

@@ -86,12 +86,17 @@ TEST(Training, CountAndGlyphIndexHeadsAddTheirCrossEntropiesToTheVisionLoss) {
   }
 }
 
+// A random-weight model (seed 3) of `r` with the tokenizer a Trainer of `r` trains in `dir`.
+VisionLanguageModel micro_recipe_model(const TrainRecipe& r, const std::string& dir) {
+  Trainer t(r, dir, RunContext{});  // trains the tokenizer
+  auto tok = io::Tokenizer::load(dir + "/tokenizer.model");
+  return VisionLanguageModel(r.model, random_llava_net(r.model, 3, at::kFloat), tok, RunContext{});
+}
+
 TEST(Training, ConversationLossFallsWhenFittingOneBatch) {
   auto r = micro_recipe();
   testing::TempDir tmp;
-  Trainer t(r, tmp.str("run"), RunContext{});  // trains the tokenizer
-  auto tok = io::Tokenizer::load(tmp.str("run/tokenizer.model"));
-  VisionLanguageModel m(r.model, random_llava_net(r.model, 3, at::kFloat), tok, RunContext{});
+  auto m = micro_recipe_model(r, tmp.str("run"));
   std::vector<at::Tensor> px;
   std::vector<std::vector<std::pair<std::string, std::string>>> turns;
   for (uint64_t i = 0; i < 2; ++i) {
@@ -121,9 +126,8 @@ TEST(Training, ConversationLossFallsWhenFittingOneBatch) {
 TEST(Training, ConversationLossOnKeptVisualTokensEqualsFeedingOnlyThem) {
   auto r = micro_recipe();
   testing::TempDir tmp;
-  Trainer t(r, tmp.str("run"), RunContext{});  // trains the tokenizer
-  auto tok = io::Tokenizer::load(tmp.str("run/tokenizer.model"));
-  VisionLanguageModel m(r.model, random_llava_net(r.model, 3, at::kFloat), tok, RunContext{});
+  auto m = micro_recipe_model(r, tmp.str("run"));
+  const auto& tok = m.tokenizer();
   auto s = make_sample(11, 0);
   auto images = m.preprocess(s.rgb).unsqueeze(0);
   std::vector<std::vector<std::pair<std::string, std::string>>> turns = {{{s.question, s.answer}}};
@@ -423,14 +427,21 @@ TEST(TrainRecipe, RefineStagesRoundTripAndTrainAtFullResolution) {
   expect_refused(r, [](nlohmann::json& j) { j["refine"] = j["refine"][0]; });  // not a list
 }
 
-TEST(Training, RefineStagesRunAfterTheDecoderStageAndExtendAFinishedRun) {
-  testing::TempDir tmp;
+// The micro recipe cut to a few steps at decoder batch 1, probed every 2 decoder steps on one sample a
+// family.
+TrainRecipe probed_run(int64_t vision_steps, int64_t decoder_steps) {
   auto r = micro_recipe();
-  r.vision.steps = 1;
-  r.decoder.steps = 1;
+  r.vision.steps = vision_steps;
+  r.decoder.steps = decoder_steps;
   r.decoder.batch = 1;
   r.probe_every = 2;
   r.probe_per_family = 1;
+  return r;
+}
+
+TEST(Training, RefineStagesRunAfterTheDecoderStageAndExtendAFinishedRun) {
+  testing::TempDir tmp;
+  auto r = probed_run(1, 1);
   {
     Trainer t(r, tmp.str("run"), RunContext{});
     while (!t.done()) t.step();
@@ -467,12 +478,7 @@ TEST(Training, RefineStagesRunAfterTheDecoderStageAndExtendAFinishedRun) {
 // tower, and its first decoder step is the one a from-scratch run of the full recipe takes after its vision
 // stage. The tower-only recipe keeps the full recipe's probe gate (beyond its own steps) and still resumes.
 TEST(Training, ATowerOnlyRunContinuesWithDecoderStagesAsAFromScratchRunWould) {
-  auto full = micro_recipe();
-  full.vision.steps = 2;
-  full.decoder.steps = 2;
-  full.decoder.batch = 1;
-  full.probe_every = 2;
-  full.probe_per_family = 1;
+  auto full = probed_run(2, 2);
   full.probe_gates = {{.decoder_step = 2, .min_accuracy = 0.0}};
   testing::TempDir tmp;
   double from_scratch = 0;
