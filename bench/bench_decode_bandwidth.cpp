@@ -19,10 +19,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench_flags.h"
 #include "core/context.h"
 #include "core/errors.h"
 #include "model/dense_linear.h"
@@ -36,35 +38,6 @@ struct Flags {
   int threads = 0;
   int64_t rows = 1;  // sequences decoded together (the batch of a batched decode step)
 };
-
-// Parses "--name=value" flags; returns false (after printing why) on an unknown flag or bad value.
-bool parse_flags(int argc, char** argv, Flags& f) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    const auto eq = a.find('=');
-    const std::string key = a.substr(0, eq), value = eq == std::string::npos ? "" : a.substr(eq + 1);
-    try {
-      if (key == "--preset")
-        f.preset = value;
-      else if (key == "--dtype")
-        f.dtype = vispco::parse_dtype(value);
-      else if (key == "--threads")
-        f.threads = std::stoi(value);
-      else if (key == "--rows") {
-        f.rows = std::stoll(value);
-        if (f.rows < 1) throw std::invalid_argument("rows must be ≥ 1");
-      } else {
-        std::fprintf(stderr, "unknown flag '%s' (own flags: --preset, --dtype, --threads, --rows ≥ 1)\n",
-                     a.c_str());
-        return false;
-      }
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "bad value in '%s': %s\n", a.c_str(), e.what());
-      return false;
-    }
-  }
-  return true;
-}
 
 /// [out, in] shapes of the decoder's linear layers and the LM head (the bytes one decode step reads).
 std::vector<std::pair<int64_t, int64_t>> decoder_linear_shapes(const vispco::TextConfig& t) {
@@ -95,7 +68,16 @@ void add_counters(benchmark::State& state, int64_t bytes) {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   Flags flags;
-  if (!parse_flags(argc, argv, flags)) return 2;
+  const std::vector<vispco::bench::BenchFlag> own = {
+      {"--preset", [&](const std::string& v) { flags.preset = v; }},
+      {"--dtype", [&](const std::string& v) { flags.dtype = vispco::parse_dtype(v); }},
+      {"--threads", [&](const std::string& v) { flags.threads = std::stoi(v); }},
+      {"--rows", [&](const std::string& v) {
+         flags.rows = std::stoll(v);
+         if (flags.rows < 1) throw std::invalid_argument("rows must be ≥ 1");
+       }}};
+  if (!vispco::bench::parse_bench_flags(argc, argv, own, "--preset, --dtype, --threads, --rows ≥ 1"))
+    return 2;
   std::vector<std::pair<int64_t, int64_t>> shapes;
   try {
     shapes = decoder_linear_shapes(vispco::find_preset(flags.preset).config.text);

@@ -9,43 +9,14 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "bench_flags.h"
 #include "core/context.h"
 #include "core/errors.h"
 #include "eval/prefill_bench.h"
 
 namespace {
-
-// Parses "--name=value" flags into `cfg`; returns false (after printing why) on an unknown flag or bad value.
-bool parse_flags(int argc, char** argv, vispco::eval::PrefillBenchConfig& cfg) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    const auto eq = a.find('=');
-    const std::string key = a.substr(0, eq), value = eq == std::string::npos ? "" : a.substr(eq + 1);
-    try {
-      if (key == "--preset")
-        cfg.preset = value;
-      else if (key == "--dtype")
-        cfg.dtype = vispco::parse_dtype(value);
-      else if (key == "--layers")
-        cfg.n_layers = std::stoll(value);
-      else if (key == "--n-text")
-        cfg.n_text = std::stoll(value);
-      else if (key == "--threads")
-        cfg.n_threads = std::stoi(value);
-      else {
-        std::fprintf(stderr,
-                     "unknown flag '%s' (own flags: --preset, --dtype, --layers, --n-text, --threads)\n",
-                     a.c_str());
-        return false;
-      }
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "bad value in '%s': %s\n", a.c_str(), e.what());
-      return false;
-    }
-  }
-  return true;
-}
 
 // "flops" shows as a rate (e.g. "flops=160G/s"); "flop_per_iter" is the FLOPs model's count of one call.
 void add_rate(benchmark::State& state, int64_t flops) {
@@ -60,7 +31,16 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   vispco::eval::PrefillBenchConfig cfg;
   cfg.repeats = 1;  // unused here: Google Benchmark picks the iteration count
-  if (!parse_flags(argc, argv, cfg)) return 2;
+  using vispco::bench::BenchFlag;
+  const std::vector<BenchFlag> flags = {
+      {"--preset", [&](const std::string& v) { cfg.preset = v; }},
+      {"--dtype", [&](const std::string& v) { cfg.dtype = vispco::parse_dtype(v); }},
+      {"--layers", [&](const std::string& v) { cfg.n_layers = std::stoll(v); }},
+      {"--n-text", [&](const std::string& v) { cfg.n_text = std::stoll(v); }},
+      {"--threads", [&](const std::string& v) { cfg.n_threads = std::stoi(v); }}};
+  if (!vispco::bench::parse_bench_flags(argc, argv, flags,
+                                        "--preset, --dtype, --layers, --n-text, --threads"))
+    return 2;
   std::shared_ptr<vispco::eval::PrefillBenchSetup> setup;
   try {
     std::fprintf(stderr, "building random-weight %s (%s, layers %lld) ...\n", cfg.preset.c_str(),

@@ -1,7 +1,9 @@
 // Helpers shared by the tests: unique temporary folders, running the vispco CLI, a tiny model on disk.
 #pragma once
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -64,6 +66,28 @@ inline CommandResult run_cli(const std::string& args) {
   ss << in.rdbuf();
   r.err = ss.str();
   return r;
+}
+
+/// Any non-zero exit code, for expect_one_line_error().
+inline constexpr int kAnyFailure = -1;
+
+/// A refused run: exit code `exit_code` (any non-zero one for kAnyFailure), and on stderr one line, prefixed
+/// "error: ", containing `needle`, never a LibTorch backtrace.
+inline void expect_one_line_error(const CommandResult& r, const std::string& needle,
+                                  int exit_code = kAnyFailure) {
+  if (exit_code == kAnyFailure)
+    EXPECT_NE(r.exit_code, 0) << r.err;
+  else
+    EXPECT_EQ(r.exit_code, exit_code) << r.err;
+  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << "wanted '" << needle << "' in: " << r.err;
+  EXPECT_EQ(r.err.find("Exception raised from"), std::string::npos) << r.err;
+}
+
+/// Bad input refused (a vispco::Error or an option CLI11 refuses): expect_one_line_error() with exit code 2.
+inline void expect_bad_input(const CommandResult& r, const std::string& needle) {
+  expect_one_line_error(r, needle, 2);
 }
 
 inline std::string read_file(const std::filesystem::path& p) {

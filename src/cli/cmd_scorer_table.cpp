@@ -6,11 +6,11 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "cli/commands.h"
 #include "core/context.h"
 #include "core/errors.h"
+#include "core/named_table.h"
 #include "core/text_file.h"
 #include "model/vlm.h"
 #include "optimize/scorer_table.h"
@@ -26,19 +26,10 @@ struct ScorerTableArgs {
   std::vector<std::string> argv;  // for the provenance line
 };
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 void run_scorer_table(const ScorerTableArgs& a) {
   optimize::ScorerTableOptions o;
   o.keeps.clear();
-  for (const auto& k : split_list(a.keeps)) {
+  for (const auto& k : split_names(a.keeps)) {
     try {
       size_t used = 0;
       o.keeps.push_back(std::stoll(k, &used));
@@ -48,7 +39,7 @@ void run_scorer_table(const ScorerTableArgs& a) {
                             "')");
     }
   }
-  o.scorers = split_list(a.scorers);
+  o.scorers = split_names(a.scorers);
   o.llm_layer = a.layer;
   if (a.limit < 0) throw InvalidArgument("scorer-table: --limit must be ≥ 0 (0 = all)");
   if (a.batch < 1) throw InvalidArgument("scorer-table: --batch must be ≥ 1");

@@ -1,6 +1,7 @@
 // Looking a name up in one of vispco's registries (scorers, presets, kernels, …) with the project's one
 // error.
 #pragma once
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,16 @@ namespace vispco {
 inline std::string join_names(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+/// The items of a comma-separated list, empty ones left out: "a,,b" → {"a", "b"} (not trimmed).
+inline std::vector<std::string> split_names(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string piece;
+  while (std::getline(in, piece, ','))
+    if (!piece.empty()) out.push_back(piece);
   return out;
 }
 

@@ -21,19 +21,6 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string policy_name(MissingImagePolicy p) { return p == MissingImagePolicy::kSkip ? "skip" : "stop"; }
-std::string progress_name(ProgressMode m) {
-  switch (m) {
-    case ProgressMode::kOff:
-      return "off";
-    case ProgressMode::kAuto:
-      return "auto";
-    case ProgressMode::kBar:
-      return "bar";
-    case ProgressMode::kLines:
-      return "lines";
-  }
-  return "off";
-}
 
 // Sample indices (into dataset.samples) after limit and shard, in dataset order.
 std::vector<size_t> select_samples(const Dataset& ds, const EvalOptions& o) {
@@ -160,7 +147,7 @@ static const JsonFields<EvalOptions>& eval_fields() {
       {"batch_size", &O::batch_size}, nested("generation", &O::generation, generation_config_from_json),
       {"plan", &O::plan}, {"store_path", &O::store_path}, {"out_dir", &O::out_dir},
       named("on_missing_image", &O::on_missing_image, parse_missing_image_policy, policy_name),
-      named("progress", &O::progress, parse_progress_mode, progress_name),
+      named("progress", &O::progress, parse_progress_mode, progress_mode_name),
       converted("shuffle_images", &O::shuffle_images, shuffle_seed_from, shuffle_seed_json)});
   // clang-format on
   return fields;

@@ -43,6 +43,11 @@ std::string PrefillBenchConfig::model_label() const {
   return model_dir.empty() ? "preset " + preset + " (random weights)" : "model " + model_dir;
 }
 
+std::string PrefillBenchConfig::build_line() const {
+  return (model_dir.empty() ? "building random-weight " + preset : "loading " + model_dir) + " in " +
+         dtype_name(dtype) + " ...";
+}
+
 ModelShape bench_model_shape(const PrefillBenchConfig& cfg) {
   cfg.validate();
   if (!cfg.model_dir.empty()) return load_model_shape(cfg.model_dir);
@@ -191,22 +196,12 @@ PrefillBenchResult run_prefill_bench(const PrefillBenchConfig& cfg,
   const auto say = [&](const std::string& s) {
     if (progress) progress(s);
   };
-  say((cfg.model_dir.empty() ? "building random-weight " + cfg.preset : "loading " + cfg.model_dir) + " in " +
-      dtype_name(cfg.dtype) + " ...");
+  say(cfg.build_line());
   PrefillBenchSetup setup(cfg);
   PrefillBenchResult r;
+  r.record_run(cfg, setup);
   if (cfg.model_dir.empty()) r.preset = cfg.preset;
   r.model_dir = cfg.model_dir;
-  r.dtype = dtype_name(cfg.dtype);
-  r.device = cfg.device.str();
-  r.n_threads = at::get_num_threads();
-  r.n_decoder_layers = setup.n_decoder_layers();
-  r.n_vision_layers = setup.n_vision_layers();
-  r.n_layers_limit = cfg.n_layers;
-  r.n_visual = setup.model_shape().n_visual_tokens;
-  r.n_text = cfg.n_text;
-  r.batch = cfg.batch;
-  r.repeats = cfg.repeats;
   r.matmul_shape = setup.matmul_shape();
   r.flops = setup.flops();
 
@@ -229,41 +224,65 @@ PrefillBenchResult run_prefill_bench(const PrefillBenchConfig& cfg,
   return r;
 }
 
+void PrefillRunInfo::record_run(const PrefillBenchConfig& cfg, const PrefillBenchSetup& setup) {
+  dtype = dtype_name(cfg.dtype);
+  device = cfg.device.str();
+  n_threads = at::get_num_threads();
+  n_decoder_layers = setup.n_decoder_layers();
+  n_vision_layers = setup.n_vision_layers();
+  n_layers_limit = cfg.n_layers;
+  n_visual = setup.model_shape().n_visual_tokens;
+  n_text = cfg.n_text;
+  batch = cfg.batch;
+  repeats = cfg.repeats;
+}
+
+void PrefillRunInfo::add_run_json(nlohmann::json& j) const {
+  j["dtype"] = dtype;
+  j["device"] = device;
+  j["n_threads"] = n_threads;
+  j["n_decoder_layers"] = n_decoder_layers;
+  j["n_vision_layers"] = n_vision_layers;
+  j["n_layers_limit"] = n_layers_limit;
+  j["n_visual"] = n_visual;
+  j["n_text"] = n_text;
+  j["batch"] = batch;
+  j["repeats"] = repeats;
+}
+
+std::string PrefillRunInfo::run_headline(const std::string& label, const std::string& tokens_note) const {
+  std::ostringstream o;
+  o << label << ", " << dtype << " on " << device << ", " << n_threads << " threads, N_v " << n_visual
+    << " + N_t " << n_text << " = " << n_visual + n_text << " tokens" << tokens_note << ", "
+    << n_decoder_layers << " decoder / " << n_vision_layers << " vision layers"
+    << (n_layers_limit > 0 ? " (truncated by --layers " + std::to_string(n_layers_limit) + ")"
+                           : " (full depth)");
+  return o.str();
+}
+
 nlohmann::json PrefillBenchResult::to_json() const {
-  return {{"preset", preset},
-          {"model_dir", model_dir},
-          {"dtype", dtype},
-          {"device", device},
-          {"n_threads", n_threads},
-          {"n_decoder_layers", n_decoder_layers},
-          {"n_vision_layers", n_vision_layers},
-          {"n_layers_limit", n_layers_limit},
-          {"n_visual", n_visual},
-          {"n_text", n_text},
-          {"batch", batch},
-          {"repeats", repeats},
-          {"matmul_shape", matmul_shape},
-          {"matmul_ms", matmul_ms},
-          {"matmul_gflops", matmul_gflops},
-          {"vision_ms", vision_ms},
-          {"prefill_ms", prefill_ms},
-          {"matmul_ms_runs", matmul_ms_runs},
-          {"vision_ms_runs", vision_ms_runs},
-          {"prefill_ms_runs", prefill_ms_runs},
-          {"vision_gflops", vision_gflops},
-          {"prefill_gflops", prefill_gflops},
-          {"vision_vs_matmul", vision_vs_matmul},
-          {"prefill_vs_matmul", prefill_vs_matmul},
-          {"flops", flops.to_json()}};
+  nlohmann::json j = {{"preset", preset},
+                      {"model_dir", model_dir},
+                      {"matmul_shape", matmul_shape},
+                      {"matmul_ms", matmul_ms},
+                      {"matmul_gflops", matmul_gflops},
+                      {"vision_ms", vision_ms},
+                      {"prefill_ms", prefill_ms},
+                      {"matmul_ms_runs", matmul_ms_runs},
+                      {"vision_ms_runs", vision_ms_runs},
+                      {"prefill_ms_runs", prefill_ms_runs},
+                      {"vision_gflops", vision_gflops},
+                      {"prefill_gflops", prefill_gflops},
+                      {"vision_vs_matmul", vision_vs_matmul},
+                      {"prefill_vs_matmul", prefill_vs_matmul},
+                      {"flops", flops.to_json()}};
+  add_run_json(j);
+  return j;
 }
 
 std::string PrefillBenchResult::table() const {
   std::ostringstream o;
-  o << (model_dir.empty() ? preset : model_dir) << ", " << dtype << " on " << device << ", " << n_threads
-    << " threads, N_v " << n_visual << " + N_t " << n_text << " = " << n_visual + n_text << " tokens, "
-    << n_decoder_layers << " decoder / " << n_vision_layers << " vision layers"
-    << (n_layers_limit > 0 ? " (truncated by --layers " + std::to_string(n_layers_limit) + ")"
-                           : " (full depth)")
+  o << run_headline(model_dir.empty() ? preset : model_dir, "")
     << (batch > 1 ? ", batch of " + std::to_string(batch) + " images (GFLOP of the whole batch)" : "")
     << ", median of " << repeats << " after 1 warm-up\n";
   char line[200];

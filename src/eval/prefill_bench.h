@@ -53,6 +53,9 @@ struct PrefillBenchConfig {
   void validate() const;
   /// "preset NAME (random weights)" or "model DIR", for tables and progress lines.
   std::string model_label() const;
+  /// The progress line before the model is built: "building random-weight PRESET in DTYPE ..." or "loading
+  /// DIR in DTYPE ...".
+  std::string build_line() const;
 };
 
 /// The shape of the model a benchmark runs: the preset's, truncated by n_layers (model/llava/presets.h), or
@@ -125,10 +128,9 @@ class PrefillBenchSetup {
   at::Tensor mm_a_, mm_b_;  // [n, D], [D, m]
 };
 
-/// Figures of one benchmark run. Times are wall clock, median of `repeats` after a warm-up.
-struct PrefillBenchResult {
-  std::string preset;            ///< the preset name; empty when model_dir is set
-  std::string model_dir;         ///< the model folder loaded (empty: random-weight preset)
+/// What a prefill measurement ran: the settings and model depth that PrefillBenchResult and the sweep's
+/// PrefillSweepResult share (under the same JSON keys).
+struct PrefillRunInfo {
   std::string dtype;             ///< "fp32" | "bf16" | "fp16"
   std::string device;            ///< "cpu", "cuda:0", ...
   int n_threads = 0;             ///< intra-op threads LibTorch used
@@ -139,6 +141,19 @@ struct PrefillBenchResult {
   int64_t n_text = 0;            ///< N_t (BOS included)
   int64_t batch = 1;             ///< images per prefill (times are per batch, FLOPs per image)
   int repeats = 0;
+  /// Records the run of `cfg` on `setup` (n_threads: LibTorch's count now).
+  void record_run(const PrefillBenchConfig& cfg, const PrefillBenchSetup& setup);
+  /// Adds these fields to the JSON object `j`.
+  void add_run_json(nlohmann::json& j) const;
+  /// "LABEL, DTYPE on DEVICE, T threads, N_v A + N_t B = C tokens<tokens_note>, L decoder / V vision layers
+  /// (full depth | truncated by --layers N)".
+  std::string run_headline(const std::string& label, const std::string& tokens_note) const;
+};
+
+/// Figures of one benchmark run. Times are wall clock, median of `repeats` after a warm-up.
+struct PrefillBenchResult : PrefillRunInfo {
+  std::string preset;     ///< the preset name; empty when model_dir is set
+  std::string model_dir;  ///< the model folder loaded (empty: random-weight preset)
   std::string matmul_shape;
   double matmul_ms = 0;                                                 ///< median time of one matmul probe
   double matmul_gflops = 0;                                             ///< its GFLOP/s (1 GFLOP = 1e9 FLOPs)

@@ -123,31 +123,19 @@ nlohmann::json PrefillSweepRow::to_json() const {
 nlohmann::json PrefillSweepResult::to_json() const {
   nlohmann::json r = nlohmann::json::array();
   for (const auto& row : rows) r.push_back(row.to_json());
-  return {{"model", model},
-          {"dtype", dtype},
-          {"device", device},
-          {"n_threads", n_threads},
-          {"n_decoder_layers", n_decoder_layers},
-          {"n_vision_layers", n_vision_layers},
-          {"n_layers_limit", n_layers_limit},
-          {"n_visual", n_visual},
-          {"n_text", n_text},
-          {"batch", batch},
-          {"repeats", repeats},
-          {"vision_ms", vision_ms},
-          {"vision_ms_runs", vision_ms_runs},
-          {"vision_cls_ms", vision_cls_ms},
-          {"vision_cls_ms_runs", vision_cls_ms_runs},
-          {"rows", r}};
+  nlohmann::json j = {{"model", model},
+                      {"vision_ms", vision_ms},
+                      {"vision_ms_runs", vision_ms_runs},
+                      {"vision_cls_ms", vision_cls_ms},
+                      {"vision_cls_ms_runs", vision_cls_ms_runs},
+                      {"rows", r}};
+  add_run_json(j);
+  return j;
 }
 
 std::string PrefillSweepResult::table() const {
   std::ostringstream o;
-  o << model << ", " << dtype << " on " << device << ", " << n_threads << " threads, N_v " << n_visual
-    << " + N_t " << n_text << " = " << n_visual + n_text << " tokens unpruned, " << n_decoder_layers
-    << " decoder / " << n_vision_layers << " vision layers"
-    << (n_layers_limit > 0 ? " (truncated by --layers " + std::to_string(n_layers_limit) + ")"
-                           : " (full depth)")
+  o << run_headline(model, " unpruned")
     << (batch > 1
             ? ", batch of " + std::to_string(batch) + " images (times and KV per batch, GFLOP per image)"
             : "")
@@ -194,22 +182,12 @@ PrefillSweepResult run_prefill_sweep(const PrefillBenchConfig& cfg, const Prefil
   const ModelShape shape = bench_model_shape(cfg);
   spec.validate(shape);  // before the (slow) build
   const int64_t n_v = shape.n_visual_tokens;
-  say((cfg.model_dir.empty() ? "building random-weight " + cfg.preset : "loading " + cfg.model_dir) + " in " +
-      dtype_name(cfg.dtype) + " ...");
+  say(cfg.build_line());
   PrefillBenchSetup setup(cfg);
 
   PrefillSweepResult res;
+  res.record_run(cfg, setup);
   res.model = cfg.model_label();
-  res.dtype = dtype_name(cfg.dtype);
-  res.device = cfg.device.str();
-  res.n_threads = at::get_num_threads();
-  res.n_decoder_layers = setup.n_decoder_layers();
-  res.n_vision_layers = setup.n_vision_layers();
-  res.n_layers_limit = cfg.n_layers;
-  res.n_visual = n_v;
-  res.n_text = cfg.n_text;
-  res.batch = cfg.batch;
-  res.repeats = cfg.repeats;
 
   bool any_cls = false;
   for (const auto& t : spec.plan_templates) {

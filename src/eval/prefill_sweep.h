@@ -64,18 +64,9 @@ struct PrefillSweepRow {
 };
 
 /// Figures of one sweep. Times are wall clock, median of `repeats` after one warm-up per row.
-struct PrefillSweepResult {
-  std::string model;             ///< PrefillBenchConfig::model_label()
-  std::string dtype;             ///< "fp32" | "bf16" | "fp16"
-  std::string device;            ///< "cpu", "cuda:0", ...
-  int n_threads = 0;             ///< intra-op threads LibTorch used
-  int64_t n_decoder_layers = 0;  ///< L run
-  int64_t n_vision_layers = 0;   ///< vision layers run
-  int64_t n_layers_limit = 0;    ///< PrefillBenchConfig::n_layers (0 = full depth)
-  int64_t n_visual = 0;          ///< N_v
-  int64_t n_text = 0;            ///< N_t (BOS included)
-  int64_t batch = 1;             ///< images per prefill: times and KV bytes per batch, FLOPs per image
-  int repeats = 0;
+/// The run (PrefillRunInfo; its batch: times and KV bytes per batch, FLOPs per image), then its rows.
+struct PrefillSweepResult : PrefillRunInfo {
+  std::string model;                   ///< PrefillBenchConfig::model_label()
   double vision_ms = 0;                ///< median vision tower + projector
   std::vector<double> vision_ms_runs;  ///< its timed repetitions
   double vision_cls_ms = 0;            ///< the same with [CLS] attention and keys (0: no template needs them)

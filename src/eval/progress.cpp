@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/errors.h"
+#include "core/named_table.h"
 
 namespace vispco::eval {
 namespace {
@@ -25,14 +26,25 @@ std::string format_seconds(double s) {
   return buf;
 }
 
+struct ProgressModeName {
+  ProgressMode mode;
+  const char* name;
+};
+constexpr ProgressModeName kProgressModes[] = {{ProgressMode::kOff, "off"},
+                                               {ProgressMode::kAuto, "auto"},
+                                               {ProgressMode::kBar, "bar"},
+                                               {ProgressMode::kLines, "lines"}};
+
 }  // namespace
 
 ProgressMode parse_progress_mode(const std::string& name) {
-  if (name == "off") return ProgressMode::kOff;
-  if (name == "auto") return ProgressMode::kAuto;
-  if (name == "bar") return ProgressMode::kBar;
-  if (name == "lines") return ProgressMode::kLines;
-  throw InvalidArgument("unknown progress mode '" + name + "' (valid: off, auto, bar, lines)");
+  return find_named(kProgressModes, name, "progress mode").mode;
+}
+
+std::string progress_mode_name(ProgressMode mode) {
+  for (const ProgressModeName& m : kProgressModes)
+    if (m.mode == mode) return m.name;
+  return "off";
 }
 
 Progress::Progress(size_t total, std::string label, ProgressMode mode, std::FILE* stream,

@@ -19,6 +19,8 @@ enum class ProgressMode {
 
 /// Parses "off" | "auto" | "bar" | "lines". @throws InvalidArgument listing the valid names.
 ProgressMode parse_progress_mode(const std::string& name);
+/// The name parse_progress_mode() reads.
+std::string progress_mode_name(ProgressMode mode);
 
 /// Counts finished items out of `total` and reports rate (items/s since start) and ETA (remaining / rate).
 /// Not thread-safe. Writes only to the stream given; finish() ends the bar with a newline.

@@ -48,12 +48,17 @@ const JsonFields<TextConfig>& text_fields() {
   return fields;
 }
 
-// Throws ConfigError("invalid config: " + msg) unless ok.
-void require(bool ok, const std::string& msg) {
+}  // namespace
+
+void require_config(bool ok, const std::string& msg) {
   if (!ok) throw ConfigError("invalid config: " + msg);
 }
 
-}  // namespace
+void require_positive(const std::string& where,
+                      std::initializer_list<std::pair<const char*, int64_t>> fields) {
+  for (const auto& [name, x] : fields)
+    require_config(x > 0, where + "." + name + " must be > 0 (got " + std::to_string(x) + ")");
+}
 
 TextConfig text_config_from_json(const nlohmann::json& j, const std::string& where) {
   TextConfig t;
@@ -77,31 +82,29 @@ nlohmann::json text_config_to_json(const TextConfig& t) {
 }
 
 void validate_text_config(const TextConfig& t, const std::string& w) {
-  auto positive = [&](const char* name, int64_t x) {
-    require(x > 0, w + "." + name + " must be > 0 (got " + std::to_string(x) + ")");
-  };
-  positive("vocab_size", t.vocab_size);
-  positive("hidden_size", t.hidden_size);
-  positive("intermediate_size", t.intermediate_size);
-  positive("num_hidden_layers", t.num_hidden_layers);
-  positive("num_attention_heads", t.num_attention_heads);
-  positive("max_position_embeddings", t.max_position_embeddings);
-  require(t.num_attention_heads % t.n_kv_heads() == 0,
-          w + ".num_attention_heads " + std::to_string(t.num_attention_heads) +
-              " is not a multiple of num_key_value_heads " + std::to_string(t.n_kv_heads()));
-  require(t.head_dim > 0 || t.hidden_size % t.num_attention_heads == 0,
-          w + ".hidden_size is not divisible by num_attention_heads and head_dim is not set");
-  require(t.d_head() % 2 == 0, "head dim " + std::to_string(t.d_head()) + " must be even for RoPE");
-  require(t.hidden_act == "silu", w + ".hidden_act '" + t.hidden_act + "' (valid: silu)");
-  require(t.rope_theta > 0, w + ".rope_theta must be > 0");
+  require_positive(w, {{"vocab_size", t.vocab_size},
+                       {"hidden_size", t.hidden_size},
+                       {"intermediate_size", t.intermediate_size},
+                       {"num_hidden_layers", t.num_hidden_layers},
+                       {"num_attention_heads", t.num_attention_heads},
+                       {"max_position_embeddings", t.max_position_embeddings}});
+  require_config(t.num_attention_heads % t.n_kv_heads() == 0,
+                 w + ".num_attention_heads " + std::to_string(t.num_attention_heads) +
+                     " is not a multiple of num_key_value_heads " + std::to_string(t.n_kv_heads()));
+  require_config(t.head_dim > 0 || t.hidden_size % t.num_attention_heads == 0,
+                 w + ".hidden_size is not divisible by num_attention_heads and head_dim is not set");
+  require_config(t.d_head() % 2 == 0, "head dim " + std::to_string(t.d_head()) + " must be even for RoPE");
+  require_config(t.hidden_act == "silu", w + ".hidden_act '" + t.hidden_act + "' (valid: silu)");
+  require_config(t.rope_theta > 0, w + ".rope_theta must be > 0");
   if (!t.mrope_section.empty()) {
     int64_t total = 0;
     for (const auto s : t.mrope_section) {
-      require(s > 0, w + ".rope_scaling.mrope_section entries must be > 0");
+      require_config(s > 0, w + ".rope_scaling.mrope_section entries must be > 0");
       total += s;
     }
-    require(total == t.d_head() / 2, w + ".rope_scaling.mrope_section sums to " + std::to_string(total) +
-                                         ", not head dim / 2 = " + std::to_string(t.d_head() / 2));
+    require_config(total == t.d_head() / 2, w + ".rope_scaling.mrope_section sums to " +
+                                                std::to_string(total) +
+                                                ", not head dim / 2 = " + std::to_string(t.d_head() / 2));
   }
 }
 

@@ -2,8 +2,10 @@
 // every family whose language model is a Llama-style decoder (model/llama.h).
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace vispco {
@@ -47,6 +49,12 @@ TextConfig text_config_from_json(const nlohmann::json& j, const std::string& whe
 
 /// Serialises to the transformers form (model_type "llama"); round-trips through text_config_from_json.
 nlohmann::json text_config_to_json(const TextConfig& t);
+
+/// A check of a model config's validate(). @throws ConfigError("invalid config: " + msg) unless `ok`.
+void require_config(bool ok, const std::string& msg);
+/// @throws ConfigError "invalid config: <where>.<name> must be > 0 (got <value>)" for the first field ≤ 0.
+void require_positive(const std::string& where,
+                      std::initializer_list<std::pair<const char*, int64_t>> fields);
 
 /// Checks every field. @param where the prefix of messages ("text_config").
 /// @throws ConfigError naming the field, its value and the valid range.

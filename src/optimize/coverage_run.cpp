@@ -70,24 +70,13 @@ CoverageRunReport run_coverage(VisionLanguageModel& model, const std::string& mo
                                const std::function<void(const std::string&)>& log) {
   options.validate();
   Stopwatch wall;
-  const ModelShape& shape = model.shape();
-  const int64_t n_v = shape.n_visual_tokens;
+  const LadderPlan lp =
+      ladder_plan(options.ladder, options.template_text, model.shape(), "optimize --method coverage");
+  const AutoKeepPlan& plan = lp.plan;
   CoverageRunReport rep;
   rep.options = options;
-  for (const int64_t k : options.ladder) {
-    if (k > n_v)
-      throw InvalidArgument("optimize --method coverage: ladder value " + std::to_string(k) +
-                            " exceeds N_v = " + std::to_string(n_v));
-    rep.ladder.push_back(k);
-  }
-  if (rep.ladder.back() != n_v) rep.ladder.push_back(n_v);
-  if (rep.ladder.size() < 2)
-    throw InvalidArgument("optimize --method coverage: the ladder needs a rung below N_v");
-  const AutoKeepPlan plan =
-      parse_auto_keep(options.template_text +
-                          (options.template_text.find(':') == std::string::npos ? ":" : ",") + "keep=auto",
-                      shape);
   rep.options.template_text = plan.template_text;
+  rep.ladder = lp.ladder;
   const ScorerEnv env{model_dir};
   const auto tagged = [&](const char* split) {
     return [&, split](const std::string& line) {

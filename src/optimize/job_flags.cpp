@@ -116,6 +116,11 @@ std::vector<std::string> scorer_templates(const std::string& method, const JobFl
   return out;
 }
 
+size_t job_batch(const JobFlags& j) {
+  if (j.batch < 1) throw InvalidArgument("optimize: --batch must be ≥ 1, got " + std::to_string(j.batch));
+  return static_cast<size_t>(j.batch);
+}
+
 std::vector<int64_t> parse_int_list(const std::string& text, const std::string& flag) {
   std::vector<int64_t> out;
   std::stringstream in(text);
@@ -131,15 +136,6 @@ std::vector<int64_t> parse_int_list(const std::string& text, const std::string& 
     }
   }
   if (out.empty()) throw InvalidArgument("optimize: " + flag + " is empty");
-  return out;
-}
-
-std::vector<std::string> parse_name_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  std::string piece;
-  while (std::getline(in, piece, ','))
-    if (!piece.empty()) out.push_back(piece);
   return out;
 }
 

@@ -2,6 +2,7 @@
 // dynamic-k, coverage: paths, compute, output, ε and its rules, plan templates), and the helpers their runs
 // share (lists, paths, the ε pair, templates from a scorer name).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -44,10 +45,11 @@ std::vector<std::string> given_templates(const JobFlags& j);
 /// @throws InvalidArgument (--scorers given, no scorer, unknown scorer).
 std::vector<std::string> scorer_templates(const std::string& method, const JobFlags& j, bool layer_list);
 
+/// --batch: samples per generate() call. @throws InvalidArgument "optimize: --batch must be ≥ 1, …".
+size_t job_batch(const JobFlags& j);
+
 /// "16,32" → {16, 32}. @throws InvalidArgument "optimize: FLAG must be comma-separated integers, …".
 std::vector<int64_t> parse_int_list(const std::string& text, const std::string& flag);
-/// "a,,b" → {"a", "b"}.
-std::vector<std::string> parse_name_list(const std::string& text);
 /// Checks that `path` given to `flag` exists (--model: a folder or GGUF pair, model/model_source.h).
 /// @throws IoError naming the flag and path.
 void require_path(const std::string& path, const std::string& flag);

@@ -60,8 +60,7 @@ class CoverageMethod final : public SearchMethod {
     c.seed = static_cast<uint64_t>(seed_);
     o.limit_pool = static_cast<size_t>(limit_pool_);
     o.limit_test = static_cast<size_t>(a.limit_test);
-    if (a.batch < 1) throw InvalidArgument("optimize: --batch must be ≥ 1, got " + std::to_string(a.batch));
-    o.batch_size = static_cast<size_t>(a.batch);
+    o.batch_size = job_batch(a);
     o.store_path = store_or_default(a.store, a.out);
     o.validate();
     if (pool_.empty())
@@ -72,8 +71,7 @@ class CoverageMethod final : public SearchMethod {
     for (const auto& [path, flag] : {std::pair{a.model, "--model"}, {pool_, "--train"}, {a.test, "--test"}})
       require_path(path, flag);
     const ModelShape shape = load_model_shape(a.model);
-    parse_auto_keep(
-        o.template_text + (o.template_text.find(':') == std::string::npos ? ":" : ",") + "keep=auto", shape);
+    parse_auto_keep(auto_keep_text(o.template_text), shape);
     DtypeChoice dtype_choice;
     const RunContext ctx = inference_context(a.device, a.dtype, a.threads, &dtype_choice);
     const eval::Dataset pool = eval::load_dataset(pool_), test = eval::load_dataset(a.test);

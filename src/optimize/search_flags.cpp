@@ -3,22 +3,11 @@
 #include "optimize/search_flags.h"
 
 #include <algorithm>
-#include <sstream>
 #include <stdexcept>
 
+#include "core/named_table.h"
+
 namespace vispco::optimize {
-namespace {
-
-std::vector<std::string> split_names(const std::string& names) {
-  std::vector<std::string> out;
-  std::stringstream in(names);
-  std::string piece;
-  while (std::getline(in, piece, ','))
-    if (!piece.empty()) out.push_back(piece);
-  return out;
-}
-
-}  // namespace
 
 SearchFlags::SearchFlags(CLI::App& cmd) : cmd_(&cmd) {}
 

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "core/named_table.h"
 #include "optimize/job_flags.h"
 #include "optimize/search_flags.h"
 #include "optimize/searches.h"
@@ -184,7 +185,7 @@ class GridSearch final : public PlanSearch {
   std::vector<std::string> templates(const std::string&, const JobFlags& j) const override {
     std::vector<std::string> out = given_templates(j);
     if (!out.empty()) return out;
-    std::vector<std::string> names = parse_name_list(j.scorers.empty() ? j.scorer : j.scorers);
+    std::vector<std::string> names = split_names(j.scorers.empty() ? j.scorer : j.scorers);
     if (names.empty())
       for (const auto& e : scorer_registry()) names.push_back(e.name);
     const std::vector<int64_t> layers =

@@ -48,7 +48,7 @@ class PlanSearchMethod final : public SearchMethod {
     o.timing_factor = a.timing_factor;
     if (a.limit_calib < 0 || a.limit_test < 0)
       throw InvalidArgument("optimize: --limit-calib and --limit-test must be ≥ 0 (0 = all)");
-    if (a.batch < 1) throw InvalidArgument("optimize: --batch must be ≥ 1, got " + std::to_string(a.batch));
+    const size_t batch = job_batch(a);
     o.validate();
     require_path(a.model, "--model");
     require_path(a.calib, "--calib");
@@ -72,7 +72,7 @@ class PlanSearchMethod final : public SearchMethod {
     ModelEvalSettings st;
     st.limit_calib = static_cast<size_t>(a.limit_calib);
     st.limit_test = static_cast<size_t>(a.limit_test);
-    st.batch_size = static_cast<size_t>(a.batch);
+    st.batch_size = batch;
     st.store_path = store_or_default(a.store, a.out);
     eval::ProgressMode pm = eval::parse_progress_mode(a.progress);
     if (pm == eval::ProgressMode::kAuto) pm = isatty(2) ? eval::ProgressMode::kBar : eval::ProgressMode::kOff;

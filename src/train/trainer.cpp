@@ -105,6 +105,18 @@ PendingGate gate_from_json(const nlohmann::json& j) {
           .overall = j.at("overall").get<double>()};
 }
 
+// One patch head of the tower probe: the accuracy of `pred` against the labels `y` (same shape) over the
+// foreground patches (label > 0), recorded in `j` under `name` and printed with the name padded to `width`.
+void probe_head(nlohmann::json& j, const char* name, int width, const at::Tensor& pred, const at::Tensor& y) {
+  const auto fg = y > 0;
+  const int64_t n = fg.sum().item<int64_t>();
+  const double acc =
+      n ? (pred.masked_select(fg) == y.masked_select(fg)).to(at::kDouble).mean().item<double>() : 0.0;
+  j[name] = {{"foreground_accuracy", acc}, {"foreground_patches", n}};
+  std::fprintf(stderr, "tower probe: %-*s foreground accuracy %.3f over %ld patches\n", width, name, acc,
+               (long)n);
+}
+
 }  // namespace
 
 struct Trainer::State {
@@ -204,15 +216,7 @@ struct Trainer::State {
     nlohmann::json j;
     int64_t off = 0;
     for (int c = 0; c < 6; ++c) {
-      auto pred = logits.narrow(-1, off, sizes[c]).argmax(-1);
-      auto y = lab.select(-1, c);
-      auto fg = y > 0;
-      const int64_t n = fg.sum().item<int64_t>();
-      const double acc =
-          n ? (pred.masked_select(fg) == y.masked_select(fg)).to(at::kDouble).mean().item<double>() : 0.0;
-      j[names[c]] = {{"foreground_accuracy", acc}, {"foreground_patches", n}};
-      std::fprintf(stderr, "tower probe: %-6s foreground accuracy %.3f over %ld patches\n", names[c], acc,
-                   (long)n);
+      probe_head(j, names[c], 6, logits.narrow(-1, off, sizes[c]).argmax(-1), lab.select(-1, c));
       off += sizes[c];
     }
     if (!extra.empty()) {
@@ -222,15 +226,8 @@ struct Trainer::State {
       auto elab = at::stack(extra_labels);
       const char* extra_names[] = {"colour_count", "shape_count", "glyph_index"};
       for (const auto& [offset, classes, column] : extra) {
-        auto pred = logits.narrow(-1, offset, classes).argmax(-1);
-        auto y = elab.select(-1, column);
-        auto fg = y > 0;
-        const int64_t n = fg.sum().item<int64_t>();
-        const double acc =
-            n ? (pred.masked_select(fg) == y.masked_select(fg)).to(at::kDouble).mean().item<double>() : 0.0;
-        j[extra_names[column]] = {{"foreground_accuracy", acc}, {"foreground_patches", n}};
-        std::fprintf(stderr, "tower probe: %-12s foreground accuracy %.3f over %ld patches\n",
-                     extra_names[column], acc, (long)n);
+        probe_head(j, extra_names[column], 12, logits.narrow(-1, offset, classes).argmax(-1),
+                   elab.select(-1, column));
       }
     }
     if (layout.position >= 0) {  // position head: mean error, in patches

@@ -4,10 +4,9 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <opencv2/imgcodecs.hpp>
 
+#include "cli/scratch_model.h"
 #include "io/safetensors.h"
-#include "model/tiny_model.h"
 #include "test_paths.h"
 #include "test_util.h"
 
@@ -15,33 +14,18 @@ namespace vispco {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::expect_one_line_error;
 using testing::run_cli;
 using testing::TempDir;
 
 // A copy of the tiny model that a test may damage, and a valid image beside it.
-struct Scratch {
-  TempDir tmp;
-  fs::path model = tmp.path() / "model";
-  fs::path image = tmp.path() / "img.png";
-  Scratch() {
-    fs::copy(testing::tiny_model_dir(), model);
-    cv::Mat img(40, 60, CV_8UC3, cv::Scalar(10, 200, 30));
-    cv::imwrite(image.string(), img);
-  }
+struct Scratch : testing::ScratchModel {
+  Scratch() : ScratchModel(cv::Scalar(10, 200, 30)) {}
   testing::CommandResult generate(const std::string& extra = "") const {
     return run_cli("generate --model " + model.string() + " --image " + image.string() +
                    " --prompt 'What colour?' --max-new-tokens 2 " + extra);
   }
 };
-
-// One line, prefixed "error:", containing `needle`, exit code ≠ 0, no backtrace.
-void expect_one_line_error(const testing::CommandResult& r, const std::string& needle) {
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find(needle), std::string::npos) << "wanted '" << needle << "' in: " << r.err;
-  EXPECT_EQ(r.err.find("Exception raised from"), std::string::npos) << r.err;
-}
 
 TEST(CliErrors, ValidRunPrintsAnswerAndTimingLine) {
   Scratch s;

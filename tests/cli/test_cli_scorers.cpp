@@ -8,30 +8,22 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <opencv2/imgcodecs.hpp>
 #include <sstream>
 
+#include "cli/scratch_model.h"
 #include "eval/eval_fixture.h"
-#include "model/tiny_model.h"
 #include "test_util.h"
 
 namespace vispco {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::expect_one_line_error;
 using testing::run_cli;
-using testing::TempDir;
 
 // A copy of the tiny model (train-gate writes into it) and an image.
-struct Scratch {
-  TempDir tmp;
-  fs::path model = tmp.path() / "model";
-  fs::path image = tmp.path() / "img.png";
-  Scratch() {
-    fs::copy(testing::tiny_model_dir(), model);
-    cv::Mat img(40, 60, CV_8UC3, cv::Scalar(200, 30, 90));
-    cv::imwrite(image.string(), img);
-  }
+struct Scratch : testing::ScratchModel {
+  Scratch() : ScratchModel(cv::Scalar(200, 30, 90)) {}
   testing::CommandResult generate(const std::string& plan, const std::string& extra = "--json") const {
     return run_cli("generate --model " + model.string() + " --image " + image.string() +
                    " --prompt 'What colour is the square?' --max-new-tokens 2 --threads 1 --plan '" + plan +
@@ -42,13 +34,6 @@ struct Scratch {
                    extra);
   }
 };
-
-void expect_one_line_error(const testing::CommandResult& r, const std::string& needle) {
-  EXPECT_NE(r.exit_code, 0);
-  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find(needle), std::string::npos) << "wanted '" << needle << "' in: " << r.err;
-}
 
 TEST(CliScorers, EveryNewScorerRunsThroughGenerateAndEval) {
   Scratch s;

@@ -40,6 +40,22 @@ inline std::string test_question(int i) {
   return kQ[i % 5];
 }
 
+/// Writes an `n`-sample dataset into `dir` (noise images, test_question()s, families "even" and "odd") whose
+/// answers are arbitrary: for tests that compare two runs, not against truth. @return dir.
+inline std::filesystem::path write_arbitrary_dataset(const std::filesystem::path& dir, int n) {
+  const auto images = write_noise_images(dir, n);
+  std::ofstream out(dir / "data.jsonl");
+  for (int i = 0; i < n; ++i)
+    out << nlohmann::json{{"id", "s" + std::to_string(i)},
+                          {"image", images[i]},
+                          {"question", test_question(i)},
+                          {"answer", i % 3 == 0 ? "red" : "2"},
+                          {"family", i % 2 ? "odd" : "even"}}
+               .dump()
+        << "\n";
+  return dir;
+}
+
 /// Greedy predictions of the tiny model for (image, question) pairs, one generate() call per sample.
 inline std::vector<std::string> direct_predictions(const std::filesystem::path& dir,
                                                    const std::vector<std::string>& images,

@@ -13,18 +13,13 @@
 namespace vispco {
 namespace {
 
-using testing::test_pixels;
-using testing::tiny_model_dir;
-
+using testing::greedy;
 using testing::max_diff;
-
-VisionLanguageModel tiny() { return testing::load_tiny(); }
+using testing::test_pixels;
 
 TEST(Generate, KvCacheDecodeEqualsFullRecomputation) {
-  auto m = tiny();
-  GenerationConfig gc;
-  gc.max_new_tokens = 6;
-  gc.stop_at_eos = false;
+  auto m = testing::load_tiny();
+  const GenerationConfig gc = greedy(6);
   VlmRequest req{test_pixels(56, 1), m.prompt_ids("What colour is the cube?")};
   auto out = generate(m, {req}, gc, nullptr, /*record_logits=*/true);
   ASSERT_EQ(out.tokens[0].size(), 6u);
@@ -54,10 +49,8 @@ TEST(Generate, KvCacheDecodeEqualsFullRecomputation) {
 }
 
 TEST(Generate, BatchEqualsPerRequest) {
-  auto m = tiny();
-  GenerationConfig gc;
-  gc.max_new_tokens = 5;
-  gc.stop_at_eos = false;
+  auto m = testing::load_tiny();
+  const GenerationConfig gc = greedy(5);
   std::vector<VlmRequest> reqs = {
       {test_pixels(56, 2), m.prompt_ids("Is there a red sphere in the image?")},
       {test_pixels(56, 3), m.prompt_ids("How many cubes?")},  // shorter: left-padded in the batch
@@ -79,10 +72,8 @@ TEST(Generate, BatchEqualsPerRequest) {
 // and gives the answers and logits of the ordinary path — also for a plan that needs the [CLS] attention and
 // keys.
 TEST(Generate, PrecomputedVisualTokensEqualRunningTheTower) {
-  auto m = tiny();
-  GenerationConfig gc;
-  gc.max_new_tokens = 4;
-  gc.stop_at_eos = false;
+  auto m = testing::load_tiny();
+  const GenerationConfig gc = greedy(4);
   std::vector<VlmRequest> reqs = {{test_pixels(56, 5), m.prompt_ids("How many cubes?")},
                                   {test_pixels(56, 6), m.prompt_ids("What shape is the red object?")}};
   std::vector<VlmRequest> pre = reqs;
@@ -102,10 +93,8 @@ TEST(Generate, PrecomputedVisualTokensEqualRunningTheTower) {
 }
 
 TEST(Generate, StatsCountTokens) {
-  auto m = tiny();
-  GenerationConfig gc;
-  gc.max_new_tokens = 3;
-  gc.stop_at_eos = false;
+  auto m = testing::load_tiny();
+  const GenerationConfig gc = greedy(3);
   auto ids = m.prompt_ids("How many cubes?");
   auto out = generate(m, {{test_pixels(56, 5), ids}}, gc);
   EXPECT_EQ(out.stats.n_visual, 16);
@@ -117,7 +106,7 @@ TEST(Generate, StatsCountTokens) {
 }
 
 TEST(Generate, RejectsPromptWithoutImage) {
-  auto m = tiny();
+  auto m = testing::load_tiny();
   auto ids = m.tokenizer().encode("no image here", true);
   EXPECT_THROW(generate(m, {{test_pixels(56, 1), ids}}, GenerationConfig{}), InvalidArgument);
   GenerationConfig bad;
@@ -156,7 +145,7 @@ TEST(Sampling, TemperatureFrequenciesFollowSoftmaxAndSeedRepeats) {
 // Rows with their own max_new_tokens in one batch: each leaves the decode batch when done (its KV-cache rows
 // dropped), and every row's tokens and logits equal those it gets alone.
 TEST(Generate, RowsWithTheirOwnLimitsLeaveTheBatchAndEqualAlone) {
-  auto m = tiny();
+  auto m = testing::load_tiny();
   std::vector<VlmRequest> reqs = {{test_pixels(56, 5), m.prompt_ids("How many cubes?")},
                                   {test_pixels(56, 6), m.prompt_ids("Is there a red sphere in the image?")},
                                   {test_pixels(56, 7), m.prompt_ids("What colour?")}};
@@ -187,12 +176,10 @@ TEST(Generate, RowsWithTheirOwnLimitsLeaveTheBatchAndEqualAlone) {
 
 // The token callback sees every token in order and ends its row when it returns false.
 TEST(Generate, TokenCallbackEndsItsRow) {
-  auto m = tiny();
+  auto m = testing::load_tiny();
   std::vector<VlmRequest> reqs = {{test_pixels(56, 8), m.prompt_ids("How many cubes?")},
                                   {test_pixels(56, 9), m.prompt_ids("What colour?")}};
-  GenerationConfig gc;
-  gc.max_new_tokens = 5;
-  gc.stop_at_eos = false;
+  const GenerationConfig gc = greedy(5);
   std::vector<std::vector<int64_t>> seen(2);
   auto out = generate(m, reqs, {gc, gc}, nullptr, false, [&](size_t row, int64_t tok) {
     seen[row].push_back(tok);
@@ -210,7 +197,7 @@ TEST(Generate, TokenCallbackEndsItsRow) {
 
 // Sampled rows draw from their own generators: a row's sample equals the one it gets alone with its seed.
 TEST(Generate, SampledRowsEqualAloneWithTheirSeeds) {
-  auto m = tiny();
+  auto m = testing::load_tiny();
   std::vector<VlmRequest> reqs = {{test_pixels(56, 10), m.prompt_ids("How many cubes?")},
                                   {test_pixels(56, 11), m.prompt_ids("How many cubes?")}};
   GenerationConfig a, b;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "model/generate.h"
 #include "model/llava/llava.h"
 #include "model/llava/presets.h"
 #include "test_util.h"
@@ -29,6 +30,14 @@ inline double max_diff(const at::Tensor& a, const at::Tensor& b) {
 
 /// The tiny model loaded in fp32 on the CPU.
 inline VisionLanguageModel load_tiny() { return VisionLanguageModel::load(tiny_model_dir(), RunContext{}); }
+
+/// Greedy decoding of exactly `n` new tokens (EOS does not end a row).
+inline GenerationConfig greedy(int64_t n) {
+  GenerationConfig gc;
+  gc.max_new_tokens = n;
+  gc.stop_at_eos = false;
+  return gc;
+}
 
 /// A deterministic pseudo-image, [3, S, S] fp32, CLIP-normalised range.
 inline at::Tensor test_pixels(int64_t size, uint64_t seed) {

@@ -1,57 +1,20 @@
 // `vispco optimize` as a process: a grid search killed with SIGKILL mid-way resumes from its result store to
 // the same report as an uninterrupted run, a third run generates nothing; bad input gives one-line errors.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sqlite3.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
 #include "eval/eval_fixture.h"
-#include "test_paths.h"
+#include "eval/killed_run.h"
 
 namespace vispco::optimize {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::expect_bad_input;
 using testing::run_cli;
 using testing::TempDir;
-
-int64_t stored_rows(const std::string& path) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    sqlite3_close(db);
-    return -1;
-  }
-  sqlite3_busy_timeout(db, 1000);
-  sqlite3_stmt* st = nullptr;
-  int64_t v = -1;
-  if (sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM results", -1, &st, nullptr) == SQLITE_OK &&
-      sqlite3_step(st) == SQLITE_ROW)
-    v = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return v;
-}
-
-fs::path write_dataset(const fs::path& dir, int n) {
-  const auto images = testing::write_noise_images(dir, n);
-  std::ofstream out(dir / "data.jsonl");
-  for (int i = 0; i < n; ++i)
-    out << nlohmann::json{{"id", "s" + std::to_string(i)},
-                          {"image", images[i]},
-                          {"question", testing::test_question(i)},
-                          {"answer", i % 3 == 0 ? "red" : "2"},
-                          {"family", i % 2 ? "odd" : "even"}}
-               .dump()
-        << "\n";
-  return dir;
-}
 
 // 1 reference + 2 templates × 4 K = 9 calibration evaluations of 30 samples, then 2 on the 8-sample test set.
 std::string grid_args(const fs::path& calib, const fs::path& out) {
@@ -88,7 +51,7 @@ nlohmann::json stable(nlohmann::json j) {
 
 TEST(OptimizeCli, SigkilledGridResumesToTheSameReportAndARerunIsInstant) {
   TempDir tmp;
-  const fs::path calib = write_dataset(tmp.path() / "calib", 30);
+  const fs::path calib = testing::write_arbitrary_dataset(tmp.path() / "calib", 30);
   const auto ref = run_cli(grid_args(calib, tmp.path() / "ref") + " --json");
   ASSERT_EQ(ref.exit_code, 0) << ref.err;
   const auto ref_j = nlohmann::json::parse(ref.out);
@@ -98,30 +61,11 @@ TEST(OptimizeCli, SigkilledGridResumesToTheSameReportAndARerunIsInstant) {
 
   const fs::path out = tmp.path() / "killed";
   const std::string store = (out / "results.sqlite").string();
-  const std::string cmd = std::string("exec ") + ::vispco::testing::cli_path() + " " + grid_args(calib, out);
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    const int null = open("/dev/null", O_WRONLY);
-    dup2(null, 1);
-    dup2(null, 2);
-    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  int64_t at_kill = -1;
-  while (std::chrono::steady_clock::now() < deadline) {
-    at_kill = stored_rows(store);
-    if (at_kill >= 75) break;  // past the reference and into the third plan
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
-      << "the search finished before it was killed";
-  const int64_t after_kill = stored_rows(store);
-  std::printf("killed with %ld rows seen, %ld committed\n", (long)at_kill, (long)after_kill);
+  // Past the reference and into the third plan.
+  const auto killed = testing::kill_after_rows(grid_args(calib, out), store, 75, std::chrono::seconds(120));
+  ASSERT_TRUE(killed.started);
+  ASSERT_TRUE(killed.killed) << "the search finished before it was killed";
+  const int64_t after_kill = killed.rows_after;
   ASSERT_GE(after_kill, 75);
   ASSERT_FALSE(fs::exists(out / "optimize.json")) << "killed before the report";
 
@@ -195,52 +139,44 @@ TEST(OptimizeCli, GateTemplateUsesTheModelsGateAndARetrainedGateIsNotServedStale
   EXPECT_EQ(gate_generated(), n_calib);  // another gate file: evaluated again
 }
 
-void expect_one_line_error(const testing::CommandResult& r, const std::string& needle) {
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find(needle), std::string::npos) << "wanted '" << needle << "' in: " << r.err;
-}
-
 TEST(OptimizeCli, BadInputGivesOneLineErrorsBeforeAnythingIsWritten) {
   TempDir tmp;
   const std::string data = testing::known_dataset().dir.string();
   const std::string base = "optimize --model " + testing::tiny_model_dir() + " --calib " + data + " --test " +
                            data + " --out " + tmp.str("o");
-  expect_one_line_error(run_cli(base + " --method anneal --scorer fastv"),
-                        "unknown method 'anneal' (valid: min-k, budget, grid, dynamic-k, coverage, vispco)");
-  expect_one_line_error(run_cli(base + " --method min-k --scorer fastv --epsilon 1.5"),
-                        "epsilon must be in [0, 1)");
-  expect_one_line_error(run_cli(base + " --method min-k --scorer fastv --epsilon-abs 2"),
-                        "epsilon must be in [0, 1]");
-  expect_one_line_error(run_cli(base + " --method min-k --scorer fastv --epsilon 0.1 --epsilon-abs 0.1"),
-                        "not both");
-  expect_one_line_error(run_cli(base + " --method min-k"), "name the scorer");
-  expect_one_line_error(run_cli(base + " --method min-k --scorer nosuch"), "unknown scorer 'nosuch'");
-  expect_one_line_error(run_cli(base + " --method min-k --scorer pool"), "rejects K=2");
-  expect_one_line_error(run_cli(base + " --method min-k --scorer fastv --layer 0"), "layer must be ≥ 1");
-  expect_one_line_error(run_cli(base + " --method budget --scorer fastv"), "--flops-ratio must be in (0, 1]");
-  expect_one_line_error(run_cli(base + " --method grid --scorers fastv"), "needs K values");
-  expect_one_line_error(run_cli(base + " --method grid --scorers fastv --keep 16,x"), "--keep must be");
-  expect_one_line_error(run_cli(base + " --method grid --scorers fastv --keep 16,99"), "K 99 is outside");
-  expect_one_line_error(run_cli(base + " --method min-k --scorer fastv --epsilon-per-family 1.5"),
-                        "--epsilon-per-family must be 0 (off) or in (0, 1)");
-  expect_one_line_error(run_cli(base + " --method min-k --scorer fastv --min-speedup 0.5"),
-                        "--min-speedup must be 0 (off) or ≥ 1");
-  expect_one_line_error(run_cli(base + " --method min-k --scorer fastv --min-family-n 0"),
-                        "--min-family-n must be ≥ 1");
-  expect_one_line_error(run_cli(base + " --method coverage --scorer divprune"), "--train DIR is required");
-  expect_one_line_error(run_cli(base + " --method coverage --scorer divprune --ladder 64,32 --train " + data),
-                        "--ladder must be ascending");
-  expect_one_line_error(
-      run_cli("optimize --method min-k --scorer fastv --model " + testing::tiny_model_dir() + " --calib " +
-              tmp.str("nocalib") + " --test " + data + " --out " + tmp.str("o")),
-      "--calib '" + tmp.str("nocalib") + "' does not exist");
-  expect_one_line_error(run_cli("optimize --method min-k --scorer fastv --model " + tmp.str("nomodel") +
-                                " --calib " + data + " --test " + data + " --out " + tmp.str("o")),
-                        "nomodel");
-  expect_one_line_error(run_cli(base + " --method min-k --scorer fastv --gnuplot " + tmp.str("nognuplot")),
-                        "gnuplot not found");
+  expect_bad_input(run_cli(base + " --method anneal --scorer fastv"),
+                   "unknown method 'anneal' (valid: min-k, budget, grid, dynamic-k, coverage, vispco)");
+  expect_bad_input(run_cli(base + " --method min-k --scorer fastv --epsilon 1.5"),
+                   "epsilon must be in [0, 1)");
+  expect_bad_input(run_cli(base + " --method min-k --scorer fastv --epsilon-abs 2"),
+                   "epsilon must be in [0, 1]");
+  expect_bad_input(run_cli(base + " --method min-k --scorer fastv --epsilon 0.1 --epsilon-abs 0.1"),
+                   "not both");
+  expect_bad_input(run_cli(base + " --method min-k"), "name the scorer");
+  expect_bad_input(run_cli(base + " --method min-k --scorer nosuch"), "unknown scorer 'nosuch'");
+  expect_bad_input(run_cli(base + " --method min-k --scorer pool"), "rejects K=2");
+  expect_bad_input(run_cli(base + " --method min-k --scorer fastv --layer 0"), "layer must be ≥ 1");
+  expect_bad_input(run_cli(base + " --method budget --scorer fastv"), "--flops-ratio must be in (0, 1]");
+  expect_bad_input(run_cli(base + " --method grid --scorers fastv"), "needs K values");
+  expect_bad_input(run_cli(base + " --method grid --scorers fastv --keep 16,x"), "--keep must be");
+  expect_bad_input(run_cli(base + " --method grid --scorers fastv --keep 16,99"), "K 99 is outside");
+  expect_bad_input(run_cli(base + " --method min-k --scorer fastv --epsilon-per-family 1.5"),
+                   "--epsilon-per-family must be 0 (off) or in (0, 1)");
+  expect_bad_input(run_cli(base + " --method min-k --scorer fastv --min-speedup 0.5"),
+                   "--min-speedup must be 0 (off) or ≥ 1");
+  expect_bad_input(run_cli(base + " --method min-k --scorer fastv --min-family-n 0"),
+                   "--min-family-n must be ≥ 1");
+  expect_bad_input(run_cli(base + " --method coverage --scorer divprune"), "--train DIR is required");
+  expect_bad_input(run_cli(base + " --method coverage --scorer divprune --ladder 64,32 --train " + data),
+                   "--ladder must be ascending");
+  expect_bad_input(run_cli("optimize --method min-k --scorer fastv --model " + testing::tiny_model_dir() +
+                           " --calib " + tmp.str("nocalib") + " --test " + data + " --out " + tmp.str("o")),
+                   "--calib '" + tmp.str("nocalib") + "' does not exist");
+  expect_bad_input(run_cli("optimize --method min-k --scorer fastv --model " + tmp.str("nomodel") +
+                           " --calib " + data + " --test " + data + " --out " + tmp.str("o")),
+                   "nomodel");
+  expect_bad_input(run_cli(base + " --method min-k --scorer fastv --gnuplot " + tmp.str("nognuplot")),
+                   "gnuplot not found");
   EXPECT_FALSE(fs::exists(tmp.path() / "o")) << "bad input must fail before writing anything";
 }
 

@@ -26,13 +26,23 @@ namespace fs = std::filesystem;
 
 using testing::self_answered;
 
-TEST(OptimizeTiny, BinarySearchMatchesTheExhaustiveCurveOfARealModel) {
-  auto model = testing::load_tiny();
-  const auto hash = eval::model_folder_hash(testing::tiny_model_dir());
-  const auto ds = eval::load_dataset(self_answered().dir.string());
+// The tiny model with the self-answered dataset as both splits, and a fresh folder for the result store.
+class OptimizeTiny : public ::testing::Test {
+ protected:
+  VisionLanguageModel model = testing::load_tiny();
+  const std::string hash = eval::model_folder_hash(testing::tiny_model_dir());
+  const eval::Dataset ds = eval::load_dataset(self_answered().dir.string());
   testing::TempDir tmp;
-  ModelEvalSettings st;
-  st.store_path = tmp.str("store.sqlite");
+  /// A result store in tmp; the other settings at their defaults.
+  ModelEvalSettings settings() const {
+    ModelEvalSettings st;
+    st.store_path = tmp.str("store.sqlite");
+    return st;
+  }
+};
+
+TEST_F(OptimizeTiny, BinarySearchMatchesTheExhaustiveCurveOfARealModel) {
+  ModelEvalSettings st = settings();
   st.batch_size = 4;
   ModelPlanEvaluator ev(model, hash, ds, ds, st);
   const PlanTemplate t = PlanTemplate::parse("fastv:layer=2", model.shape());
@@ -91,13 +101,8 @@ TEST(OptimizeTiny, BinarySearchMatchesTheExhaustiveCurveOfARealModel) {
   }
 }
 
-TEST(OptimizeTiny, StoreHitsMissesAndCompletePlans) {
-  auto model = testing::load_tiny();
-  const auto hash = eval::model_folder_hash(testing::tiny_model_dir());
-  const auto ds = eval::load_dataset(self_answered().dir.string());
-  testing::TempDir tmp;
-  ModelEvalSettings st;
-  st.store_path = tmp.str("store.sqlite");
+TEST_F(OptimizeTiny, StoreHitsMissesAndCompletePlans) {
+  ModelEvalSettings st = settings();
   st.limit_calib = 8;
   st.limit_test = 5;
   std::vector<std::string> lines;
@@ -134,13 +139,8 @@ TEST(OptimizeTiny, StoreHitsMissesAndCompletePlans) {
   EXPECT_GT(again.mean_prefill_ms, 0.0);
 }
 
-TEST(OptimizeTiny, ConfidenceBoundsNeverChooseASmallerK) {
-  auto model = testing::load_tiny();
-  const auto hash = eval::model_folder_hash(testing::tiny_model_dir());
-  const auto ds = eval::load_dataset(self_answered().dir.string());
-  testing::TempDir tmp;
-  ModelEvalSettings st;
-  st.store_path = tmp.str("store.sqlite");
+TEST_F(OptimizeTiny, ConfidenceBoundsNeverChooseASmallerK) {
+  ModelEvalSettings st = settings();
   st.batch_size = 4;
   ModelPlanEvaluator ev(model, hash, ds, ds, st);
   OptimizeOptions o;

@@ -14,19 +14,9 @@
 namespace vispco {
 namespace {
 
-using testing::test_pixels;
-using testing::tiny_model_dir;
-
+using testing::greedy;
 using testing::max_diff;
-
-VisionLanguageModel tiny() { return testing::load_tiny(); }
-
-GenerationConfig greedy(int64_t n) {
-  GenerationConfig gc;
-  gc.max_new_tokens = n;
-  gc.stop_at_eos = false;
-  return gc;
-}
+using testing::test_pixels;
 
 PlanHook hook_for(const VisionLanguageModel& m, const std::string& plan, uint64_t seed = 0) {
   return PlanHook(parse_plan(plan, m.shape().n_visual_tokens), m.shape(), seed);
@@ -55,7 +45,7 @@ struct CaptureHook : PrefillHook {
 };
 
 TEST(PruneForward, KeepAllReproducesUnprunedLogitsExactly) {
-  auto m = tiny();
+  auto m = testing::load_tiny();
   VlmRequest req{test_pixels(56, 11), m.prompt_ids("What shape is the red object?")};
   auto base = generate(m, {req}, greedy(4), nullptr, true);
   auto keep_all = hook_for(m, "fastv:layer=2,keep=16");
@@ -70,7 +60,7 @@ TEST(PruneForward, KeepAllReproducesUnprunedLogitsExactly) {
 }
 
 TEST(PruneForward, FastVKeepsTheTopTokensOfAHandComputedAttentionRow) {
-  auto m = tiny();
+  auto m = testing::load_tiny();
   const int64_t layer = 2, K = 5;
   VlmRequest req{test_pixels(56, 12), m.prompt_ids("Is there a blue cube?")};
   CaptureHook cap(layer - 1);
@@ -120,7 +110,7 @@ TEST(PruneForward, FastVKeepsTheTopTokensOfAHandComputedAttentionRow) {
 }
 
 TEST(PruneForward, DecodeOnPrunedCacheEqualsRecomputationOfThePrunedSequence) {
-  auto m = tiny();
+  auto m = testing::load_tiny();
   VlmRequest req{test_pixels(56, 13), m.prompt_ids("How many spheres?")};
   // A query-independent scorer, so the recomputation (with generated tokens appended) keeps the same set.
   auto plan = hook_for(m, "random:layer=2,keep=5", 9);
@@ -149,7 +139,7 @@ TEST(PruneForward, DecodeOnPrunedCacheEqualsRecomputationOfThePrunedSequence) {
 }
 
 TEST(PruneForward, LayerZeroPruningEqualsFeedingOnlyTheKeptTokens) {
-  auto m = tiny();
+  auto m = testing::load_tiny();
   VlmRequest req{test_pixels(56, 14), m.prompt_ids("What colour is the cone?")};
   auto plan = hook_for(m, "divprune:layer=0,keep=6");
   auto out = generate(m, {req}, greedy(3), &plan, true);
@@ -172,7 +162,7 @@ TEST(PruneForward, LayerZeroPruningEqualsFeedingOnlyTheKeptTokens) {
 }
 
 TEST(PruneForward, BatchUnderOnePlanEqualsEachAlone) {
-  auto m = tiny();
+  auto m = testing::load_tiny();
   std::vector<VlmRequest> reqs = {{test_pixels(56, 21), m.prompt_ids("Is there a red sphere in the image?")},
                                   {test_pixels(56, 22), m.prompt_ids("How many cubes?")},
                                   {test_pixels(56, 23), m.prompt_ids("What does the text say on the left?")}};
@@ -194,7 +184,7 @@ TEST(PruneForward, BatchUnderOnePlanEqualsEachAlone) {
 }
 
 TEST(PruneForward, TokensReallyLeaveTheCache) {
-  auto m = tiny();
+  auto m = testing::load_tiny();
   VlmRequest req{test_pixels(56, 15), m.prompt_ids("What shape?")};
   auto plan = hook_for(m, "visionzip:layer=0,keep=6+fastv:layer=2,keep=3");
   auto out = generate(m, {req}, greedy(2), &plan);

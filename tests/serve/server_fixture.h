@@ -1,7 +1,11 @@
 // A `vispco serve` stack (scheduler + HTTP server) on the tiny random model, on an ephemeral loopback port,
 // and helpers to build OpenAI requests and read server-sent events.
 #pragma once
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -42,6 +46,22 @@ inline nlohmann::json chat_body(const std::string& question, const std::string& 
              {"content",
               {{{"type", "image_url"}, {"image_url", {{"url", data_url(png)}}}},
                {{"type", "text"}, {"text", question}}}}}}}};
+}
+
+/// A connected loopback socket to `port` (−1 on failure), with a receive timeout of `timeout_s`.
+inline int connect_to(int port, int timeout_s = 20) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return -1;
+  }
+  timeval tv{timeout_s, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
 }
 
 /// The JSON payloads of a server-sent-events body ("data: …" lines), "[DONE]" included as a string.

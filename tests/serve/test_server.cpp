@@ -40,18 +40,12 @@ GenerationOutput expected(VisionLanguageModel& m, const std::string& png, const 
 
 // Sends `request` on a fresh loopback connection and returns everything the server sends back.
 std::string raw_http(int port, const std::string& request) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const int fd = testing::connect_to(port, 5);
+  if (fd < 0) return "";
   std::string out;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
+  if (send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
     char buf[4096];
     ssize_t n;
-    timeval tv{5, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     while ((n = recv(fd, buf, sizeof buf, 0)) > 0) {
       out.append(buf, static_cast<size_t>(n));
       if (out.find("\r\n\r\n") != std::string::npos && out.find("}}") != std::string::npos) break;

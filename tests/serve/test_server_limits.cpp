@@ -26,24 +26,9 @@ namespace {
 
 using nlohmann::json;
 using testing::chat_body;
+using testing::connect_to;
 using testing::ServerFixture;
 using testing::test_png;
-
-// A connected loopback socket (−1 on failure), with a receive timeout of `timeout_s`.
-int connect_to(int port, int timeout_s = 20) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    return -1;
-  }
-  timeval tv{timeout_s, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  return fd;
-}
 
 bool send_all(int fd, const std::string& s) {
   size_t done = 0;

@@ -51,6 +51,21 @@ Batch batch(VisionLanguageModel& m, int n) {
   return b;
 }
 
+// One greedy token for each prompt of `b` with `hook` on, which thereby records its plan's decisions there.
+GenerationOutput first_token(VisionLanguageModel& m, const Batch& b, PlanHook& hook,
+                             bool record_logits = false) {
+  GenerationConfig one;
+  one.max_new_tokens = 1;
+  return generate(m, b.prompts, one, &hook, record_logits);
+}
+
+// The decisions of `plan` on the prompts of `b`, to replay in a training forward.
+ReplayHook replayed(VisionLanguageModel& m, const Batch& b, const std::string& plan) {
+  PlanHook hook(parse_plan(plan, m.shape()), m.shape());
+  first_token(m, b, hook);
+  return ReplayHook(hook.traces());
+}
+
 TEST(Finetune, ReplayedPlanGivesTheInferencePrefillsFirstTokenLogits) {
   auto m = testing::load_tiny();
   const auto& cfg = m.config();
@@ -58,9 +73,7 @@ TEST(Finetune, ReplayedPlanGivesTheInferencePrefillsFirstTokenLogits) {
   for (const std::string text :
        {"fastv:layer=2,keep=4", "divprune:keep=5", "fastv:layer=1,keep=8+fastv:layer=3,keep=3"}) {
     PlanHook hook(parse_plan(text, m.shape()), m.shape());
-    GenerationConfig one;
-    one.max_new_tokens = 1;
-    const auto inf = generate(m, b.prompts, one, &hook, true);
+    const auto inf = first_token(m, b, hook, true);
     ReplayHook replay(hook.traces());
     at::NoGradGuard ng;
     auto feats = m.net()->vision_tower->forward(b.images, cfg.n_vision_layers_used(), true).features;
@@ -83,13 +96,8 @@ TEST(Finetune, ReplayedPlanGivesTheInferencePrefillsFirstTokenLogits) {
 
 TEST(Finetune, AKeepAllPlanLeavesTheLossUnchangedAndMergingPlansAreRefused) {
   auto m = testing::load_tiny();
-  const auto& cfg = m.config();
   auto b = batch(m, 2);
-  PlanHook all(parse_plan("fastv:layer=2,keep=16", m.shape()), m.shape());
-  GenerationConfig one;
-  one.max_new_tokens = 1;
-  generate(m, b.prompts, one, &all);
-  ReplayHook replay(all.traces());
+  ReplayHook replay = replayed(m, b, "fastv:layer=2,keep=16");
   at::NoGradGuard ng;
   ConversationOptions co;
   co.prune_hook = &replay;
@@ -97,19 +105,14 @@ TEST(Finetune, AKeepAllPlanLeavesTheLossUnchangedAndMergingPlansAreRefused) {
   const double without = conversation_loss(m, b.images, b.turns, ConversationOptions{}).total.item<double>();
   EXPECT_NEAR(with, without, 1e-6);
   PlanHook vz(parse_plan("visionzip:keep=6", m.shape()), m.shape());
-  generate(m, b.prompts, one, &vz);
+  first_token(m, b, vz);
   EXPECT_THROW(ReplayHook{vz.traces()}, InvalidArgument);
 }
 
 TEST(Finetune, AFewStepsWithThePlanFitOneBatch) {
   auto m = testing::load_tiny();
-  const auto& cfg = m.config();
   auto b = batch(m, 4);
-  PlanHook hook(parse_plan("fastv:layer=2,keep=4", m.shape()), m.shape());
-  GenerationConfig one;
-  one.max_new_tokens = 1;
-  generate(m, b.prompts, one, &hook);
-  ReplayHook replay(hook.traces());
+  ReplayHook replay = replayed(m, b, "fastv:layer=2,keep=4");
   ConversationOptions co;
   co.prune_hook = &replay;
   auto params = m.net()->language_model->parameters();

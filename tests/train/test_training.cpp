@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
@@ -85,12 +86,17 @@ TEST(Training, CountAndGlyphIndexHeadsAddTheirCrossEntropiesToTheVisionLoss) {
   }
 }
 
+// A random-weight model (seed 3) of `r` with the tokenizer a Trainer of `r` trains in `dir`.
+VisionLanguageModel micro_recipe_model(const TrainRecipe& r, const std::string& dir) {
+  Trainer t(r, dir, RunContext{});  // trains the tokenizer
+  auto tok = io::Tokenizer::load(dir + "/tokenizer.model");
+  return VisionLanguageModel(r.model, random_llava_net(r.model, 3, at::kFloat), tok, RunContext{});
+}
+
 TEST(Training, ConversationLossFallsWhenFittingOneBatch) {
   auto r = micro_recipe();
   testing::TempDir tmp;
-  Trainer t(r, tmp.str("run"), RunContext{});  // trains the tokenizer
-  auto tok = io::Tokenizer::load(tmp.str("run/tokenizer.model"));
-  VisionLanguageModel m(r.model, random_llava_net(r.model, 3, at::kFloat), tok, RunContext{});
+  auto m = micro_recipe_model(r, tmp.str("run"));
   std::vector<at::Tensor> px;
   std::vector<std::vector<std::pair<std::string, std::string>>> turns;
   for (uint64_t i = 0; i < 2; ++i) {
@@ -120,9 +126,8 @@ TEST(Training, ConversationLossFallsWhenFittingOneBatch) {
 TEST(Training, ConversationLossOnKeptVisualTokensEqualsFeedingOnlyThem) {
   auto r = micro_recipe();
   testing::TempDir tmp;
-  Trainer t(r, tmp.str("run"), RunContext{});  // trains the tokenizer
-  auto tok = io::Tokenizer::load(tmp.str("run/tokenizer.model"));
-  VisionLanguageModel m(r.model, random_llava_net(r.model, 3, at::kFloat), tok, RunContext{});
+  auto m = micro_recipe_model(r, tmp.str("run"));
+  const auto& tok = m.tokenizer();
   auto s = make_sample(11, 0);
   auto images = m.preprocess(s.rgb).unsqueeze(0);
   std::vector<std::vector<std::pair<std::string, std::string>>> turns = {{{s.question, s.answer}}};
@@ -366,39 +371,36 @@ TEST(PatchLabels, MarkObjectsAndTextWhereTheSceneDrawsThem) {
   EXPECT_EQ(at(20, 12, 4), 0);
 }
 
+// recipe_from_json() refuses the JSON form of `r` changed by `edit`.
+void expect_refused(const TrainRecipe& r, const std::function<void(nlohmann::json&)>& edit) {
+  auto j = to_json(r);
+  edit(j);
+  EXPECT_THROW(recipe_from_json(j), InvalidArgument) << j.dump();
+}
+
 TEST(TrainRecipe, RoundTripsAndRejectsBadFields) {
   auto r = micro_recipe();
   EXPECT_EQ(recipe_from_json(to_json(r)), r);
-  auto j = to_json(r);
-  j["decoder"]["lr"] = -1;
-  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
-  j = to_json(r);
-  j["epochs"] = 3;
-  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  expect_refused(r, [](nlohmann::json& j) { j["decoder"]["lr"] = -1; });
+  expect_refused(r, [](nlohmann::json& j) { j["epochs"] = 3; });
 }
 
 TEST(TrainRecipe, LowResolutionStagesRoundTripAndCheckTheirPool) {
   auto r = micro_recipe();
   r.lowres = {{.steps = 3, .batch = 2, .pool = 4}, {.steps = 2, .batch = 2, .pool = 2}};
   EXPECT_EQ(recipe_from_json(to_json(r)), r);
+  // 24 patches per side: 5 does not divide the grid.
+  expect_refused(r, [](nlohmann::json& j) { j["lowres"][0]["pool"] = 5; });
+  // The final stage trains at full resolution.
+  expect_refused(r, [](nlohmann::json& j) { j["decoder"]["pool"] = 2; });
+  expect_refused(r, [](nlohmann::json& j) { j["lowres"][1]["foreground_keep"] = 48; });  // needs pool 1
   auto j = to_json(r);
-  j["lowres"][0]["pool"] = 5;  // 24 patches per side: 5 does not divide the grid
-  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
-  j = to_json(r);
-  j["decoder"]["pool"] = 2;  // the final stage trains at full resolution
-  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
-  j = to_json(r);
-  j["lowres"][1]["foreground_keep"] = 48;  // needs pool 1
-  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
-  j = to_json(r);
   j["lowres"][0]["pool"] = 1;
   j["lowres"][0]["foreground_keep"] = 577;  // more than N_v
   EXPECT_THROW(recipe_from_json(j), InvalidArgument);
   j["lowres"][0]["foreground_keep"] = 48;
   EXPECT_EQ(recipe_from_json(j).lowres[0].foreground_keep, 48);
-  j = to_json(r);
-  j["lowres"] = j["lowres"][0];  // not a list
-  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  expect_refused(r, [](nlohmann::json& j) { j["lowres"] = j["lowres"][0]; });  // not a list
 }
 
 TEST(Training, LowResolutionStagesRunInOrderBeforeTheDecoderStage) {
@@ -420,25 +422,26 @@ TEST(TrainRecipe, RefineStagesRoundTripAndTrainAtFullResolution) {
   r.refine = {{.steps = 2, .batch = 1, .lr = 1e-4, .warmup = 0.0}};
   EXPECT_EQ(recipe_from_json(to_json(r)), r);
   EXPECT_FALSE(to_json(micro_recipe()).contains("refine"));  // older recipes serialise as before
-  auto j = to_json(r);
-  j["refine"][0]["pool"] = 2;
-  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
-  j = to_json(r);
-  j["refine"][0]["foreground_keep"] = 48;
-  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
-  j = to_json(r);
-  j["refine"] = j["refine"][0];  // not a list
-  EXPECT_THROW(recipe_from_json(j), InvalidArgument);
+  expect_refused(r, [](nlohmann::json& j) { j["refine"][0]["pool"] = 2; });
+  expect_refused(r, [](nlohmann::json& j) { j["refine"][0]["foreground_keep"] = 48; });
+  expect_refused(r, [](nlohmann::json& j) { j["refine"] = j["refine"][0]; });  // not a list
+}
+
+// The micro recipe cut to a few steps at decoder batch 1, probed every 2 decoder steps on one sample a
+// family.
+TrainRecipe probed_run(int64_t vision_steps, int64_t decoder_steps) {
+  auto r = micro_recipe();
+  r.vision.steps = vision_steps;
+  r.decoder.steps = decoder_steps;
+  r.decoder.batch = 1;
+  r.probe_every = 2;
+  r.probe_per_family = 1;
+  return r;
 }
 
 TEST(Training, RefineStagesRunAfterTheDecoderStageAndExtendAFinishedRun) {
   testing::TempDir tmp;
-  auto r = micro_recipe();
-  r.vision.steps = 1;
-  r.decoder.steps = 1;
-  r.decoder.batch = 1;
-  r.probe_every = 2;
-  r.probe_per_family = 1;
+  auto r = probed_run(1, 1);
   {
     Trainer t(r, tmp.str("run"), RunContext{});
     while (!t.done()) t.step();
@@ -475,12 +478,7 @@ TEST(Training, RefineStagesRunAfterTheDecoderStageAndExtendAFinishedRun) {
 // tower, and its first decoder step is the one a from-scratch run of the full recipe takes after its vision
 // stage. The tower-only recipe keeps the full recipe's probe gate (beyond its own steps) and still resumes.
 TEST(Training, ATowerOnlyRunContinuesWithDecoderStagesAsAFromScratchRunWould) {
-  auto full = micro_recipe();
-  full.vision.steps = 2;
-  full.decoder.steps = 2;
-  full.decoder.batch = 1;
-  full.probe_every = 2;
-  full.probe_per_family = 1;
+  auto full = probed_run(2, 2);
   full.probe_gates = {{.decoder_step = 2, .min_accuracy = 0.0}};
   testing::TempDir tmp;
   double from_scratch = 0;

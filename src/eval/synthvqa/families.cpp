@@ -15,6 +15,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
+#include <string>
+#include <utility>
 
 #include "core/errors.h"
 #include "eval/synthvqa/render.h"
@@ -105,26 +107,30 @@ Draft build_shape(Rng& rng, size_t slot) {
   return d;
 }
 
-Draft build_count_shape(Rng& rng, size_t slot) {
+// A count question: slot + 1 objects that `counted` accepts, then objects it rejects; the answer is the
+// count.
+Draft count_draft(Rng& rng, size_t slot, const ObjectFilter& counted, std::string question) {
   Draft d;
   const int k = static_cast<int>(slot) + 1;
-  const Shape shape = random_shape(rng);
-  fill_objects(d, rng, k, [&](const SceneObject& o) { return o.shape == shape; });
-  fill_objects(d, rng, n_objects(rng, k), [&](const SceneObject& o) { return o.shape != shape; });
-  d.question = std::string("How many ") + info(shape).plural + " are there?";
+  fill_objects(d, rng, k, counted);
+  fill_objects(d, rng, n_objects(rng, k), [&](const SceneObject& o) { return !counted(o); });
+  d.question = std::move(question);
   d.answer = std::to_string(k);
   return d;
 }
 
+Draft build_count_shape(Rng& rng, size_t slot) {
+  const Shape shape = random_shape(rng);
+  return count_draft(
+      rng, slot, [shape](const SceneObject& o) { return o.shape == shape; },
+      std::string("How many ") + info(shape).plural + " are there?");
+}
+
 Draft build_count_color(Rng& rng, size_t slot) {
-  Draft d;
-  const int k = static_cast<int>(slot) + 1;
   const Colour colour = random_colour(rng);
-  fill_objects(d, rng, k, [&](const SceneObject& o) { return o.colour == colour; });
-  fill_objects(d, rng, n_objects(rng, k), [&](const SceneObject& o) { return o.colour != colour; });
-  d.question = std::string("How many ") + info(colour).name + " objects are there?";
-  d.answer = std::to_string(k);
-  return d;
+  return count_draft(
+      rng, slot, [colour](const SceneObject& o) { return o.colour == colour; },
+      std::string("How many ") + info(colour).name + " objects are there?");
 }
 
 // Slots: 0 yes, 1 no (random absent pair), 2 yes, 3 no (adversarial: colour and shape present, apart).

@@ -8,6 +8,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "core/errors.h"
+#include "core/named_table.h"
 
 namespace vispco::eval::synthvqa {
 namespace {
@@ -274,12 +275,7 @@ const std::vector<BackgroundInfo>& background_table() {
 }
 
 const BackgroundInfo& find_background(const std::string& name) {
-  std::string valid;
-  for (const BackgroundInfo& b : background_table()) {
-    if (name == b.name) return b;
-    valid += (valid.empty() ? "" : ", ") + std::string(b.name);
-  }
-  throw InvalidArgument("unknown SynthVQA background '" + name + "' (valid: " + valid + ")");
+  return find_named(background_table(), name, "SynthVQA background");
 }
 
 TextMetrics measure_text(const std::string& text, int font_px) {

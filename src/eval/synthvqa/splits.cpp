@@ -3,6 +3,7 @@
 #include "eval/synthvqa/splits.h"
 
 #include "core/errors.h"
+#include "core/named_table.h"
 
 namespace vispco::eval::synthvqa {
 
@@ -15,12 +16,7 @@ const std::vector<SplitInfo>& split_table() {
 }
 
 const SplitInfo& find_split(const std::string& name) {
-  std::string valid;
-  for (const SplitInfo& s : split_table()) {
-    if (name == s.name) return s;
-    valid += (valid.empty() ? "" : ", ") + std::string(s.name);
-  }
-  throw InvalidArgument("unknown SynthVQA split '" + name + "' (valid: " + valid + ")");
+  return find_named(split_table(), name, "SynthVQA split");
 }
 
 void check_split_hash(const SplitInfo& split, const std::string& got, const std::string& where) {

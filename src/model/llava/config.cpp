@@ -52,10 +52,6 @@ const JsonFields<LlavaConfig>& llava_fields() {
   return fields;
 }
 
-void require(bool ok, const std::string& msg) {
-  if (!ok) throw ConfigError("invalid config: " + msg);
-}
-
 VisionConfig vision_from_json(const json& j) {
   VisionConfig v;
   if (j.contains("model_type") && j["model_type"] != "clip_vision_model")
@@ -80,36 +76,34 @@ int64_t LlavaConfig::n_vision_layers_used() const {
 
 void LlavaConfig::validate() const {
   const auto& v = vision;
-  auto positive = [](const char* name, int64_t x) {
-    require(x > 0, std::string(name) + " must be > 0 (got " + std::to_string(x) + ")");
-  };
-  positive("vision_config.hidden_size", v.hidden_size);
-  positive("vision_config.intermediate_size", v.intermediate_size);
-  positive("vision_config.num_hidden_layers", v.num_hidden_layers);
-  positive("vision_config.num_attention_heads", v.num_attention_heads);
-  positive("vision_config.image_size", v.image_size);
-  positive("vision_config.patch_size", v.patch_size);
-  require(v.num_channels == 3,
-          "vision_config.num_channels must be 3 (got " + std::to_string(v.num_channels) + ")");
-  require(v.hidden_size % v.num_attention_heads == 0,
-          "vision_config.hidden_size " + std::to_string(v.hidden_size) +
-              " is not divisible by num_attention_heads " + std::to_string(v.num_attention_heads));
-  require(v.image_size % v.patch_size == 0, "vision_config.image_size " + std::to_string(v.image_size) +
-                                                " is not a multiple of patch_size " +
-                                                std::to_string(v.patch_size));
-  require(v.hidden_act == "quick_gelu" || v.hidden_act == "gelu",
-          "vision_config.hidden_act '" + v.hidden_act + "' (valid: quick_gelu, gelu)");
+  require_positive("vision_config", {{"hidden_size", v.hidden_size},
+                                     {"intermediate_size", v.intermediate_size},
+                                     {"num_hidden_layers", v.num_hidden_layers},
+                                     {"num_attention_heads", v.num_attention_heads},
+                                     {"image_size", v.image_size},
+                                     {"patch_size", v.patch_size}});
+  require_config(v.num_channels == 3,
+                 "vision_config.num_channels must be 3 (got " + std::to_string(v.num_channels) + ")");
+  require_config(v.hidden_size % v.num_attention_heads == 0,
+                 "vision_config.hidden_size " + std::to_string(v.hidden_size) +
+                     " is not divisible by num_attention_heads " + std::to_string(v.num_attention_heads));
+  require_config(v.image_size % v.patch_size == 0,
+                 "vision_config.image_size " + std::to_string(v.image_size) +
+                     " is not a multiple of patch_size " + std::to_string(v.patch_size));
+  require_config(v.hidden_act == "quick_gelu" || v.hidden_act == "gelu",
+                 "vision_config.hidden_act '" + v.hidden_act + "' (valid: quick_gelu, gelu)");
   validate_text_config(text);
   // image_token_index may lie outside the embedding table (LLaVA's −200, a GGUF vocabulary's n_vocab): the
   // prompt placeholder is replaced by the visual tokens before the lookup.
-  require(projector_hidden_act == "gelu" || projector_hidden_act == "quick_gelu",
-          "projector_hidden_act '" + projector_hidden_act + "' (valid: gelu, quick_gelu)");
+  require_config(projector_hidden_act == "gelu" || projector_hidden_act == "quick_gelu",
+                 "projector_hidden_act '" + projector_hidden_act + "' (valid: gelu, quick_gelu)");
   const int64_t used = n_vision_layers_used();
-  require(used >= 0 && used <= v.num_hidden_layers,
-          "vision_feature_layer " + std::to_string(vision_feature_layer) + " is outside the tower's " +
-              std::to_string(v.num_hidden_layers) + " layers");
-  require(vision_feature_select_strategy == "default" || vision_feature_select_strategy == "full",
-          "vision_feature_select_strategy '" + vision_feature_select_strategy + "' (valid: default, full)");
+  require_config(used >= 0 && used <= v.num_hidden_layers,
+                 "vision_feature_layer " + std::to_string(vision_feature_layer) + " is outside the tower's " +
+                     std::to_string(v.num_hidden_layers) + " layers");
+  require_config(
+      vision_feature_select_strategy == "default" || vision_feature_select_strategy == "full",
+      "vision_feature_select_strategy '" + vision_feature_select_strategy + "' (valid: default, full)");
 }
 
 LlavaConfig llava_config_from_json(const json& j) {

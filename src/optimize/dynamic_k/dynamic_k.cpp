@@ -311,22 +311,12 @@ DynamicKReport run_dynamic_k(VisionLanguageModel& model, const std::string& mode
   options.validate();
   Stopwatch wall;
   const auto& shape = model.shape();
-  const int64_t n_v = shape.n_visual_tokens;
+  const LadderPlan lp = ladder_plan(options.ladder, options.template_text, shape, "dynamic-k");
+  const AutoKeepPlan& plan = lp.plan;
   DynamicKReport rep;
   rep.options = options;
-  for (auto k : options.ladder) {
-    if (k > n_v)
-      throw InvalidArgument("dynamic-k: ladder value " + std::to_string(k) +
-                            " exceeds N_v = " + std::to_string(n_v));
-    rep.ladder.push_back(k);
-  }
-  if (rep.ladder.back() != n_v) rep.ladder.push_back(n_v);
-  if (rep.ladder.size() < 2) throw InvalidArgument("dynamic-k: the ladder needs a rung below N_v");
-  const AutoKeepPlan plan =
-      parse_auto_keep(options.template_text +
-                          (options.template_text.find(':') == std::string::npos ? ":" : ",") + "keep=auto",
-                      shape);
   rep.options.template_text = plan.template_text;
+  rep.ladder = lp.ladder;
   const ScorerEnv env{model_dir};
   const KTarget target = k_target_from_name(options.target);
 

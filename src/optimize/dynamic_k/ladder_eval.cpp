@@ -11,6 +11,22 @@
 
 namespace vispco::optimize {
 
+LadderPlan ladder_plan(const std::vector<int64_t>& ladder, const std::string& template_text,
+                       const ModelShape& shape, const std::string& who) {
+  const int64_t n_v = shape.n_visual_tokens;
+  LadderPlan out;
+  for (const int64_t k : ladder) {
+    if (k > n_v)
+      throw InvalidArgument(who + ": ladder value " + std::to_string(k) +
+                            " exceeds N_v = " + std::to_string(n_v));
+    out.ladder.push_back(k);
+  }
+  if (out.ladder.back() != n_v) out.ladder.push_back(n_v);
+  if (out.ladder.size() < 2) throw InvalidArgument(who + ": the ladder needs a rung below N_v");
+  out.plan = parse_auto_keep(auto_keep_text(template_text), shape);
+  return out;
+}
+
 LadderEval evaluate_ladder(VisionLanguageModel& m, const std::string& model_hash, const eval::Dataset& ds,
                            size_t limit, const AutoKeepPlan& plan, const std::vector<int64_t>& ladder,
                            size_t batch, const std::string& store_path, const ScorerEnv& env,

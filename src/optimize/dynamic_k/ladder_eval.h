@@ -21,6 +21,19 @@ struct LadderEval {
   double unpruned_prefill_ms = 0;  ///< mean decoder prefill per sample at K = N_v, ms
 };
 
+/// The rungs and plan of a ladder experiment (dynamic-k, coverage).
+struct LadderPlan {
+  std::vector<int64_t> ladder;  ///< ascending K, N_v last
+  AutoKeepPlan plan;            ///< the template as a keep=auto plan
+};
+
+/// `ladder` with N_v appended when missing, and `template_text` (a one-stage template without keep) parsed as
+/// a keep=auto plan for `shape`. @param who the start of error messages, e.g. "dynamic-k"
+/// @throws InvalidArgument for a ladder value above N_v, a ladder with no rung below N_v, or a template that
+/// does not fit the model.
+LadderPlan ladder_plan(const std::vector<int64_t>& ladder, const std::string& template_text,
+                       const ModelShape& shape, const std::string& who);
+
 /// Evaluates `plan` at every K of `ladder` (the last rung must be N_v: it runs unpruned, plan "none") on the
 /// first `limit` samples (0 = all) in batches of `batch`, greedy as `vispco eval`. Per-sample LLM FLOPs come
 /// from the analytic model at each sample's own prompt length. @param log one line per rung (may be empty)

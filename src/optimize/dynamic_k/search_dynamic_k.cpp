@@ -54,8 +54,7 @@ class DynamicKMethod final : public SearchMethod {
     o.limit_train = static_cast<size_t>(limit_train_);
     o.limit_val = static_cast<size_t>(a.limit_calib);
     o.limit_test = static_cast<size_t>(a.limit_test);
-    if (a.batch < 1) throw InvalidArgument("optimize: --batch must be ≥ 1, got " + std::to_string(a.batch));
-    o.batch_size = static_cast<size_t>(a.batch);
+    o.batch_size = job_batch(a);
     o.store_path = store_or_default(a.store, a.out);
     o.validate();
     if (train_.empty())
@@ -70,8 +69,7 @@ class DynamicKMethod final : public SearchMethod {
          {std::pair{a.model, "--model"}, {train_, "--train"}, {a.calib, "--calib"}, {a.test, "--test"}})
       require_path(path, flag);
     const ModelShape shape = load_model_shape(a.model);
-    parse_auto_keep(
-        o.template_text + (o.template_text.find(':') == std::string::npos ? ":" : ",") + "keep=auto", shape);
+    parse_auto_keep(auto_keep_text(o.template_text), shape);
     if (!a.no_plots) check_gnuplot(a.gnuplot);
     DtypeChoice dtype_choice;
     const RunContext ctx = inference_context(a.device, a.dtype, a.threads, &dtype_choice);

@@ -23,10 +23,13 @@ PruningPlan AutoKeepPlan::at(int64_t keep, const ModelShape& shape) const {
   return plan;
 }
 
-std::string AutoKeepPlan::to_string() const {
+std::string auto_keep_text(const std::string& template_text) {
   const bool has_colon = template_text.find(':') != std::string::npos;
-  return template_text + (has_colon ? "," : ":") + kAuto +
-         (predictor_file.empty() ? "" : ":file=" + predictor_file);
+  return template_text + (has_colon ? "," : ":") + kAuto;
+}
+
+std::string AutoKeepPlan::to_string() const {
+  return auto_keep_text(template_text) + (predictor_file.empty() ? "" : ":file=" + predictor_file);
 }
 
 AutoKeepPlan parse_auto_keep(const std::string& text, const ModelShape& shape) {

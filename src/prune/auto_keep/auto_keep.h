@@ -25,6 +25,9 @@ struct AutoKeepPlan {
   std::string to_string() const;
 };
 
+/// The keep=auto plan of a one-stage template without keep: "divprune" → "divprune:keep=auto",
+/// "fastv:layer=2" → "fastv:layer=2,keep=auto".
+std::string auto_keep_text(const std::string& template_text);
 /// Whether a plan text asks for keep=auto (then parse_auto_keep, not parse_plan, reads it).
 bool is_auto_keep(const std::string& plan_text);
 /// @throws InvalidArgument for several stages, a stage that also fixes keep, or a template that does not fit

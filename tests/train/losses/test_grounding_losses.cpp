@@ -95,6 +95,17 @@ TEST(AttentionTargetLoss, IsCrossEntropyToTheTargetRowsAveragedOverRowsAndLayers
   EXPECT_THROW(attention_target_loss({p1}, at::zeros({1, 2, 3, 4})), InvalidArgument);
 }
 
+// Answer grounding (weight 1) of one one-answer turn: head 0 on the BOS sink only.
+ConversationOptions sink_grounding() {
+  AnswerGrounding sink_only;
+  sink_only.heads = {{}};
+  sink_only.sink = true;
+  ConversationOptions opts;
+  opts.answer_grounding = 1.0;
+  opts.turn_answers = {{sink_only}};
+  return opts;
+}
+
 TEST(ConversationLoss, AnswerGroundingTargetsTheAnswerRowOfEachTurn) {
   OneTurn t(5);  // answer grounding records layer 3
   auto& [tmp, tok, cfg, m, s, images, turns, ans, req] = t;
@@ -102,12 +113,7 @@ TEST(ConversationLoss, AnswerGroundingTargetsTheAnswerRowOfEachTurn) {
   // Head 0 on the BOS sink only; then head 0 on two patches that are one object (head 1: no target).
   AnswerGrounding g;
   g.heads = {{{50, 51}}, {}};
-  AnswerGrounding sink_only;
-  sink_only.heads = {{}};
-  sink_only.sink = true;
-  ConversationOptions opts;
-  opts.answer_grounding = 1.0;
-  opts.turn_answers = {{sink_only}};
+  ConversationOptions opts = sink_grounding();
   const auto with_sink = conversation_loss(m, images, turns, opts);
   opts.turn_answers = {{g}};
   const auto with_patches = conversation_loss(m, images, turns, opts);
@@ -144,12 +150,7 @@ TEST(ConversationLoss, AnswerRowAtFirstGlyphMovesCountGroundingToTheRowThatEmits
   ans.push_back(tok.eos_id());
   req.prompt_ids = llava_prompt_ids(tok, q, cfg.image_token_index);
   req.prompt_ids.insert(req.prompt_ids.end(), ans.begin(), ans.end());
-  AnswerGrounding sink_only;
-  sink_only.heads = {{}};
-  sink_only.sink = true;
-  ConversationOptions opts;
-  opts.answer_grounding = 1.0;
-  opts.turn_answers = {{sink_only}};
+  ConversationOptions opts = sink_grounding();
   const double at_prompt = conversation_loss(m, images, turns, opts).answer.item<double>();
   opts.answer_row_at_first_glyph = true;
   const double at_digit = conversation_loss(m, images, turns, opts).answer.item<double>();
