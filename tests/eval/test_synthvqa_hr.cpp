@@ -416,8 +416,8 @@ TEST(SynthVqaHr, GeneratedFoldersArePrefixStableAndRecordTheirCanvases) {
 }
 
 TEST(SynthVqaHr, SceneJsonRoundTripsWithSizeAndTinyObjects) {
-  for (size_t i = 0; i < 14; ++i) {
-    const Scene& s = samples()[i].scene;
+  for (uint64_t i = 0; i < 14; ++i) {
+    const Scene s = make_hr_sample(kSeed, i).scene;
     const Scene back = scene_from_json(scene_to_json(s));
     EXPECT_EQ(back.width, s.width);
     EXPECT_EQ(back.height, s.height);
