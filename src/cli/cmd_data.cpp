@@ -1,10 +1,11 @@
-// `vispco data`: dataset tools. `data synth` writes a SynthVQA dataset (custom seed/count or a standard
-// split checked against its recorded hash); `data check` loads any jsonl dataset and reports what it found.
+// `vispco data`: dataset tools. `data synth` writes a SynthVQA or SynthVQA-HR dataset (custom seed/count, or
+// a standard split checked against its recorded hash); `data check` loads any jsonl dataset and reports it.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "core/errors.h"
@@ -21,6 +22,7 @@ struct SynthArgs {
   std::string split;
   std::string out;
   int n_threads = 0;
+  bool hr = false;
 };
 
 void run_synth(const SynthArgs& a, bool seed_given, bool count_given) {
@@ -29,11 +31,17 @@ void run_synth(const SynthArgs& a, bool seed_given, bool count_given) {
   if (!a.split.empty()) {
     if (seed_given || count_given)
       throw InvalidArgument("data synth: --split fixes seed and count; drop --seed/--count or --split");
+    if (a.hr && sv::find_split(a.split).kind != sv::SynthKind::kHr)
+      throw InvalidArgument("data synth: --split " + a.split +
+                            " is a SynthVQA split; the SynthVQA-HR splits are hr-calib and hr-test");
     r = sv::generate_split(a.split, a.out, a.n_threads);
   } else {
     if (!seed_given || !count_given)
-      throw InvalidArgument("data synth: give --split calib|test, or both --seed and --count");
+      throw InvalidArgument(
+          "data synth: give --split calib|test|hr-calib|hr-test, or both --seed and --count (with --hr for "
+          "SynthVQA-HR)");
     sv::SynthOptions opts;
+    opts.kind = a.hr ? sv::SynthKind::kHr : sv::SynthKind::kSynthVqa;
     opts.seed = a.seed;
     opts.count = a.count;
     opts.n_threads = a.n_threads;
@@ -70,13 +78,20 @@ void register_data(CLI::App& app) {
   data->require_subcommand(1);
 
   auto synth = std::make_shared<SynthArgs>();
-  CLI::App* s =
-      data->add_subcommand("synth", "Generate a SynthVQA dataset (images/, data.jsonl, manifest.json)");
+  CLI::App* s = data->add_subcommand(
+      "synth", "Generate a SynthVQA or SynthVQA-HR dataset (images/, data.jsonl, manifest.json)");
   CLI::Option* seed = s->add_option("--seed", synth->seed, "Dataset seed (with --count)");
   CLI::Option* count =
       s->add_option("--count", synth->count, "Number of samples (with --seed)")->check(CLI::PositiveNumber);
-  s->add_option("--split", synth->split, "Standard split (fixed seed and count, hash checked)")
-      ->check(CLI::IsMember({"calib", "test"}));
+  std::vector<std::string> split_names;
+  for (const auto& sp : eval::synthvqa::split_table()) split_names.emplace_back(sp.name);
+  s->add_option("--split", synth->split,
+                "Standard split (fixed seed and count, hash checked): calib, test (SynthVQA, 336 px); "
+                "hr-calib, hr-test (SynthVQA-HR)")
+      ->check(CLI::IsMember(split_names));
+  s->add_flag("--hr", synth->hr,
+              "SynthVQA-HR: high-resolution scenes (672x672, 672x336, 336x672, 1008x336, 336x1008) with tiny "
+              "objects and small text (with --seed/--count; the hr-* splits imply it)");
   s->add_option("--out", synth->out, "Output folder")->required();
   s->add_option("--threads", synth->n_threads, "Worker threads (0 = all cores)")
       ->check(CLI::NonNegativeNumber);

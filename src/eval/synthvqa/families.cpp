@@ -29,9 +29,10 @@ using ObjectFilter = std::function<bool(const SceneObject&)>;
 
 Shape random_shape(Rng& rng) { return static_cast<Shape>(rng.index(shape_table().size())); }
 Colour random_colour(Rng& rng) { return static_cast<Colour>(rng.index(colour_table().size())); }
-SizeClass random_size(Rng& rng) { return static_cast<SizeClass>(rng.index(size_table().size())); }
+SizeClass random_size(Rng& rng) { return static_cast<SizeClass>(rng.index(kSynthVqaSizeClasses)); }
 
-// An object of the given attributes with a radius drawn in its size range and a jittered fill.
+}  // namespace
+
 SceneObject make_object(Rng& rng, Shape shape, Colour colour, SizeClass size) {
   SceneObject o;
   o.shape = shape;
@@ -42,6 +43,15 @@ SceneObject make_object(Rng& rng, Shape shape, Colour colour, SizeClass size) {
     o.rgb[k] = static_cast<uint8_t>(std::clamp(info(colour).rgb[k] + rng.uniform_int(-12, 12), 0, 255));
   return o;
 }
+
+std::string random_string(Rng& rng, int length) {
+  const std::string alphabet = kTextAlphabet;
+  std::string s;
+  for (int i = 0; i < length; ++i) s += alphabet[rng.index(alphabet.size())];
+  return s;
+}
+
+namespace {
 
 // A random object accepted by `keep` (rejection sampling over the attribute tables).
 SceneObject random_object(Rng& rng, const ObjectFilter& keep) {
@@ -59,13 +69,6 @@ void fill_objects(Draft& d, Rng& rng, int n, const ObjectFilter& keep) {
 // The number of objects of a scene that must hold at least `at_least`.
 int n_objects(Rng& rng, int at_least) {
   return rng.uniform_int(std::max(at_least, kMinObjects), kMaxObjects);
-}
-
-std::string random_string(Rng& rng, int length) {
-  const std::string alphabet = kTextAlphabet;
-  std::string s;
-  for (int i = 0; i < length; ++i) s += alphabet[rng.index(alphabet.size())];
-  return s;
 }
 
 // Appends n strings with distinct inks.

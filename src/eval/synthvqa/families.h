@@ -45,6 +45,13 @@ struct FamilyInfo {
 /// exist, spatial, size, text.
 const std::vector<FamilyInfo>& family_table();
 
+/// An object of the given attributes: circumradius uniform in size_table()'s range for `size` (pixels), fill
+/// = the nominal colour plus a jitter in [−12, 12] per channel; x, y left 0. Shared with SynthVQA-HR.
+SceneObject make_object(Rng& rng, Shape shape, Colour colour, SizeClass size);
+
+/// `length` characters drawn uniformly from kTextAlphabet. Shared with SynthVQA-HR.
+std::string random_string(Rng& rng, int length);
+
 /// The relation of a to b ("left", "right", "above", "below") when one holds with kMinRelationOffset, else
 /// "".
 std::string spatial_relation(const SceneObject& a, const SceneObject& b);

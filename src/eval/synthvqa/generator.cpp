@@ -18,6 +18,7 @@
 #include "core/errors.h"
 #include "core/hash.h"
 #include "eval/synthvqa/families.h"
+#include "eval/synthvqa/hr_generator.h"
 #include "eval/synthvqa/render.h"
 #include "eval/synthvqa/rng.h"
 
@@ -30,6 +31,17 @@ nlohmann::json SynthSample::record() const {
 }
 
 SynthSample make_sample(uint64_t seed, uint64_t index) { return make_sample(seed, index, SampleOptions{}); }
+
+const std::vector<SynthKindInfo>& synth_kind_table() {
+  static const std::vector<SynthKindInfo> t{
+      {SynthKind::kSynthVqa, "synthvqa", kGeneratorVersion,
+       [](uint64_t seed, uint64_t index) { return make_sample(seed, index); }},
+      {SynthKind::kHr, "synthvqa-hr", kHrGeneratorVersion, make_hr_sample},
+  };
+  return t;
+}
+
+const SynthKindInfo& info(SynthKind kind) { return synth_kind_table().at(static_cast<size_t>(kind)); }
 
 SynthSample make_sample(uint64_t seed, uint64_t index, const SampleOptions& options) {
   const auto& families = family_table();
@@ -66,11 +78,14 @@ struct Row {
   std::string line;          // data.jsonl line with its '\n'
   std::string pixel_digest;  // SHA-256 hex of the RGB pixels
   std::string family;
+  std::string canvas;  // "<width>x<height>"
 };
 
-// Runs make_sample for every index on n_threads workers; `sink` (called concurrently) may write the image.
+// Runs the kind's sample function for every index on n_threads workers; `sink` (called concurrently) may
+// write the image.
 template <typename Sink>
-std::vector<Row> run_samples(uint64_t seed, size_t count, int n_threads, Sink sink) {
+std::vector<Row> run_samples(SynthKind kind, uint64_t seed, size_t count, int n_threads, Sink sink) {
+  const auto make = info(kind).make;
   std::vector<Row> rows(count);
   std::atomic<size_t> next{0};
   std::exception_ptr error;
@@ -78,12 +93,13 @@ std::vector<Row> run_samples(uint64_t seed, size_t count, int n_threads, Sink si
   const auto worker = [&] {
     try {
       for (size_t i = next++; i < count; i = next++) {
-        SynthSample s = make_sample(seed, i);
+        SynthSample s = make(seed, i);
         CV_Assert(s.rgb.isContinuous());
         rows[i].line = s.record().dump() + "\n";
         rows[i].pixel_digest =
             sha256_hex({reinterpret_cast<const char*>(s.rgb.data), s.rgb.total() * s.rgb.elemSize()});
         rows[i].family = s.family;
+        rows[i].canvas = std::to_string(s.rgb.cols) + "x" + std::to_string(s.rgb.rows);
         sink(s);
       }
     } catch (...) {
@@ -125,47 +141,56 @@ SynthResult generate_synthvqa(const SynthOptions& opts, const std::string& out_d
   fs::create_directories(root / "images", ec);
   if (ec) throw IoError("cannot create '" + (root / "images").string() + "': " + ec.message());
 
-  const std::vector<Row> rows = run_samples(opts.seed, opts.count, opts.n_threads, [&](const SynthSample& s) {
-    cv::Mat bgr;
-    cv::cvtColor(s.rgb, bgr, cv::COLOR_RGB2BGR);
-    std::vector<uchar> png;
-    if (!cv::imencode(".png", bgr, png)) throw IoError("PNG encoding failed for sample " + s.id);
-    write_file(root / s.image, std::string(png.begin(), png.end()));
-  });
+  const SynthKindInfo& kind = info(opts.kind);
+  const std::vector<Row> rows =
+      run_samples(opts.kind, opts.seed, opts.count, opts.n_threads, [&](const SynthSample& s) {
+        cv::Mat bgr;
+        cv::cvtColor(s.rgb, bgr, cv::COLOR_RGB2BGR);
+        std::vector<uchar> png;
+        if (!cv::imencode(".png", bgr, png)) throw IoError("PNG encoding failed for sample " + s.id);
+        write_file(root / s.image, std::string(png.begin(), png.end()));
+      });
 
   SynthResult result;
   result.count = rows.size();
   std::string jsonl;
+  std::map<std::string, size_t> per_canvas;
   for (const Row& r : rows) {
     jsonl += r.line;
     ++result.per_family[r.family];
+    ++per_canvas[r.canvas];
   }
   write_file(root / "data.jsonl", jsonl);
   result.content_hash = hash_rows(rows);
 
   nlohmann::ordered_json manifest;
-  manifest["name"] = "synthvqa";
-  manifest["generator_version"] = kGeneratorVersion;
+  manifest["name"] = kind.name;
+  manifest["generator_version"] = kind.generator_version;
   manifest["split"] =
       opts.split.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(opts.split);
   manifest["seed"] = opts.seed;
   manifest["count"] = result.count;
-  manifest["image_size"] = kImageSize;
+  if (opts.kind == SynthKind::kSynthVqa)
+    manifest["image_size"] = kImageSize;
+  else
+    manifest["image_sizes"] = per_canvas;  // "<width>x<height>" → samples
   manifest["data"] = "data.jsonl";
   manifest["families"] = result.per_family;
   manifest["content_hash"] = result.content_hash;
   manifest["hash_scheme"] =
-      "sha256(data.jsonl bytes, then for each sample in order the 64-hex sha256 of its raw RGB pixels, "
-      "row-major, 336*336*3 bytes)";
+      std::string(
+          "sha256(data.jsonl bytes, then for each sample in order the 64-hex sha256 of its raw RGB "
+          "pixels, row-major, ") +
+      (opts.kind == SynthKind::kSynthVqa ? "336*336*3 bytes)" : "width*height*3 bytes)");
   manifest["opencv_version"] = CV_VERSION;
   write_file(root / "manifest.json", manifest.dump(2) + "\n");
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;
 }
 
-std::string synthvqa_content_hash(uint64_t seed, size_t count, int n_threads) {
+std::string synthvqa_content_hash(uint64_t seed, size_t count, int n_threads, SynthKind kind) {
   if (count == 0) throw InvalidArgument("SynthVQA: count must be ≥ 1, got 0");
-  return hash_rows(run_samples(seed, count, n_threads, [](const SynthSample&) {}));
+  return hash_rows(run_samples(kind, seed, count, n_threads, [](const SynthSample&) {}));
 }
 
 }  // namespace vispco::eval::synthvqa

@@ -1,13 +1,15 @@
 // SynthVQA dataset generation: sample i of seed S is a pure function of (S, i) (rng.h sample_seed), so a
 // dataset is reproducible anywhere and the first N samples do not depend on the requested count.
-// Output folder: images/<id>.png (336×336 RGB), data.jsonl (one record per line: id, image, question,
-// answer, family, scene), manifest.json (seed, counts, generator version, content hash).
+// Output folder: images/<id>.png (RGB; 336×336, or a SynthVQA-HR canvas), data.jsonl (one record per line:
+// id, image, question, answer, family, scene), manifest.json (seed, counts, generator version, content hash).
+// Two kinds share the writer: SynthVQA (make_sample) and SynthVQA-HR (hr_generator.h make_hr_sample).
 #pragma once
 #include <cstdint>
 #include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <opencv2/core.hpp>
 #include <string>
+#include <vector>
 
 #include "eval/synthvqa/scene.h"
 
@@ -24,7 +26,7 @@ struct SynthSample {
   std::string question;  ///< fixed-template English question
   std::string answer;    ///< single word or number (text answers in upper case, as drawn)
   Scene scene;           ///< everything drawn, for independent re-derivation
-  cv::Mat rgb;           ///< the image, RGB, CV_8UC3, kImageSize × kImageSize
+  cv::Mat rgb;           ///< the image, RGB, CV_8UC3, scene.height × scene.width (336² for SynthVQA)
 
   /// The data.jsonl record: {"answer","family","id","image","question","scene"} (keys sorted).
   nlohmann::json record() const;
@@ -43,8 +45,24 @@ struct SampleOptions {
 /// make_sample() with `options`; with default options the identical sample.
 SynthSample make_sample(uint64_t seed, uint64_t index, const SampleOptions& options);
 
+/// Which benchmark a dataset is drawn from.
+enum class SynthKind { kSynthVqa, kHr };
+
+/// One row of the kind registry: the manifest name, the generator version and the sample function.
+struct SynthKindInfo {
+  SynthKind kind;
+  const char* name;       ///< "synthvqa" or "synthvqa-hr" (manifest.json "name")
+  int generator_version;  ///< kGeneratorVersion or hr_generator.h kHrGeneratorVersion
+  SynthSample (*make)(uint64_t seed, uint64_t index);
+};
+/// The kind registry (order = enum order).
+const std::vector<SynthKindInfo>& synth_kind_table();
+const SynthKindInfo& info(SynthKind kind);
+
 /// What to generate.
 struct SynthOptions {
+  /// SynthVQA (336-px scenes) or SynthVQA-HR (high-resolution scenes).
+  SynthKind kind = SynthKind::kSynthVqa;
   /// Dataset seed; any 64-bit value.
   uint64_t seed = 0;
   /// Number of samples, ≥ 1.
@@ -61,8 +79,8 @@ struct SynthResult {
   /// Samples per family.
   std::map<std::string, size_t> per_family;
   /// "sha256:<hex>" over the data.jsonl bytes followed by, for each sample in order, the 64-hex SHA-256 of
-  /// its raw RGB pixels (336·336·3 bytes, row-major). Pixels rather than PNG bytes, so zlib/libpng versions
-  /// do not change it.
+  /// its raw RGB pixels (width·height·3 bytes, row-major). Pixels rather than PNG bytes, so zlib/libpng
+  /// versions do not change it.
   std::string content_hash;
   /// Wall time of the generation, seconds.
   double seconds = 0.0;
@@ -73,6 +91,7 @@ struct SynthResult {
 SynthResult generate_synthvqa(const SynthOptions& opts, const std::string& out_dir);
 
 /// The content hash generate_synthvqa would report, computed in memory without writing files.
-std::string synthvqa_content_hash(uint64_t seed, size_t count, int n_threads = 0);
+std::string synthvqa_content_hash(uint64_t seed, size_t count, int n_threads = 0,
+                                  SynthKind kind = SynthKind::kSynthVqa);
 
 }  // namespace vispco::eval::synthvqa

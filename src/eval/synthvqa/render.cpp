@@ -13,7 +13,6 @@
 namespace vispco::eval::synthvqa {
 namespace {
 
-constexpr int kS = kImageSize;
 using Rgb = cv::Vec3b;
 
 uint8_t clamp8(int v) { return static_cast<uint8_t>(std::clamp(v, 0, 255)); }
@@ -47,18 +46,19 @@ cv::Point direction(Rng& rng) {
   }
 }
 
-// Smooth value noise in [0, 255]: random lattice values every `cell` pixels, bilinear in fixed point.
-cv::Mat1b value_noise(Rng& rng, int cell) {
-  const int n = kS / cell + 2;
-  std::vector<int> lattice(static_cast<size_t>(n * n));
+// Smooth value noise in [0, 255] of size rows × cols: random lattice values every `cell` pixels (drawn row by
+// row), bilinear in fixed point.
+cv::Mat1b value_noise(Rng& rng, int cell, int rows, int cols) {
+  const int nx = cols / cell + 2, ny = rows / cell + 2;
+  std::vector<int> lattice(static_cast<size_t>(nx * ny));
   for (int& v : lattice) v = rng.uniform_int(0, 255);
-  cv::Mat1b out(kS, kS);
-  for (int y = 0; y < kS; ++y) {
+  cv::Mat1b out(rows, cols);
+  for (int y = 0; y < rows; ++y) {
     const int gy = y / cell, fy = y % cell;
-    for (int x = 0; x < kS; ++x) {
+    for (int x = 0; x < cols; ++x) {
       const int gx = x / cell, fx = x % cell;
-      const int v00 = lattice[gy * n + gx], v10 = lattice[gy * n + gx + 1];
-      const int v01 = lattice[(gy + 1) * n + gx], v11 = lattice[(gy + 1) * n + gx + 1];
+      const int v00 = lattice[gy * nx + gx], v10 = lattice[gy * nx + gx + 1];
+      const int v01 = lattice[(gy + 1) * nx + gx], v11 = lattice[(gy + 1) * nx + gx + 1];
       const int v = (v00 * (cell - fx) * (cell - fy) + v10 * fx * (cell - fy) + v01 * (cell - fx) * fy +
                      v11 * fx * fy) /
                     (cell * cell);
@@ -68,20 +68,21 @@ cv::Mat1b value_noise(Rng& rng, int cell) {
   return out;
 }
 
-// Linear ramp along direction d, mapped to [0, 255] over the image.
-int ramp(cv::Point d, int x, int y) {
-  const int lo = std::min(0, d.x * (kS - 1)) + std::min(0, d.y * (kS - 1));
-  const int hi = std::max(0, d.x * (kS - 1)) + std::max(0, d.y * (kS - 1));
+// Linear ramp along direction d, mapped to [0, 255] over an image of size rows × cols.
+int ramp(cv::Point d, int x, int y, int rows, int cols) {
+  const int lo = std::min(0, d.x * (cols - 1)) + std::min(0, d.y * (rows - 1));
+  const int hi = std::max(0, d.x * (cols - 1)) + std::max(0, d.y * (rows - 1));
   return (d.x * x + d.y * y - lo) * 255 / (hi - lo);
 }
 
 void paint_gradient(cv::Mat& img, Rng& rng) {
   const Rgb a = muted(rng), b = near(rng, a, 70);
   const cv::Point d = direction(rng);
-  const cv::Mat1b noise = value_noise(rng, rng.uniform_int(20, 48));
+  const cv::Mat1b noise = value_noise(rng, rng.uniform_int(20, 48), img.rows, img.cols);
   const Rgb c = near(rng, a, 40);
-  for (int y = 0; y < kS; ++y)
-    for (int x = 0; x < kS; ++x) img.at<Rgb>(y, x) = mix(mix(a, b, ramp(d, x, y)), c, noise(y, x) / 2);
+  for (int y = 0; y < img.rows; ++y)
+    for (int x = 0; x < img.cols; ++x)
+      img.at<Rgb>(y, x) = mix(mix(a, b, ramp(d, x, y, img.rows, img.cols)), c, noise(y, x) / 2);
 }
 
 void paint_stripes(cv::Mat& img, Rng& rng) {
@@ -89,31 +90,32 @@ void paint_stripes(cv::Mat& img, Rng& rng) {
   const cv::Point d = direction(rng);
   const int period = rng.uniform_int(6, 24), duty = rng.uniform_int(2, period - 2);
   const int offset = rng.uniform_int(0, 10000);
-  for (int y = 0; y < kS; ++y)
-    for (int x = 0; x < kS; ++x) img.at<Rgb>(y, x) = ((d.x * x + d.y * y + offset) % period < duty) ? a : b;
+  for (int y = 0; y < img.rows; ++y)
+    for (int x = 0; x < img.cols; ++x)
+      img.at<Rgb>(y, x) = ((d.x * x + d.y * y + offset) % period < duty) ? a : b;
 }
 
 void paint_checker(cv::Mat& img, Rng& rng) {
   const Rgb a = muted(rng), b = near(rng, a, 40);
   const int cell = rng.uniform_int(8, 28), ox = rng.uniform_int(0, cell), oy = rng.uniform_int(0, cell);
-  for (int y = 0; y < kS; ++y)
-    for (int x = 0; x < kS; ++x) img.at<Rgb>(y, x) = (((x + ox) / cell + (y + oy) / cell) % 2) ? a : b;
+  for (int y = 0; y < img.rows; ++y)
+    for (int x = 0; x < img.cols; ++x) img.at<Rgb>(y, x) = (((x + ox) / cell + (y + oy) / cell) % 2) ? a : b;
 }
 
 void paint_blotches(cv::Mat& img, Rng& rng) {
   const Rgb a = muted(rng), b = near(rng, a, 80), c = near(rng, a, 50);
-  const cv::Mat1b coarse = value_noise(rng, rng.uniform_int(24, 56));
-  const cv::Mat1b fine = value_noise(rng, rng.uniform_int(6, 14));
-  for (int y = 0; y < kS; ++y)
-    for (int x = 0; x < kS; ++x) img.at<Rgb>(y, x) = mix(mix(a, b, coarse(y, x)), c, fine(y, x) / 3);
+  const cv::Mat1b coarse = value_noise(rng, rng.uniform_int(24, 56), img.rows, img.cols);
+  const cv::Mat1b fine = value_noise(rng, rng.uniform_int(6, 14), img.rows, img.cols);
+  for (int y = 0; y < img.rows; ++y)
+    for (int x = 0; x < img.cols; ++x) img.at<Rgb>(y, x) = mix(mix(a, b, coarse(y, x)), c, fine(y, x) / 3);
 }
 
 void paint_rings(cv::Mat& img, Rng& rng) {
   const Rgb a = muted(rng), b = near(rng, a, 50);
-  const int cx = rng.uniform_int(-120, kS + 120), cy = rng.uniform_int(-120, kS + 120);
+  const int cx = rng.uniform_int(-120, img.cols + 120), cy = rng.uniform_int(-120, img.rows + 120);
   const int period = rng.uniform_int(8, 22);
-  for (int y = 0; y < kS; ++y)
-    for (int x = 0; x < kS; ++x) {
+  for (int y = 0; y < img.rows; ++y)
+    for (int x = 0; x < img.cols; ++x) {
       const double r = std::sqrt(static_cast<double>((x - cx) * (x - cx) + (y - cy) * (y - cy)));
       const int band = static_cast<int>(r) % (2 * period);
       img.at<Rgb>(y, x) = mix(a, b, band < period ? band * 255 / period : (2 * period - band) * 255 / period);
@@ -122,10 +124,10 @@ void paint_rings(cv::Mat& img, Rng& rng) {
 
 void paint_dots(cv::Mat& img, Rng& rng) {
   paint_gradient(img, rng);
-  const Rgb base = img.at<Rgb>(kS / 2, kS / 2);
+  const Rgb base = img.at<Rgb>(img.rows / 2, img.cols / 2);
   const int spacing = rng.uniform_int(12, 26), radius = rng.uniform_int(2, 5);
-  for (int y = spacing / 2; y < kS; y += spacing)
-    for (int x = spacing / 2; x < kS; x += spacing) {
+  for (int y = spacing / 2; y < img.rows; y += spacing)
+    for (int x = spacing / 2; x < img.cols; x += spacing) {
       const cv::Point c(x + rng.uniform_int(-3, 3), y + rng.uniform_int(-3, 3));
       cv::circle(img, c, radius, scalar(near(rng, base, 60)), cv::FILLED, cv::LINE_AA);
     }
@@ -133,9 +135,9 @@ void paint_dots(cv::Mat& img, Rng& rng) {
 
 // Slow lighting variation: multiplies every pixel by a factor in [0.78, 1].
 void add_lighting(cv::Mat& img, Rng& rng) {
-  const cv::Mat1b light = value_noise(rng, rng.uniform_int(60, 120));
-  for (int y = 0; y < kS; ++y)
-    for (int x = 0; x < kS; ++x) {
+  const cv::Mat1b light = value_noise(rng, rng.uniform_int(60, 120), img.rows, img.cols);
+  for (int y = 0; y < img.rows; ++y)
+    for (int x = 0; x < img.cols; ++x) {
       Rgb& p = img.at<Rgb>(y, x);
       const int f = 200 + light(y, x) * 55 / 255;
       for (int k = 0; k < 3; ++k) p[k] = static_cast<uint8_t>(p[k] * f / 255);
@@ -150,7 +152,9 @@ void add_strokes(cv::Mat& img, Rng& rng, int n_strokes) {
                                  clamp8(rng.uniform_int(0, 255)))
                            : near(rng, muted(rng), 60);
     const int thickness = rng.uniform_int(1, 2);
-    const auto point = [&] { return cv::Point(rng.uniform_int(0, kS - 1), rng.uniform_int(0, kS - 1)); };
+    const auto point = [&] {
+      return cv::Point(rng.uniform_int(0, img.cols - 1), rng.uniform_int(0, img.rows - 1));
+    };
     switch (rng.uniform_int(0, 3)) {
       case 0: {
         const cv::Point p = point();
@@ -185,11 +189,12 @@ void add_strokes(cv::Mat& img, Rng& rng, int n_strokes) {
 // Per-pixel grain of ±amplitude on each channel (8 draws of one 64-bit output per pixel channel group).
 void add_grain(cv::Mat& img, Rng& rng, int amplitude) {
   const int span = 2 * amplitude + 1;
-  for (int y = 0; y < kS; ++y) {
+  const int n_bytes = img.cols * 3;
+  for (int y = 0; y < img.rows; ++y) {
     uint8_t* row = img.ptr<uint8_t>(y);
-    for (int i = 0; i < kS * 3; i += 8) {
+    for (int i = 0; i < n_bytes; i += 8) {
       uint64_t bits = rng.next();
-      for (int k = i; k < std::min(i + 8, kS * 3); ++k, bits >>= 8)
+      for (int k = i; k < std::min(i + 8, n_bytes); ++k, bits >>= 8)
         row[k] = clamp8(row[k] + static_cast<int>(bits & 255) % span - amplitude);
     }
   }
@@ -235,9 +240,10 @@ void draw_object(cv::Mat& img, const SceneObject& o) {
   const Rgb fill(o.rgb[0], o.rgb[1], o.rgb[2]);
   const Rgb edge(static_cast<uint8_t>(fill[0] * 45 / 100), static_cast<uint8_t>(fill[1] * 45 / 100),
                  static_cast<uint8_t>(fill[2] * 45 / 100));
+  const int outline = o.size == SizeClass::kTiny ? 1 : 2;  // pixels; a 2-px outline would swamp a tiny shape
   if (o.shape == Shape::kCircle) {
     cv::circle(img, {o.x, o.y}, o.radius, scalar(fill), cv::FILLED, cv::LINE_AA);
-    cv::circle(img, {o.x, o.y}, o.radius, scalar(edge), 2, cv::LINE_AA);
+    cv::circle(img, {o.x, o.y}, o.radius, scalar(edge), outline, cv::LINE_AA);
     return;
   }
   std::vector<cv::Point> pts;
@@ -246,7 +252,7 @@ void draw_object(cv::Mat& img, const SceneObject& o) {
                      static_cast<int>(std::llround((o.y + o.radius * v.y) * (1 << kShift))));
   const std::vector<std::vector<cv::Point>> polys{pts};
   cv::fillPoly(img, polys, scalar(fill), cv::LINE_AA, kShift);
-  cv::polylines(img, polys, true, scalar(edge), 2, cv::LINE_AA, kShift);
+  cv::polylines(img, polys, true, scalar(edge), outline, cv::LINE_AA, kShift);
 }
 
 const InkInfo& find_ink(const std::string& name) {
@@ -292,7 +298,10 @@ TextMetrics measure_text(const std::string& text, int font_px) {
 }
 
 cv::Mat render_scene(const Scene& scene, Rng& rng) {
-  cv::Mat img(kS, kS, CV_8UC3);
+  if (scene.width < 1 || scene.height < 1)
+    throw InvalidArgument("SynthVQA render: image size must be positive, got " + std::to_string(scene.width) +
+                          "×" + std::to_string(scene.height));
+  cv::Mat img(scene.height, scene.width, CV_8UC3);
   find_background(scene.background).paint(img, rng);
   add_lighting(img, rng);
   add_strokes(img, rng, scene.n_strokes);

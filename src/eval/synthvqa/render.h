@@ -1,6 +1,8 @@
 // SynthVQA rendering with OpenCV: a cluttered background (texture from a registry + lighting + distractor
-// strokes + grain), then the scene's objects (filled, dark outline) and text strings (outlined Hershey font).
+// strokes + grain), then the scene's objects (filled, a dark outline of 2 px, 1 px for tiny ones) and text
+// strings (outlined Hershey font).
 // Deterministic: integer and IEEE-exact arithmetic only (no sin/exp), fixed vertex tables, OpenCV drawing.
+// Any image size (Scene::width × height): texture scales are in pixels, the same for SynthVQA and -HR.
 #pragma once
 #include <opencv2/core.hpp>
 #include <string>
@@ -11,7 +13,7 @@
 
 namespace vispco::eval::synthvqa {
 
-/// Paints a full background texture into an RGB image (CV_8UC3, kImageSize²), drawing from rng.
+/// Paints a full background texture into an RGB image (CV_8UC3, any size), drawing from rng.
 using BackgroundPainter = void (*)(cv::Mat& rgb, Rng& rng);
 
 /// One background kind: its name (stored in Scene::background) and painter.
@@ -38,8 +40,8 @@ TextMetrics measure_text(const std::string& text, int font_px);
 
 /// Renders a laid-out scene: background scene.background, scene.n_strokes distractor strokes, objects in
 /// list order (later ones on top), then texts. Draws the background's randomness from rng.
-/// @return RGB image, CV_8UC3, kImageSize × kImageSize.
-/// @throws InvalidArgument for an unknown background kind.
+/// @return RGB image, CV_8UC3, scene.height rows × scene.width columns.
+/// @throws InvalidArgument for an unknown background kind or a non-positive size.
 cv::Mat render_scene(const Scene& scene, Rng& rng);
 
 }  // namespace vispco::eval::synthvqa

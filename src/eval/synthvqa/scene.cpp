@@ -31,7 +31,8 @@ const std::vector<ColourInfo>& colour_table() {
 
 const std::vector<SizeInfo>& size_table() {
   static const std::vector<SizeInfo> t{{SizeClass::kSmall, "small", 14, 18},
-                                       {SizeClass::kLarge, "large", 25, 32}};
+                                       {SizeClass::kLarge, "large", 25, 32},
+                                       {SizeClass::kTiny, "tiny", 6, 8}};
   return t;
 }
 
@@ -103,12 +104,14 @@ nlohmann::json scene_to_json(const Scene& scene) {
                      {"y", t.y},
                      {"w", t.w},
                      {"h", t.h}});
-  return {{"width", kImageSize},          {"height", kImageSize}, {"background", scene.background},
-          {"n_strokes", scene.n_strokes}, {"objects", objects},   {"texts", texts}};
+  return {{"width", scene.width},         {"height", scene.height}, {"background", scene.background},
+          {"n_strokes", scene.n_strokes}, {"objects", objects},     {"texts", texts}};
 }
 
 Scene scene_from_json(const nlohmann::json& j) {
   Scene s;
+  s.width = get_field<int>(j, "width");
+  s.height = get_field<int>(j, "height");
   s.background = get_field<std::string>(j, "background");
   s.n_strokes = get_field<int>(j, "n_strokes");
   for (const auto& o : get_field<nlohmann::json>(j, "objects")) {

@@ -1,4 +1,5 @@
-// The standard SynthVQA splits: fixed seeds and counts, and the content hashes every machine must reproduce.
+// The standard SynthVQA and SynthVQA-HR splits: fixed seeds and counts, and the content hashes every machine
+// must reproduce.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -10,13 +11,15 @@ namespace vispco::eval::synthvqa {
 
 /// One standard split.
 struct SplitInfo {
-  const char* name;          ///< "calib" or "test"
+  const char* name;          ///< "calib", "test", "hr-calib" or "hr-test"
   uint64_t seed;             ///< dataset seed
   size_t count;              ///< number of samples
-  const char* content_hash;  ///< generator.h SynthResult::content_hash recorded for kGeneratorVersion
+  const char* content_hash;  ///< generator.h SynthResult::content_hash recorded for the kind's version
+  SynthKind kind = SynthKind::kSynthVqa;  ///< which generator draws it
 };
 
-/// The split registry: calib (500 samples, for choosing plans) and test (2000, for reporting).
+/// The split registry: SynthVQA calib (500 samples, for choosing plans) and test (2000, for reporting);
+/// SynthVQA-HR hr-calib (500) and hr-test (2000).
 const std::vector<SplitInfo>& split_table();
 /// @throws InvalidArgument naming the valid splits.
 const SplitInfo& find_split(const std::string& name);
