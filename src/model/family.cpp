@@ -1,4 +1,5 @@
-// The family registry: built-in rows first (LLaVA-1.5, model/llava/llava.h), then any a test registers.
+// The family registry: built-in rows first (LLaVA-1.5, model/llava/llava.h; LLaVA-NeXT,
+// model/llava_next/llava_next.h), then any a test registers.
 #include "model/family.h"
 
 #include <ATen/ATen.h>
@@ -12,6 +13,7 @@
 #include "core/errors.h"
 #include "core/json_file.h"
 #include "model/llava/llava.h"
+#include "model/llava_next/llava_next.h"
 #include "model/model_source.h"
 
 namespace vispco {
@@ -31,7 +33,7 @@ namespace {
 
 // A deque: rows never move, so the references family_for_config() hands out stay valid.
 std::deque<ModelFamily>& registry() {
-  static std::deque<ModelFamily> rows{llava_family()};
+  static std::deque<ModelFamily> rows{llava_family(), llava_next_family()};
   return rows;
 }
 

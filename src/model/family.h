@@ -84,7 +84,7 @@ struct ModelFamily {
   std::function<LoadedFamilyModel(const ModelSource& src, const RunContext& ctx)> load_gguf;
 };
 
-/// The registered families, built-in ones first (today: LLaVA-1.5).
+/// The registered families, built-in ones first (today: LLaVA-1.5, LLaVA-NeXT).
 const std::deque<ModelFamily>& model_families();
 
 /// Adds a family (tests add deliberately small ones). @throws InvalidArgument when its architecture is

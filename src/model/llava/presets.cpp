@@ -123,8 +123,13 @@ LlavaNet random_llava_net(const LlavaConfig& cfg, uint64_t seed, c10::ScalarType
   // (resume equals from scratch) depend on that.
   at::manual_seed(seed);
   LlavaNet net(cfg);
+  init_random_weights(*net);
+  return net;
+}
+
+void init_random_weights(torch::nn::Module& net) {
   at::NoGradGuard no_grad;
-  for (auto& item : net->named_parameters(true)) {
+  for (auto& item : net.named_parameters(true)) {
     const auto& name = item.key();
     auto& p = item.value();
     const bool is_norm = name.find("norm") != std::string::npos || name.find("layrnorm") != std::string::npos;
@@ -135,7 +140,6 @@ LlavaNet random_llava_net(const LlavaConfig& cfg, uint64_t seed, c10::ScalarType
     else
       p.normal_(0.0, 0.02);
   }
-  return net;
 }
 
 std::vector<std::string> builtin_tokenizer_corpus() {
@@ -180,6 +184,16 @@ void write_random_llava(const std::string& dir, const LlavaConfig& cfg, uint64_t
                           " (inside the vocabulary) or an id after it");
   auto net = random_llava_net(cfg, seed, dtype);
   save_llava(dir, cfg, net, dtype);
+  write_random_tokenizer(dir, cfg);
+  write_preprocessor_config(dir, cfg);
+}
+
+void write_random_tokenizer(const std::string& dir, const LlavaConfig& cfg) {
+  if (cfg.image_token_index >= 0 && cfg.image_token_index < kImageTokenInsideVocab)
+    throw InvalidArgument("write_random_tokenizer: image_token_index " +
+                          std::to_string(cfg.image_token_index) + " would be a control piece; use " +
+                          std::to_string(kImageTokenInsideVocab) +
+                          " (inside the vocabulary) or an id after it");
   const auto tok_path = (std::filesystem::path(dir) / "tokenizer.model").string();
   if (cfg.image_token_index == kImageTokenInsideVocab) {  // "<image>" a user-defined piece, id 3
     const int vocab = static_cast<int>(std::min<int64_t>(cfg.text.vocab_size, 4000));
@@ -190,7 +204,6 @@ void write_random_llava(const std::string& dir, const LlavaConfig& cfg, uint64_t
   }
   // Either way transformers' processor learns what "<image>" is from the added tokens.
   io::write_tokenizer_config(dir, {{cfg.image_token_index, "<image>", true}});
-  write_preprocessor_config(dir, cfg);
 }
 
 }  // namespace vispco

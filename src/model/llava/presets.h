@@ -29,6 +29,11 @@ const ModelPreset& find_preset(const std::string& name);
 /// seed.
 LlavaNet random_llava_net(const LlavaConfig& cfg, uint64_t seed, c10::ScalarType dtype);
 
+/// HF-style initialisation of every parameter of `net` in place (random_llava_net's rule): weights of norms
+/// (names holding "norm" or "layrnorm") 1, biases 0, everything else normal(0, 0.02), drawn in
+/// named_parameters() order from LibTorch's default generator.
+void init_random_weights(torch::nn::Module& net);
+
 /// `cfg` with depth truncated to N ≥ 1 layers for a quick benchmark: the decoder to min(N, L) layers and the
 /// vision tower to min(N, n_vision_layers_used()) layers (the feature layer becomes the last one built),
 /// keeping every width; unchanged for N = 0. @throws InvalidArgument when n_layers < 0.
@@ -57,6 +62,11 @@ inline constexpr int64_t kImageTokenInsideVocab = 3;
 /// (HF llava-1.5: 32000).
 /// @throws IoError, ConfigError; InvalidArgument for image_token_index in [0, 3).
 void write_random_llava(const std::string& dir, const LlavaConfig& cfg, uint64_t seed, c10::ScalarType dtype);
+
+/// The tokenizer files of write_random_llava: tokenizer.model (trained on builtin_tokenizer_corpus(), the
+/// two kinds described there) and tokenizer_config.json declaring "<image>" at cfg.image_token_index.
+/// @throws IoError; InvalidArgument for image_token_index in [0, 3).
+void write_random_tokenizer(const std::string& dir, const LlavaConfig& cfg);
 
 /// Writes `<dir>/preprocessor_config.json` (CLIPImageProcessor at the tower's size, CLIP mean/std). @throws
 /// IoError.

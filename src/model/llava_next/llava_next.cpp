@@ -1,0 +1,168 @@
+// The LLaVA-NeXT family: network assembly, loading a Hugging Face folder, encoding images (tower per image,
+// projector, packing), its registry row.
+#include "model/llava_next/llava_next.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "core/default_dtype.h"
+#include "core/errors.h"
+#include "io/added_tokens.h"
+#include "io/safetensors.h"
+#include "model/llava/llava_prompt.h"
+#include "model/llava_next/anyres.h"
+#include "model/llava_next/image_processor.h"
+#include "model/llava_next/llava_next_shape.h"
+#include "model/llava_next/pack.h"
+#include "model/weights.h"
+
+namespace vispco {
+
+namespace fs = std::filesystem;
+
+LlavaNextNetImpl::LlavaNextNetImpl(const LlavaNextConfig& cfg) {
+  vision_tower = register_module("vision_tower", ClipVisionTower(cfg.llava.vision));
+  multi_modal_projector = register_module("multi_modal_projector", LlavaProjector(cfg.llava));
+  image_newline = register_parameter("image_newline", at::zeros({cfg.llava.text.hidden_size}));
+  language_model = register_module("language_model", LlamaForCausalLM(cfg.llava.text));
+}
+
+namespace {
+
+LlavaNextConfig parse_config(const nlohmann::json& config) {
+  LlavaNextConfig cfg = llava_next_config_from_json(config);
+  cfg.validate();
+  return cfg;
+}
+
+LoadedFamilyModel load_llava_next_folder(const std::string& dir, const nlohmann::json& config,
+                                         const RunContext& ctx) {
+  const auto config_path = (fs::path(dir) / "config.json").string();
+  LlavaNextConfig cfg;
+  try {
+    cfg = parse_config(config);
+  } catch (const ConfigError& e) {
+    throw ConfigError(config_path + ": " + e.what());
+  }
+  auto tok = io::Tokenizer::load((fs::path(dir) / "tokenizer.model").string());
+  tok.set_added_tokens(io::load_added_tokens(dir));
+  for (const auto& t : tok.added_tokens())  // the processor's "<image>" must be the id the model replaces
+    if (t.content == "<image>" && t.id != cfg.llava.image_token_index)
+      throw ConfigError(dir + ": the tokenizer's <image> is id " + std::to_string(t.id) +
+                        " but config.json's image_token_index is " +
+                        std::to_string(cfg.llava.image_token_index));
+  auto ckpt = io::CheckpointTensors::open_dir(dir);
+  // Built in the compute dtype: load_weights replaces every parameter (no fp32 shadow copy).
+  LlavaNextNet net = [&] {
+    DefaultDtypeGuard guard(ctx.dtype);
+    return LlavaNextNet(cfg);
+  }();
+  {
+    at::NoGradGuard no_grad;
+    TensorSource ts{ckpt.dir(), [&](const std::string& k) { return ckpt.contains(k); },
+                    [&](const std::string& k) { return ckpt.tensor(k); }, ckpt.names().size(),
+                    [&](const std::string& k) { ckpt.release(k); }};
+    load_weights(*net, ts, ctx);
+  }
+  release_freed_heap();
+  auto pre = load_preprocess(dir, cfg.llava.vision.image_size);
+  pre.pad_to_square = false;
+  return {std::make_shared<LlavaNextModel>(cfg, net, pre), tok};
+}
+
+}  // namespace
+
+LlavaNextModel::LlavaNextModel(LlavaNextConfig cfg, LlavaNextNet net, io::ImagePreprocessConfig pre)
+    : cfg_(std::move(cfg)), shape_(llava_next_shape(cfg_)), net_(std::move(net)), pre_(pre) {
+  pre_.image_size = static_cast<int>(cfg_.llava.vision.image_size);
+  pre_.pad_to_square = false;
+}
+
+at::Tensor LlavaNextModel::preprocess(const cv::Mat& rgb) const { return anyres_preprocess(rgb, cfg_, pre_); }
+
+VisualTokens LlavaNextModel::encode_images(const at::Tensor& pixels, bool want_cls_attention) {
+  if (pixels.dim() != 5)
+    throw InvalidArgument("LLaVA-NeXT encode_images: expected pixels [B, 1 + tiles + 1, 3, S, S], got " +
+                          std::to_string(pixels.dim()) + "-d");
+  return encode_image_list(pixels.unbind(0), want_cls_attention);
+}
+
+VisualTokens LlavaNextModel::encode_image_list(const std::vector<at::Tensor>& pixels,
+                                               bool want_cls_attention) {
+  if (pixels.empty()) throw InvalidArgument("encode_image_list: no images");
+  std::vector<VisualTokens> rows;
+  for (const auto& p : pixels) rows.push_back(encode_one(p, want_cls_attention));
+  return stack_visual_tokens(rows, shape_);
+}
+
+VisualTokens LlavaNextModel::encode_one(const at::Tensor& pixels, bool want_cls_attention) {
+  const int64_t s = cfg_.llava.vision.image_size;
+  if (pixels.dim() != 4 || pixels.size(0) < 3 || pixels.size(1) != 3 || pixels.size(2) != s ||
+      pixels.size(3) != s)
+    throw InvalidArgument("LLaVA-NeXT: expected one image's pixels [1 + tiles + 1, 3, " + std::to_string(s) +
+                          ", " + std::to_string(s) + "] (its preprocess), got " +
+                          std::to_string(pixels.dim()) + "-d " +
+                          (pixels.dim() > 0 ? std::to_string(pixels.size(0)) + " × …" : std::string()));
+  const auto [height, width] = decode_image_size_slice(pixels[pixels.size(0) - 1]);
+  const AnyresGeometry g = anyres_geometry(height, width, cfg_);
+  if (pixels.size(0) != 2 + g.n_tiles())
+    throw InvalidArgument("LLaVA-NeXT: a " + std::to_string(width) + "×" + std::to_string(height) +
+                          " image has " + std::to_string(g.n_tiles()) +
+                          " tiles under this model's "
+                          "image_grid_pinpoints, but its pixels hold " +
+                          std::to_string(pixels.size(0) - 2) + " (preprocessed for another model?)");
+  VisualTokens tower = llava_tower_tokens(net_->vision_tower, cfg_.llava,
+                                          pixels.narrow(0, 0, 1 + g.n_tiles()), want_cls_attention);
+  const auto features = net_->multi_modal_projector->forward(tower.embeds);  // [1 + T, n², D]
+  VisualTokens row;
+  row.embeds = pack_image_features(features, net_->image_newline, g).unsqueeze(0);  // [1, N_v, D]
+  if (tower.cls_attention.defined()) {  // [1 + T, n²] → [1, N_v]; newline tokens 0
+    const auto a = tower.cls_attention.unsqueeze(-1);
+    row.cls_attention = pack_image_features(a, at::zeros({1}, a.options()), g).squeeze(-1).unsqueeze(0);
+  }
+  if (tower.keys.defined())  // [1 + T, n², D_v] → [1, N_v, D_v]; newline tokens zero vectors
+    row.keys = pack_image_features(tower.keys, at::zeros({tower.keys.size(2)}, tower.keys.options()), g)
+                   .unsqueeze(0);
+  row.layouts = {g.layout()};
+  return row;
+}
+
+std::vector<int64_t> LlavaNextModel::prompt_ids(const io::Tokenizer& tok, const std::string& question) const {
+  return llava_prompt_ids(tok, question, cfg_.llava.image_token_index);
+}
+
+ModelFamily llava_next_family() {
+  ModelFamily f;
+  f.architecture = "LlavaNextForConditionalGeneration";
+  f.model_type = "llava_next";
+  f.summary =
+      "LLaVA-NeXT (v1.6): AnyRes tiles + base image through a CLIP tower, 2-layer MLP projector, "
+      "image_newline, "
+      "Llama decoder (up to 2,928 visual tokens at the 336-px pinpoints)";
+  f.shape = [](const nlohmann::json& config) { return llava_next_shape(parse_config(config)); };
+  f.load = load_llava_next_folder;
+  return f;
+}
+
+void save_llava_next(const std::string& dir, const LlavaNextConfig& cfg, LlavaNextNet& net,
+                     c10::ScalarType dtype) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw IoError("cannot create folder '" + dir + "': " + ec.message());
+  std::map<std::string, at::Tensor> tensors;
+  for (const auto& item : net->named_parameters(true))
+    tensors[item.key()] = item.value().detach().to(at::kCPU, dtype).contiguous();
+  io::save_safetensors((fs::path(dir) / "model.safetensors").string(), tensors, {{"format", "pt"}});
+  std::ofstream out(fs::path(dir) / "config.json");
+  auto j = llava_next_config_to_json(cfg);
+  j["torch_dtype"] = dtype == at::kBFloat16 ? "bfloat16" : dtype == at::kHalf ? "float16" : "float32";
+  out << j.dump(2) << "\n";
+  if (!out) throw IoError("cannot write " + (fs::path(dir) / "config.json").string());
+}
+
+}  // namespace vispco
