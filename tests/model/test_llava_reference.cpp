@@ -17,6 +17,7 @@
 #include "model/generate.h"
 #include "model/llava/llava.h"
 #include "model/llava/presets.h"
+#include "model/python_reference.h"
 #include "test_paths.h"
 #include "test_util.h"
 
@@ -24,22 +25,6 @@ namespace vispco {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Debian's python3 (where python3-torch lives) before whatever python3 is first on PATH.
-std::string python_with_torch() {
-  for (const char* py : {"/usr/bin/python3", "python3"})
-    if (std::system((std::string(py) + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0) return py;
-  return "";
-}
-
-std::string run(const std::string& cmd) {
-  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
-  std::string out;
-  std::array<char, 4096> buf{};
-  size_t n = 0;
-  while (p && (n = fread(buf.data(), 1, buf.size(), p.get())) > 0) out.append(buf.data(), n);
-  return out;
-}
 
 // A 56 × 56 binary PPM with a smooth colour pattern (no resize on either side: CLIP's bicubic resize differs
 // between PIL and OpenCV, so the comparison starts after it).
@@ -55,7 +40,7 @@ void write_ppm(const fs::path& p) {
 }
 
 void compare_with_reference(int64_t image_token_index) {
-  const auto py = python_with_torch();
+  const auto py = testing::python_with_torch();
   if (py.empty()) GTEST_SKIP() << "python3 with torch not found (Debian: apt-get install python3-torch)";
   testing::TempDir tmp;
   auto cfg = find_preset("tiny").config;
@@ -78,8 +63,8 @@ void compare_with_reference(int64_t image_token_index) {
   }
   const auto script =
       fs::path(::vispco::testing::source_dir()) / "tests" / "reference" / "llava_reference.py";
-  const auto text =
-      run(py + " " + script.string() + " " + tmp.str("m") + " " + tmp.str("img.ppm") + " " + ids_text + " 4");
+  const auto text = testing::run_command(py + " " + script.string() + " " + tmp.str("m") + " " +
+                                         tmp.str("img.ppm") + " " + ids_text + " 4");
   const auto ref = nlohmann::json::parse(text);
   const auto rows = ref["image_embeds"].get<std::vector<std::vector<double>>>();
   ASSERT_EQ(static_cast<int64_t>(rows.size()), embeds.size(0));
