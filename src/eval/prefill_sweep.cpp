@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "core/json_fields.h"
 #include "prune/bound_plan.h"
 #include "prune/plan_hook.h"
 
@@ -101,23 +102,21 @@ void PrefillSweepSpec::validate(const ModelShape& shape) const {
 }
 
 nlohmann::json PrefillSweepRow::to_json() const {
-  return {{"plan_template", plan_template},
-          {"plan", plan},
-          {"keep", keep},
-          {"n_visual_kept", n_visual_kept},
-          {"tokens_per_layer", tokens_per_layer},
-          {"kv_cache_bytes", kv_cache_bytes},
-          {"prefill_ms", prefill_ms},
-          {"prefill_ms_runs", prefill_ms_runs},
-          {"vision_ms", vision_ms},
-          {"flops_llm", flops_llm},
-          {"flops_with_vision", flops.total},
-          {"flops", flops.to_json()},
-          {"measured_speedup", measured_speedup},
-          {"flops_speedup", flops_speedup},
-          {"efficiency", efficiency},
-          {"measured_speedup_with_vision", measured_speedup_with_vision},
-          {"flops_speedup_with_vision", flops_speedup_with_vision}};
+  using R = PrefillSweepRow;
+  // clang-format off
+  static const JsonFields<R> fields("prefill sweep row", {
+      {"plan_template", &R::plan_template}, {"plan", &R::plan}, {"keep", &R::keep},
+      {"n_visual_kept", &R::n_visual_kept}, {"tokens_per_layer", &R::tokens_per_layer},
+      {"kv_cache_bytes", &R::kv_cache_bytes}, {"prefill_ms", &R::prefill_ms},
+      {"prefill_ms_runs", &R::prefill_ms_runs}, {"vision_ms", &R::vision_ms}, {"flops_llm", &R::flops_llm},
+      {"measured_speedup", &R::measured_speedup}, {"flops_speedup", &R::flops_speedup},
+      {"efficiency", &R::efficiency}, {"measured_speedup_with_vision", &R::measured_speedup_with_vision},
+      {"flops_speedup_with_vision", &R::flops_speedup_with_vision}});
+  // clang-format on
+  auto j = fields.write(*this);
+  j["flops_with_vision"] = flops.total;
+  j["flops"] = flops.to_json();
+  return j;
 }
 
 nlohmann::json PrefillSweepResult::to_json() const {

@@ -40,19 +40,16 @@ GenerationConfig generation_config_from_json(const nlohmann::json& j) {
 }
 
 nlohmann::json GenerationStats::to_json() const {
-  return {{"batch", batch},
-          {"n_visual", n_visual},
-          {"n_visual_kept", n_visual_kept},
-          {"n_text_max", n_text_max},
-          {"tokens_per_layer", tokens_per_layer},
-          {"vision_ms", vision_ms},
-          {"prepass_ms", prepass_ms},
-          {"prefill_ms", prefill_ms},
-          {"ttft_ms", ttft_ms},
-          {"decode_ms", decode_ms},
-          {"n_generated", n_generated},
-          {"decode_tokens_per_s", decode_tokens_per_s},
-          {"kv_cache_bytes", kv_cache_bytes}};
+  using S = GenerationStats;
+  // clang-format off
+  static const JsonFields<S> fields("generation stats", {
+      {"batch", &S::batch}, {"n_visual", &S::n_visual}, {"n_visual_kept", &S::n_visual_kept},
+      {"n_text_max", &S::n_text_max}, {"tokens_per_layer", &S::tokens_per_layer}, {"vision_ms", &S::vision_ms},
+      {"prepass_ms", &S::prepass_ms}, {"prefill_ms", &S::prefill_ms}, {"ttft_ms", &S::ttft_ms},
+      {"decode_ms", &S::decode_ms}, {"n_generated", &S::n_generated},
+      {"decode_tokens_per_s", &S::decode_tokens_per_s}, {"kv_cache_bytes", &S::kv_cache_bytes}});
+  // clang-format on
+  return fields.write(*this);
 }
 
 namespace {

@@ -12,6 +12,7 @@
 
 #include "core/errors.h"
 #include "core/json_file.h"
+#include "io/safetensors.h"
 
 namespace vispco {
 
@@ -86,6 +87,15 @@ void load_weights(torch::nn::Module& net, const TensorSource& ckpt, const RunCon
     }
     a.tensor = at::Tensor();
   }
+}
+
+void load_checkpoint_weights(torch::nn::Module& net, const std::string& dir, const RunContext& ctx) {
+  const auto ckpt = io::CheckpointTensors::open_dir(dir);
+  at::NoGradGuard no_grad;
+  TensorSource ts{ckpt.dir(), [&](const std::string& k) { return ckpt.contains(k); },
+                  [&](const std::string& k) { return ckpt.tensor(k); }, ckpt.names().size(),
+                  [&](const std::string& k) { ckpt.release(k); }};
+  load_weights(net, ts, ctx);
 }
 
 io::ImagePreprocessConfig load_preprocess(const std::string& dir, int64_t image_size) {

@@ -41,6 +41,11 @@ std::vector<std::string> hf_checkpoint_keys(const std::string& name);
 void load_weights(torch::nn::Module& net, const TensorSource& ckpt, const RunContext& ctx,
                   const CheckpointKeys& keys = hf_checkpoint_keys);
 
+/// load_weights from the Hugging Face checkpoint folder `dir` (model.safetensors, or the shards of
+/// model.safetensors.index.json), each converted tensor's mapped pages dropped once it is copied.
+/// @throws IoError, FormatError (the folder's files), ConfigError (as load_weights).
+void load_checkpoint_weights(torch::nn::Module& net, const std::string& dir, const RunContext& ctx);
+
 /// Returns the heap pages of replaced construction-time parameters to the kernel: main() raises glibc's mmap
 /// and trim thresholds (training's activations), so freed blocks would otherwise stay resident.
 void release_freed_heap();

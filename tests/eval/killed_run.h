@@ -1,8 +1,9 @@
 // Killing a `vispco` run mid-way for the resume tests of `vispco eval` and `vispco optimize`: the run is
 // started as a child process, its result store is polled with plain SQL (independent of ResultStore), and it
-// is killed with SIGKILL once enough rows are committed.
+// is killed with SIGKILL once enough rows are committed; the uninterrupted and resumed runs report as JSON.
 #pragma once
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
@@ -11,10 +12,13 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
 #include "test_paths.h"
+#include "test_util.h"
 
 namespace vispco::testing {
 
@@ -73,6 +77,28 @@ inline KilledRun kill_after_rows(const std::string& args, const std::string& sto
   k.rows_after = stored_rows(store);
   std::printf("killed with %ld rows seen, %ld committed\n", (long)k.rows_seen, (long)k.rows_after);
   return k;
+}
+
+/// kill_after_rows() with the checks of every resume test: the run started, died of the SIGKILL (it had not
+/// finished) and committed at least `min_rows` rows, which it stores in `rows_after`. Call it inside
+/// ASSERT_NO_FATAL_FAILURE.
+inline void kill_after_rows_checked(const std::string& args, const std::string& store, int64_t min_rows,
+                                    std::chrono::seconds timeout, int64_t* rows_after) {
+  const auto killed = kill_after_rows(args, store, min_rows, timeout);
+  ASSERT_TRUE(killed.started);
+  ASSERT_TRUE(killed.killed) << "the run finished before it could be killed";
+  *rows_after = killed.rows_after;
+  ASSERT_GE(*rows_after, min_rows);
+}
+
+/// The report of `vispco <args> --json` (run_cli), parsed. @throws std::runtime_error (a failed test) naming
+/// the exit code and stderr when the run fails.
+inline nlohmann::json run_cli_json(const std::string& args) {
+  const auto r = run_cli(args + " --json");
+  if (r.exit_code != 0)
+    throw std::runtime_error("vispco " + args + " --json: exit code " + std::to_string(r.exit_code) + "\n" +
+                             r.err);
+  return nlohmann::json::parse(r.out);
 }
 
 }  // namespace vispco::testing

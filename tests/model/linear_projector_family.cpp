@@ -86,17 +86,11 @@ LoadedFamilyModel load(const std::string& dir, const nlohmann::json& config, con
   const LlavaConfig cfg = parse_config(config);
   auto tok = io::Tokenizer::load((fs::path(dir) / "tokenizer.model").string());
   tok.set_added_tokens(io::load_added_tokens(dir));
-  auto ckpt = io::CheckpointTensors::open_dir(dir);
   LinearProjectorNet net = [&] {
     DefaultDtypeGuard guard(ctx.dtype);
     return LinearProjectorNet(cfg);
   }();
-  {
-    at::NoGradGuard no_grad;
-    TensorSource ts{ckpt.dir(), [&](const std::string& k) { return ckpt.contains(k); },
-                    [&](const std::string& k) { return ckpt.tensor(k); }, ckpt.names().size()};
-    load_weights(*net, ts, ctx);
-  }
+  load_checkpoint_weights(*net, dir, ctx);
   return {std::make_shared<LinearProjectorModel>(cfg, net, load_preprocess(dir, cfg.vision.image_size)), tok};
 }
 

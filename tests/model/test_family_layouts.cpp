@@ -8,27 +8,18 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include "core/errors.h"
-#include "eval/dataset.h"
 #include "eval/eval_fixture.h"
-#include "eval/plan_evaluation.h"
-#include "eval/run_key.h"
-#include "io/image.h"
 #include "model/blocks.h"
+#include "model/family_checks.h"
 #include "model/generate.h"
 #include "model/kv_cache.h"
 #include "model/text_config.h"
 #include "model/unpadded_mrope_family.h"
-#include "optimize/min_k.h"
-#include "optimize/plan_evaluator.h"
-#include "optimize/plan_template.h"
 #include "prune/plan_hook.h"
-#include "serve/server_fixture.h"
 
 namespace vispco {
 namespace {
@@ -211,78 +202,29 @@ struct MixedDataset {
   MixedDataset() {
     auto m = load_family();
     fs::create_directories(dir / "images");
-    std::ofstream out(dir / "data.jsonl");
     const int sizes[3][2] = {{64, 32}, {40, 40}, {32, 64}};
+    std::vector<std::string> images;
     for (int i = 0; i < 6; ++i) {
       const auto img = noise_image(sizes[i % 3][0], sizes[i % 3][1], 50 + i);
-      const std::string rel = "images/" + std::to_string(i) + ".png";
+      images.push_back("images/" + std::to_string(i) + ".png");
       cv::Mat bgr;
       cv::cvtColor(img, bgr, cv::COLOR_RGB2BGR);
-      cv::imwrite((dir / rel).string(), bgr);
-      const std::string q = testing::test_question(i);
-      VlmRequest req{m.preprocess(io::load_image_rgb((dir / rel).string())), m.prompt_ids(q)};
-      const auto answer = generate(m, {req}, eval::default_eval_generation()).texts[0];
-      out << nlohmann::json{{"id", "u" + std::to_string(i)},
-                            {"image", rel},
-                            {"question", q},
-                            {"answer", answer},
-                            {"family", i % 2 ? "x" : "y"}}
-                 .dump()
-          << "\n";
+      cv::imwrite((dir / images.back()).string(), bgr);
     }
+    testing::write_own_answers_dataset(m, dir, images, "u");
   }
 };
 
 TEST(FamilyLayouts, EvaluatesInMixedBatchesSearchesAndServes) {
   const MixedDataset fd;
   auto m = load_family();
-  const auto hash = eval::model_folder_hash(testing::unpadded_mrope_model_dir());
-  const auto ds = eval::load_dataset(fd.dir.string());
-  testing::TempDir tmp;
-  eval::EvalOptions o;
-  o.store_path = tmp.str("store.sqlite");
-  o.batch_size = 3;  // every batch holds the three layouts
-  const auto none = eval::evaluate_plan(m, hash, ds, o, PruningPlan{}, ScorerEnv{});
-  EXPECT_EQ(none.n_evaluated, 6u);
-  EXPECT_DOUBLE_EQ(none.metrics.overall.accuracy(), 1.0) << "batched answers equal the single-image ones";
-  const auto pruned =
-      eval::evaluate_plan(m, hash, ds, o, parse_plan("divprune:keep=4", m.shape()), ScorerEnv{});
-  EXPECT_DOUBLE_EQ(pruned.mean_n_visual_kept, 4.0);
-
-  optimize::ModelEvalSettings st;
-  st.store_path = o.store_path;
-  st.batch_size = 3;
-  optimize::ModelPlanEvaluator ev(m, hash, ds, ds, st);
-  const auto t = optimize::PlanTemplate::parse("fastv:layer=2", m.shape());
-  const auto ref = ev.evaluate(PruningPlan{}, optimize::Split::kCalib);
-  optimize::MinKOptions mk;
-  mk.k_min = 1;
-  mk.k_max = 16;
-  mk.epsilon = 0.0;
-  const auto r = optimize::min_k_search(
-      [&](int64_t k) { return ev.evaluate(t.at(k), optimize::Split::kCalib, t.text(), k).accuracy; },
-      ref.accuracy, mk);
-  ASSERT_TRUE(r.chosen.has_value());
-  EXPECT_DOUBLE_EQ(ev.evaluate(t.at(*r.chosen), optimize::Split::kCalib, t.text(), *r.chosen).accuracy, 1.0);
-
-  testing::ServerFixture f(load_family(), testing::unpadded_mrope_model_dir(), {}, {});
-  auto c = f.client();
+  // Batches of 3: every batch holds the three layouts.
+  testing::expect_evaluates_and_searches(m, testing::unpadded_mrope_model_dir(), fd.dir,
+                                         "batched answers equal the single-image ones");
   std::vector<uchar> png;
   cv::imencode(".png", noise_image(64, 32, 9), png);  // channel order does not matter for noise
-  const std::string bytes(png.begin(), png.end());
-  auto body = testing::chat_body("How many cubes?", bytes, 5);
-  body["vispco"] = {{"plan", "divprune:keep=6"}};
-  auto res = c.Post("/v1/chat/completions", body.dump(), "application/json");
-  ASSERT_TRUE(res);
-  ASSERT_EQ(res->status, 200) << res->body;
-  const auto reply = nlohmann::json::parse(res->body);
-  GenerationConfig gc;
-  gc.max_new_tokens = 5;
-  PlanHook hook(parse_plan("divprune:keep=6", m.shape()), m.shape());
-  const auto want =
-      generate(m, {{m.preprocess(io::decode_image_rgb(bytes)), m.prompt_ids("How many cubes?")}}, gc, &hook);
-  EXPECT_EQ(reply["choices"][0]["message"]["content"], want.texts[0]);
-  EXPECT_EQ(reply["vispco"]["kept_visual_tokens"], 6);
+  testing::expect_serves_as_generate(load_family(), testing::unpadded_mrope_model_dir(),
+                                     std::string(png.begin(), png.end()), "divprune:keep=6", 6);
 }
 
 }  // namespace

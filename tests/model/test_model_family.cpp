@@ -5,25 +5,16 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "core/errors.h"
-#include "eval/dataset.h"
 #include "eval/eval_fixture.h"
-#include "eval/plan_evaluation.h"
-#include "eval/run_key.h"
-#include "io/image.h"
 #include "io/safetensors.h"
 #include "model/family.h"
+#include "model/family_checks.h"
 #include "model/generate.h"
 #include "model/linear_projector_family.h"
 #include "model/llava/llava.h"
-#include "optimize/min_k.h"
-#include "optimize/plan_evaluator.h"
-#include "optimize/plan_template.h"
 #include "prune/plan_hook.h"
-#include "serve/server_fixture.h"
 
 namespace vispco {
 namespace {
@@ -110,75 +101,20 @@ struct FamilyDataset {
   fs::path dir = tmp.path() / "ds";
   FamilyDataset() {
     auto m = load_family_model();
-    const auto images = testing::write_noise_images(dir, 6);
-    std::ofstream out(dir / "data.jsonl");
-    for (int i = 0; i < 6; ++i) {
-      const std::string q = testing::test_question(i);
-      VlmRequest req{m.preprocess(io::load_image_rgb((dir / images[i]).string())), m.prompt_ids(q)};
-      const auto answer = generate(m, {req}, eval::default_eval_generation()).texts[0];
-      out << nlohmann::json{{"id", "f" + std::to_string(i)},
-                            {"image", images[i]},
-                            {"question", q},
-                            {"answer", answer},
-                            {"family", i % 2 ? "x" : "y"}}
-                 .dump()
-          << "\n";
-    }
+    testing::write_own_answers_dataset(m, dir, testing::write_noise_images(dir, 6), "f");
   }
 };
 
 TEST(ModelFamily, EvaluatesAndSearchesThroughTheSameCode) {
   const FamilyDataset fd;
   auto m = load_family_model();
-  const auto hash = eval::model_folder_hash(testing::linear_projector_model_dir());
-  const auto ds = eval::load_dataset(fd.dir.string());
-  testing::TempDir tmp;
-  eval::EvalOptions o;
-  o.store_path = tmp.str("store.sqlite");
-  o.batch_size = 3;
-  const auto none = eval::evaluate_plan(m, hash, ds, o, PruningPlan{}, ScorerEnv{});
-  EXPECT_EQ(none.n_evaluated, 6u);
-  EXPECT_DOUBLE_EQ(none.metrics.overall.accuracy(), 1.0) << "answers are the model's own, batched or not";
-  const auto pruned =
-      eval::evaluate_plan(m, hash, ds, o, parse_plan("divprune:keep=4", m.shape()), ScorerEnv{});
-  EXPECT_DOUBLE_EQ(pruned.mean_n_visual_kept, 4.0);
-
-  optimize::ModelEvalSettings st;
-  st.store_path = o.store_path;
-  st.batch_size = 3;
-  optimize::ModelPlanEvaluator ev(m, hash, ds, ds, st);
-  const auto t = optimize::PlanTemplate::parse("fastv:layer=2", m.shape());
-  const auto ref = ev.evaluate(PruningPlan{}, optimize::Split::kCalib);
-  EXPECT_EQ(ref.n_from_store, 6u) << "the unpruned results above, found under the same keys";
-  optimize::MinKOptions mk;
-  mk.k_min = 1;
-  mk.k_max = 16;
-  mk.epsilon = 0.0;
-  const auto r = optimize::min_k_search(
-      [&](int64_t k) { return ev.evaluate(t.at(k), optimize::Split::kCalib, t.text(), k).accuracy; },
-      ref.accuracy, mk);
-  ASSERT_TRUE(r.chosen.has_value());
-  EXPECT_DOUBLE_EQ(ev.evaluate(t.at(*r.chosen), optimize::Split::kCalib, t.text(), *r.chosen).accuracy, 1.0);
+  testing::expect_evaluates_and_searches(m, testing::linear_projector_model_dir(), fd.dir,
+                                         "answers are the model's own, batched or not");
 }
 
 TEST(ModelFamily, ServesChatCompletionsAsGenerateAnswers) {
-  testing::ServerFixture f(load_family_model(), testing::linear_projector_model_dir(), {}, {});
-  auto c = f.client();
-  const auto png = testing::test_png(64, 5);
-  auto body = testing::chat_body("How many cubes?", png, 5);
-  body["vispco"] = {{"plan", "divprune:keep=8"}};
-  auto res = c.Post("/v1/chat/completions", body.dump(), "application/json");
-  ASSERT_TRUE(res);
-  ASSERT_EQ(res->status, 200) << res->body;
-  const auto r = nlohmann::json::parse(res->body);
-  GenerationConfig gc;
-  gc.max_new_tokens = 5;
-  auto& m = f.model();
-  PlanHook hook(parse_plan("divprune:keep=8", m.shape()), m.shape());
-  const auto want =
-      generate(m, {{m.preprocess(io::decode_image_rgb(png)), m.prompt_ids("How many cubes?")}}, gc, &hook);
-  EXPECT_EQ(r["choices"][0]["message"]["content"], want.texts[0]);
-  EXPECT_EQ(r["vispco"]["kept_visual_tokens"], 8);
+  testing::expect_serves_as_generate(load_family_model(), testing::linear_projector_model_dir(),
+                                     testing::test_png(64, 5), "divprune:keep=8", 8);
 }
 
 }  // namespace

@@ -12,7 +12,6 @@
 #include "core/default_dtype.h"
 #include "core/errors.h"
 #include "io/image.h"
-#include "io/safetensors.h"
 #include "io/tokenizer.h"
 #include "model/family.h"
 #include "model/llava/config.h"
@@ -143,17 +142,11 @@ io::Tokenizer byte_tokenizer(int64_t image_token_id) {
 
 LoadedFamilyModel load(const std::string& dir, const nlohmann::json& config, const RunContext& ctx) {
   const LlavaConfig cfg = parse_config(config);
-  auto ckpt = io::CheckpointTensors::open_dir(dir);
   LlavaNet net = [&] {
     DefaultDtypeGuard guard(ctx.dtype);
     return LlavaNet(cfg);
   }();
-  {
-    at::NoGradGuard no_grad;
-    TensorSource ts{ckpt.dir(), [&](const std::string& k) { return ckpt.contains(k); },
-                    [&](const std::string& k) { return ckpt.tensor(k); }, ckpt.names().size()};
-    load_weights(*net, ts, ctx);
-  }
+  load_checkpoint_weights(*net, dir, ctx);
   return {std::make_shared<UnpaddedMropeModel>(cfg, net, load_preprocess(dir, cfg.vision.image_size)),
           byte_tokenizer(cfg.image_token_index)};
 }

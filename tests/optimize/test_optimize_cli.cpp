@@ -30,14 +30,13 @@ nlohmann::json stable(nlohmann::json j) {
   j.erase("wall_s");
   j.erase("counts");
   j.erase("inputs");
-  for (auto& p : j["calibration"]["points"])
+  const auto drop_timing = [](nlohmann::json& point) {
     for (const char* k :
          {"mean_prefill_ms", "mean_vision_ms", "n_evaluated", "n_from_store", "wall_s", "per_family"})
-      p.erase(k);
-  for (const char* side : {"reference", "chosen"})
-    for (const char* k :
-         {"mean_prefill_ms", "mean_vision_ms", "n_evaluated", "n_from_store", "wall_s", "per_family"})
-      j["test"][side].erase(k);
+      point.erase(k);
+  };
+  for (auto& p : j["calibration"]["points"]) drop_timing(p);
+  for (const char* side : {"reference", "chosen"}) drop_timing(j["test"][side]);
   j["test"].erase("prefill_speedup");
   j["test"].erase("per_family");
   for (auto& [i, c] : j["calibration"]["checks"].items())
@@ -52,9 +51,7 @@ nlohmann::json stable(nlohmann::json j) {
 TEST(OptimizeCli, SigkilledGridResumesToTheSameReportAndARerunIsInstant) {
   TempDir tmp;
   const fs::path calib = testing::write_arbitrary_dataset(tmp.path() / "calib", 30);
-  const auto ref = run_cli(grid_args(calib, tmp.path() / "ref") + " --json");
-  ASSERT_EQ(ref.exit_code, 0) << ref.err;
-  const auto ref_j = nlohmann::json::parse(ref.out);
+  const auto ref_j = testing::run_cli_json(grid_args(calib, tmp.path() / "ref"));
   const int64_t total =
       ref_j["counts"]["n_evaluated"].get<int64_t>() + ref_j["counts"]["n_from_store"].get<int64_t>();
   EXPECT_EQ(ref_j["calibration"]["points"].size(), 9u);
@@ -62,16 +59,12 @@ TEST(OptimizeCli, SigkilledGridResumesToTheSameReportAndARerunIsInstant) {
   const fs::path out = tmp.path() / "killed";
   const std::string store = (out / "results.sqlite").string();
   // Past the reference and into the third plan.
-  const auto killed = testing::kill_after_rows(grid_args(calib, out), store, 75, std::chrono::seconds(120));
-  ASSERT_TRUE(killed.started);
-  ASSERT_TRUE(killed.killed) << "the search finished before it was killed";
-  const int64_t after_kill = killed.rows_after;
-  ASSERT_GE(after_kill, 75);
+  int64_t after_kill = 0;
+  ASSERT_NO_FATAL_FAILURE(testing::kill_after_rows_checked(grid_args(calib, out), store, 75,
+                                                           std::chrono::seconds(120), &after_kill));
   ASSERT_FALSE(fs::exists(out / "optimize.json")) << "killed before the report";
 
-  const auto res = run_cli(grid_args(calib, out) + " --json");
-  ASSERT_EQ(res.exit_code, 0) << res.err;
-  const auto res_j = nlohmann::json::parse(res.out);
+  const auto res_j = testing::run_cli_json(grid_args(calib, out));
   EXPECT_EQ(res_j["counts"]["n_from_store"].get<int64_t>(), after_kill);
   EXPECT_EQ(res_j["counts"]["n_evaluated"].get<int64_t>() + res_j["counts"]["n_from_store"].get<int64_t>(),
             total);
@@ -79,9 +72,7 @@ TEST(OptimizeCli, SigkilledGridResumesToTheSameReportAndARerunIsInstant) {
   EXPECT_TRUE(fs::exists(out / "optimize.json"));
   EXPECT_TRUE(fs::exists(out / "optimize.md"));
 
-  const auto again = run_cli(grid_args(calib, out) + " --json");
-  ASSERT_EQ(again.exit_code, 0) << again.err;
-  const auto again_j = nlohmann::json::parse(again.out);
+  const auto again_j = testing::run_cli_json(grid_args(calib, out));
   EXPECT_EQ(again_j["counts"]["n_evaluated"], 0) << "a rerun reads everything from the store";
   EXPECT_EQ(stable(again_j), stable(ref_j));
 }

@@ -27,8 +27,6 @@ namespace {
 constexpr int kS = kImageSize;
 using ObjectFilter = std::function<bool(const SceneObject&)>;
 
-Shape random_shape(Rng& rng) { return static_cast<Shape>(rng.index(shape_table().size())); }
-Colour random_colour(Rng& rng) { return static_cast<Colour>(rng.index(colour_table().size())); }
 SizeClass random_size(Rng& rng) { return static_cast<SizeClass>(rng.index(kSynthVqaSizeClasses)); }
 
 }  // namespace
@@ -51,6 +49,9 @@ std::string random_string(Rng& rng, int length) {
   return s;
 }
 
+Shape random_shape(Rng& rng) { return static_cast<Shape>(rng.index(shape_table().size())); }
+Colour random_colour(Rng& rng) { return static_cast<Colour>(rng.index(colour_table().size())); }
+
 namespace {
 
 // A random object accepted by `keep` (rejection sampling over the attribute tables).
@@ -71,18 +72,13 @@ int n_objects(Rng& rng, int at_least) {
   return rng.uniform_int(std::max(at_least, kMinObjects), kMaxObjects);
 }
 
-// Appends n strings with distinct inks.
-void add_texts(Draft& d, Rng& rng, int n, int first_length) {
-  std::vector<size_t> inks(ink_table().size());
-  for (size_t i = 0; i < inks.size(); ++i) inks[i] = i;
-  rng.shuffle(inks);
-  for (int i = 0; i < n; ++i) {
-    SceneText t;
-    t.text = random_string(rng, i == 0 && first_length > 0 ? first_length : rng.uniform_int(2, 4));
-    t.color = ink_table()[inks[static_cast<size_t>(i)]].name;
-    t.font_px = rng.uniform_int(12, 20);
-    d.texts.push_back(t);
-  }
+// A string of ink_table()[ink] in `style`, `length` characters long (0: a random length).
+SceneText make_text(Rng& rng, int length, size_t ink, const TextStyle& style) {
+  SceneText t;
+  t.text = random_string(rng, length > 0 ? length : rng.uniform_int(style.min_length, style.max_length));
+  t.color = ink_table()[ink].name;
+  t.font_px = rng.uniform_int(style.min_px, style.max_px);
+  return t;
 }
 
 std::string name(const SceneObject& o) { return std::string(info(o.colour).name) + " " + info(o.shape).name; }
@@ -193,41 +189,20 @@ Draft build_size(Rng& rng, size_t slot) {
 }
 
 Draft build_text(Rng& rng, size_t slot) {
-  Draft d;
-  const int n_texts = rng.uniform_int(1, 2);
-  add_texts(d, rng, n_texts, static_cast<int>(slot) + 2);
-  fill_objects(d, rng, n_objects(rng, 2), [](const SceneObject&) { return true; });
-  d.question = n_texts == 1 ? "What does the text say?" : "What does the " + d.texts[0].color + " text say?";
-  d.answer = d.texts[0].text;
-  return d;
-}
-
-// Distance² from (x, y) to the rectangle [rx, rx + w] × [ry, ry + h].
-int rect_distance2(int x, int y, int rx, int ry, int w, int h) {
-  const int dx = std::max({rx - x, 0, x - (rx + w)});
-  const int dy = std::max({ry - y, 0, y - (ry + h)});
-  return dx * dx + dy * dy;
+  return text_draft(rng, static_cast<int>(slot) + 2, kSynthVqaText, [&](Draft& d) {
+    fill_objects(d, rng, n_objects(rng, 2), [](const SceneObject&) { return true; });
+  });
 }
 
 constexpr int kTriesPerItem = 400;
 constexpr int kRestarts = 200;
 
 bool try_layout(Draft& d, Rng& rng) {
-  for (size_t i = 0; i < d.texts.size(); ++i) {
-    SceneText& t = d.texts[i];
-    const TextMetrics m = measure_text(t.text, t.font_px);
-    t.w = m.w;
-    t.h = m.h;
-    bool placed = false;
-    for (int k = 0; k < kTriesPerItem && !placed; ++k) {
-      t.x = rng.uniform_int(3, kS - 3 - t.w);
-      t.y = rng.uniform_int(3, kS - 3 - t.h);
-      placed = std::all_of(d.texts.begin(), d.texts.begin() + static_cast<long>(i), [&](const SceneText& u) {
-        return t.x + t.w + 8 <= u.x || u.x + u.w + 8 <= t.x || t.y + t.h + 8 <= u.y || u.y + u.h + 8 <= t.y;
-      });
-    }
-    if (!placed) return false;
-  }
+  const bool texts_placed = place_texts(d, 8, [&](SceneText& t) {
+    t.x = rng.uniform_int(3, kS - 3 - t.w);
+    t.y = rng.uniform_int(3, kS - 3 - t.h);
+  });
+  if (!texts_placed) return false;
   std::vector<size_t> order;
   if (d.rel_a >= 0) order = {static_cast<size_t>(d.rel_a), static_cast<size_t>(d.rel_b)};
   for (size_t i = 0; i < d.objects.size(); ++i)
@@ -279,7 +254,28 @@ std::string spatial_relation(const SceneObject& a, const SceneObject& b) {
   return "";
 }
 
-void add_distractor_texts(Draft& draft, Rng& rng) { add_texts(draft, rng, rng.uniform_int(0, 2), 0); }
+void add_texts(Draft& draft, Rng& rng, int n, int first_length, const TextStyle& style) {
+  std::vector<size_t> inks(ink_table().size());
+  for (size_t i = 0; i < inks.size(); ++i) inks[i] = i;
+  rng.shuffle(inks);
+  for (int i = 0; i < n; ++i)
+    draft.texts.push_back(make_text(rng, i == 0 ? first_length : 0, inks[static_cast<size_t>(i)], style));
+}
+
+Draft text_draft(Rng& rng, int first_length, const TextStyle& style,
+                 const std::function<void(Draft&)>& add_objects) {
+  Draft d;
+  const int n_texts = rng.uniform_int(1, 2);
+  add_texts(d, rng, n_texts, first_length, style);
+  add_objects(d);
+  d.question = n_texts == 1 ? "What does the text say?" : "What does the " + d.texts[0].color + " text say?";
+  d.answer = d.texts[0].text;
+  return d;
+}
+
+void add_distractor_texts(Draft& draft, Rng& rng, const TextStyle& style) {
+  add_texts(draft, rng, rng.uniform_int(0, 2), 0, style);
+}
 
 void add_texts_up_to(Draft& draft, Rng& rng, int total) {
   std::vector<size_t> free_inks;
@@ -288,13 +284,34 @@ void add_texts_up_to(Draft& draft, Rng& rng, int total) {
                      [&](const SceneText& t) { return t.color == ink_table()[i].name; }))
       free_inks.push_back(i);
   rng.shuffle(free_inks);
-  for (size_t k = 0; k < free_inks.size() && static_cast<int>(draft.texts.size()) < total; ++k) {
-    SceneText t;
-    t.text = random_string(rng, rng.uniform_int(2, 4));
-    t.color = ink_table()[free_inks[k]].name;
-    t.font_px = rng.uniform_int(12, 20);
-    draft.texts.push_back(t);
+  for (size_t k = 0; k < free_inks.size() && static_cast<int>(draft.texts.size()) < total; ++k)
+    draft.texts.push_back(make_text(rng, 0, free_inks[k], kSynthVqaText));
+}
+
+int rect_distance2(int x, int y, int rx, int ry, int w, int h) {
+  const int dx = std::max({rx - x, 0, x - (rx + w)});
+  const int dy = std::max({ry - y, 0, y - (ry + h)});
+  return dx * dx + dy * dy;
+}
+
+bool place_texts(Draft& draft, int gap, const std::function<void(SceneText&)>& propose) {
+  for (size_t i = 0; i < draft.texts.size(); ++i) {
+    SceneText& t = draft.texts[i];
+    const TextMetrics m = measure_text(t.text, t.font_px);
+    t.w = m.w;
+    t.h = m.h;
+    bool placed = false;
+    for (int k = 0; k < kTriesPerItem && !placed; ++k) {
+      propose(t);
+      const auto before = draft.texts.begin() + static_cast<long>(i);
+      placed = std::all_of(draft.texts.begin(), before, [&](const SceneText& u) {
+        return t.x + t.w + gap <= u.x || u.x + u.w + gap <= t.x || t.y + t.h + gap <= u.y ||
+               u.y + u.h + gap <= t.y;
+      });
+    }
+    if (!placed) return false;
   }
+  return true;
 }
 
 void layout(Draft& draft, Rng& rng) {

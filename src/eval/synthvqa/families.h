@@ -3,6 +3,7 @@
 // balanced within a family by cycling its slots. Objects a question names are unique in their scene.
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -52,18 +53,49 @@ SceneObject make_object(Rng& rng, Shape shape, Colour colour, SizeClass size);
 /// `length` characters drawn uniformly from kTextAlphabet. Shared with SynthVQA-HR.
 std::string random_string(Rng& rng, int length);
 
+/// A shape, a colour drawn uniformly from its table (one rng draw). Shared with SynthVQA-HR.
+Shape random_shape(Rng& rng);
+Colour random_colour(Rng& rng);
+
+/// The strings of a dataset: length in characters and cap height in pixels (font_px), each drawn uniformly
+/// in [min, max].
+struct TextStyle {
+  int min_length, max_length;
+  int min_px, max_px;
+};
+/// SynthVQA's strings: 2–4 characters, 12–20 px.
+inline constexpr TextStyle kSynthVqaText{2, 4, 12, 20};
+
+/// Appends n strings in `style` of distinct inks (n ≤ 5); the first has `first_length` characters (0: a
+/// random length). Shared with SynthVQA-HR.
+void add_texts(Draft& draft, Rng& rng, int n, int first_length, const TextStyle& style);
+
+/// The text family's draft: 1 or 2 strings in `style`, the first `first_length` characters long, then the
+/// objects `add_objects` appends; the question asks what the first string says (by its ink when there are
+/// two). Shared with SynthVQA-HR.
+Draft text_draft(Rng& rng, int first_length, const TextStyle& style,
+                 const std::function<void(Draft&)>& add_objects);
+
 /// The relation of a to b ("left", "right", "above", "below") when one holds with kMinRelationOffset, else
 /// "".
 std::string spatial_relation(const SceneObject& a, const SceneObject& b);
 
-/// Appends 0–2 random strings (2–4 characters, distinct inks) that no question asks about; the generator
-/// adds them to every draft without strings of its own.
-void add_distractor_texts(Draft& draft, Rng& rng);
+/// Appends 0–2 random strings in `style` (distinct inks) that no question asks about; the generators add
+/// them to every draft without strings of its own.
+void add_distractor_texts(Draft& draft, Rng& rng, const TextStyle& style = kSynthVqaText);
 
 /// Appends random strings (2–4 characters, inks unused by the draft's strings) until the draft holds `total`
 /// strings or every ink is used (at most 5). Tower pre-training uses it for text-rich scenes
 /// (generator.h SampleOptions::min_texts); no benchmark split does.
 void add_texts_up_to(Draft& draft, Rng& rng, int total);
+
+/// Distance², pixels², from (x, y) to the rectangle [rx, rx + w] × [ry, ry + h]. Shared with SynthVQA-HR.
+int rect_distance2(int x, int y, int rx, int ry, int w, int h);
+
+/// Places the draft's strings one by one (w, h from render.h measure_text, then x, y set by `propose`), each
+/// at least `gap` pixels clear of the strings placed before it; 400 proposals a string. Shared with
+/// SynthVQA-HR. @return false at a dead end (the caller restarts the layout).
+bool place_texts(Draft& draft, int gap, const std::function<void(SceneText&)>& propose);
 
 /// Places the draft's strings then objects uniformly at random, all inside the image, strings apart from
 /// each other and from objects, objects overlapping at most slightly (centre distance ≥ 0.9·(r_i + r_j)),

@@ -43,6 +43,21 @@ const std::vector<SynthKindInfo>& synth_kind_table() {
 
 const SynthKindInfo& info(SynthKind kind) { return synth_kind_table().at(static_cast<size_t>(kind)); }
 
+SynthSample sample_from_draft(uint64_t index, const char* family, Draft&& draft, Rng& rng) {
+  SynthSample s;
+  char id[32];
+  std::snprintf(id, sizeof id, "%06llu", static_cast<unsigned long long>(index));
+  s.id = id;
+  s.image = "images/" + s.id + ".png";
+  s.family = family;
+  s.question = draft.question;
+  s.answer = draft.answer;
+  s.scene.objects = std::move(draft.objects);
+  rng.shuffle(s.scene.objects);  // draw order, so the asked-about object is not always first
+  s.scene.texts = std::move(draft.texts);
+  return s;
+}
+
 SynthSample make_sample(uint64_t seed, uint64_t index, const SampleOptions& options) {
   const auto& families = family_table();
   const FamilyInfo& family = families[index % families.size()];
@@ -54,17 +69,7 @@ SynthSample make_sample(uint64_t seed, uint64_t index, const SampleOptions& opti
   if (options.min_texts > 0) add_texts_up_to(draft, rng, options.min_texts);
   layout(draft, rng);
 
-  SynthSample s;
-  char id[32];
-  std::snprintf(id, sizeof id, "%06llu", static_cast<unsigned long long>(index));
-  s.id = id;
-  s.image = "images/" + s.id + ".png";
-  s.family = family.name;
-  s.question = draft.question;
-  s.answer = draft.answer;
-  s.scene.objects = std::move(draft.objects);
-  rng.shuffle(s.scene.objects);  // draw order, so the asked-about object is not always first
-  s.scene.texts = std::move(draft.texts);
+  SynthSample s = sample_from_draft(index, family.name, std::move(draft), rng);
   s.scene.background = background_table()[rng.index(background_table().size())].name;
   s.scene.n_strokes = rng.uniform_int(4, 14);
   s.rgb = render_scene(s.scene, rng);

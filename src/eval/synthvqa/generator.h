@@ -32,6 +32,15 @@ struct SynthSample {
   nlohmann::json record() const;
 };
 
+struct Draft;
+class Rng;
+
+/// The sample `index` of family `family` made from its laid-out draft: id, image path, question and answer,
+/// the draft's objects in draw order (shuffled by `rng`, so the asked-about object is not always first) and
+/// strings. The scene's canvas size, background and strokes and the pixels are the caller's. Shared by
+/// SynthVQA and SynthVQA-HR.
+SynthSample sample_from_draft(uint64_t index, const char* family, Draft&& draft, Rng& rng);
+
 /// Sample `index` of dataset `seed`: family = index mod 8 (family_table order), answer slot =
 /// (index div 8) mod the family's slot count, so families and answers are balanced to ±1.
 SynthSample make_sample(uint64_t seed, uint64_t index);

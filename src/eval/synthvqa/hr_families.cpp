@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <functional>
 #include <string>
+#include <utility>
 
 #include "eval/synthvqa/hr_scene.h"
 
@@ -13,9 +14,6 @@ namespace vispco::eval::synthvqa {
 namespace {
 
 using ObjectFilter = std::function<bool(const SceneObject&)>;
-
-Shape random_shape(Rng& rng) { return static_cast<Shape>(rng.index(shape_table().size())); }
-Colour random_colour(Rng& rng) { return static_cast<Colour>(rng.index(colour_table().size())); }
 
 // A random object of size class `size` accepted by `keep` (rejection sampling over shape and colour).
 SceneObject random_object(Rng& rng, SizeClass size, const ObjectFilter& keep) {
@@ -40,47 +38,55 @@ const ObjectFilter kAny = [](const SceneObject&) { return true; };
 int n_large(Rng& rng) { return rng.uniform_int(kHrMinLarge, kHrMaxLarge); }
 int n_tiny(Rng& rng) { return rng.uniform_int(kHrMinTiny, kHrMaxTiny); }
 
-// Appends n strings of distinct inks; the first has `first_length` characters (0: random length).
-void add_texts(Draft& d, Rng& rng, int n, int first_length) {
-  std::vector<size_t> inks(ink_table().size());
-  for (size_t i = 0; i < inks.size(); ++i) inks[i] = i;
-  rng.shuffle(inks);
-  for (int i = 0; i < n; ++i) {
-    SceneText t;
-    const int length =
-        i == 0 && first_length > 0 ? first_length : rng.uniform_int(kHrMinTextLength, kHrMaxTextLength);
-    t.text = random_string(rng, length);
-    t.color = ink_table()[inks[static_cast<size_t>(i)]].name;
-    t.font_px = rng.uniform_int(kHrMinTextPx, kHrMaxTextPx);
-    d.texts.push_back(t);
-  }
+// The other size class of a scene (large ↔ tiny) and the number of objects of a class a scene holds.
+SizeClass other_size(SizeClass size) {
+  return size == SizeClass::kTiny ? SizeClass::kLarge : SizeClass::kTiny;
 }
+int n_of_size(Rng& rng, SizeClass size) { return size == SizeClass::kTiny ? n_tiny(rng) : n_large(rng); }
 
-Draft build_large_color(Rng& rng, size_t slot) {
+// A question about `target` (class large or tiny) with its answer: the target, then objects of its class
+// accepted by `same_class` (given the draft so far), then the other class at random.
+Draft target_draft(Rng& rng, const SceneObject& target,
+                   const std::function<bool(const Draft&, const SceneObject&)>& same_class,
+                   std::string question, std::string answer) {
   Draft d;
-  const SceneObject target =
-      make_object(rng, random_shape(rng), static_cast<Colour>(slot), SizeClass::kLarge);
   d.objects.push_back(target);
-  fill(d, rng, SizeClass::kLarge, n_large(rng),
-       [&](const SceneObject& o) { return o.shape != target.shape; });
-  fill(d, rng, SizeClass::kTiny, n_tiny(rng), kAny);
-  d.question = std::string("What color is the large ") + info(target.shape).name + "?";
-  d.answer = info(target.colour).name;
+  fill(d, rng, target.size, n_of_size(rng, target.size),
+       [&](const SceneObject& o) { return same_class(d, o); });
+  fill(d, rng, other_size(target.size), n_of_size(rng, other_size(target.size)), kAny);
+  d.question = std::move(question);
+  d.answer = std::move(answer);
   return d;
 }
 
-Draft build_large_shape(Rng& rng, size_t slot) {
-  Draft d;
-  const SceneObject target =
-      make_object(rng, static_cast<Shape>(slot), random_colour(rng), SizeClass::kLarge);
-  d.objects.push_back(target);
-  fill(d, rng, SizeClass::kLarge, n_large(rng),
-       [&](const SceneObject& o) { return o.colour != target.colour; });
-  fill(d, rng, SizeClass::kTiny, n_tiny(rng), kAny);
-  d.question = std::string("What shape is the large ") + info(target.colour).name + " object?";
-  d.answer = info(target.shape).name;
-  return d;
+// "What color is the <size> <shape>?": the target's shape is unique in its class; among tiny objects every
+// colour is, too (the base view sees tiny dots of distinct colours only).
+Draft color_question(Rng& rng, size_t slot, SizeClass size) {
+  const SceneObject target = make_object(rng, random_shape(rng), static_cast<Colour>(slot), size);
+  const auto unique = [&](const Draft& d, const SceneObject& o) {
+    return o.shape != target.shape &&
+           (size != SizeClass::kTiny ||
+            std::none_of(d.objects.begin(), d.objects.end(),
+                         [&](const SceneObject& p) { return p.colour == o.colour; }));
+  };
+  return target_draft(
+      rng, target, unique,
+      std::string("What color is the ") + info(size).name + " " + info(target.shape).name + "?",
+      info(target.colour).name);
 }
+
+// "What shape is the <size> <color> object?": the target's colour is unique in its class.
+Draft shape_question(Rng& rng, size_t slot, SizeClass size) {
+  const SceneObject target = make_object(rng, static_cast<Shape>(slot), random_colour(rng), size);
+  const auto unique = [&](const Draft&, const SceneObject& o) { return o.colour != target.colour; };
+  return target_draft(
+      rng, target, unique,
+      std::string("What shape is the ") + info(size).name + " " + info(target.colour).name + " object?",
+      info(target.shape).name);
+}
+
+Draft build_large_color(Rng& rng, size_t slot) { return color_question(rng, slot, SizeClass::kLarge); }
+Draft build_large_shape(Rng& rng, size_t slot) { return shape_question(rng, slot, SizeClass::kLarge); }
 
 Draft build_large_count(Rng& rng, size_t slot) {
   Draft d;
@@ -94,33 +100,8 @@ Draft build_large_count(Rng& rng, size_t slot) {
   return d;
 }
 
-Draft build_tiny_color(Rng& rng, size_t slot) {
-  Draft d;
-  const SceneObject target = make_object(rng, random_shape(rng), static_cast<Colour>(slot), SizeClass::kTiny);
-  d.objects.push_back(target);
-  // Other tiny objects: other shapes, and every tiny object a colour of its own.
-  fill(d, rng, SizeClass::kTiny, n_tiny(rng), [&](const SceneObject& o) {
-    return o.shape != target.shape &&
-           std::none_of(d.objects.begin(), d.objects.end(),
-                        [&](const SceneObject& p) { return p.colour == o.colour; });
-  });
-  fill(d, rng, SizeClass::kLarge, n_large(rng), kAny);
-  d.question = std::string("What color is the tiny ") + info(target.shape).name + "?";
-  d.answer = info(target.colour).name;
-  return d;
-}
-
-Draft build_tiny_shape(Rng& rng, size_t slot) {
-  Draft d;
-  const SceneObject target = make_object(rng, static_cast<Shape>(slot), random_colour(rng), SizeClass::kTiny);
-  d.objects.push_back(target);
-  fill(d, rng, SizeClass::kTiny, n_tiny(rng),
-       [&](const SceneObject& o) { return o.colour != target.colour; });
-  fill(d, rng, SizeClass::kLarge, n_large(rng), kAny);
-  d.question = std::string("What shape is the tiny ") + info(target.colour).name + " object?";
-  d.answer = info(target.shape).name;
-  return d;
-}
+Draft build_tiny_color(Rng& rng, size_t slot) { return color_question(rng, slot, SizeClass::kTiny); }
+Draft build_tiny_shape(Rng& rng, size_t slot) { return shape_question(rng, slot, SizeClass::kTiny); }
 
 Draft build_tiny_count(Rng& rng, size_t slot) {
   Draft d;
@@ -136,14 +117,10 @@ Draft build_tiny_count(Rng& rng, size_t slot) {
 }
 
 Draft build_text(Rng& rng, size_t slot) {
-  Draft d;
-  const int n_texts = rng.uniform_int(1, 2);
-  add_texts(d, rng, n_texts, kHrMinTextLength + static_cast<int>(slot));
-  fill(d, rng, SizeClass::kLarge, n_large(rng), kAny);
-  fill(d, rng, SizeClass::kTiny, n_tiny(rng), kAny);
-  d.question = n_texts == 1 ? "What does the text say?" : "What does the " + d.texts[0].color + " text say?";
-  d.answer = d.texts[0].text;
-  return d;
+  return text_draft(rng, kHrMinTextLength + static_cast<int>(slot), kHrText, [&](Draft& d) {
+    fill(d, rng, SizeClass::kLarge, n_large(rng), kAny);
+    fill(d, rng, SizeClass::kTiny, n_tiny(rng), kAny);
+  });
 }
 
 }  // namespace
@@ -160,7 +137,5 @@ const std::vector<FamilyInfo>& hr_family_table() {
   };
   return t;
 }
-
-void add_hr_distractor_texts(Draft& draft, Rng& rng) { add_texts(draft, rng, rng.uniform_int(0, 2), 0); }
 
 }  // namespace vispco::eval::synthvqa

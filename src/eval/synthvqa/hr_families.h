@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "eval/synthvqa/families.h"
+#include "eval/synthvqa/hr_scene.h"
 #include "eval/synthvqa/rng.h"
 
 namespace vispco::eval::synthvqa {
@@ -24,8 +25,7 @@ namespace vispco::eval::synthvqa {
 /// the asked shape); in tiny_count the number of tiny objects (5–8) does not depend on the answer.
 const std::vector<FamilyInfo>& hr_family_table();
 
-/// Appends 0–2 strings of distinct inks (2–3 characters, cap height 8–10 px) that no question asks about;
-/// the generator adds them to every draft without strings of its own.
-void add_hr_distractor_texts(Draft& draft, Rng& rng);
+/// SynthVQA-HR's strings (families.h add_texts, add_distractor_texts): 2–3 characters, cap height 8–10 px.
+inline constexpr TextStyle kHrText{kHrMinTextLength, kHrMaxTextLength, kHrMinTextPx, kHrMaxTextPx};
 
 }  // namespace vispco::eval::synthvqa

@@ -1,7 +1,6 @@
 // SynthVQA-HR per-sample pipeline: canvas → family draft → distractor strings → layout → render.
 #include "eval/synthvqa/hr_generator.h"
 
-#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,22 +43,12 @@ SynthSample make_hr_sample(uint64_t seed, uint64_t index) {
 
   const HrCanvas& canvas = pick_canvas(rng);
   Draft draft = family.build(rng, slot);
-  if (draft.texts.empty()) add_hr_distractor_texts(draft, rng);
+  if (draft.texts.empty()) add_distractor_texts(draft, rng, kHrText);
   hr_layout(draft, canvas, rng);
 
-  SynthSample s;
-  char id[32];
-  std::snprintf(id, sizeof id, "%06llu", static_cast<unsigned long long>(index));
-  s.id = id;
-  s.image = "images/" + s.id + ".png";
-  s.family = family.name;
-  s.question = draft.question;
-  s.answer = draft.answer;
+  SynthSample s = sample_from_draft(index, family.name, std::move(draft), rng);
   s.scene.width = canvas.width;
   s.scene.height = canvas.height;
-  s.scene.objects = std::move(draft.objects);
-  rng.shuffle(s.scene.objects);  // draw order, so the asked-about object is not always first
-  s.scene.texts = std::move(draft.texts);
   s.scene.background = rng.pick(hr_backgrounds());
   const int n_tiles = canvas.n_cols() * canvas.n_rows();
   s.scene.n_strokes = rng.uniform_int(kMinStrokesPerTile * n_tiles, kMaxStrokesPerTile * n_tiles);

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "core/errors.h"
-#include "eval/synthvqa/render.h"
 
 namespace vispco::eval::synthvqa {
 namespace {
@@ -15,35 +14,16 @@ namespace {
 constexpr int kTriesPerItem = 400;
 constexpr int kRestarts = 200;
 
-// Distance² from (x, y) to the rectangle [rx, rx + w] × [ry, ry + h].
-int rect_distance2(int x, int y, int rx, int ry, int w, int h) {
-  const int dx = std::max({rx - x, 0, x - (rx + w)});
-  const int dy = std::max({ry - y, 0, y - (ry + h)});
-  return dx * dx + dy * dy;
-}
-
 // Start, pixels, of a tile drawn uniformly among the canvas's n tiles along one axis.
 int random_tile_start(Rng& rng, int n_tiles) { return rng.uniform_int(0, n_tiles - 1) * kHrTileSize; }
 
-bool place_texts(Draft& d, const HrCanvas& canvas, Rng& rng) {
-  for (size_t i = 0; i < d.texts.size(); ++i) {
-    SceneText& t = d.texts[i];
-    const TextMetrics m = measure_text(t.text, t.font_px);
-    t.w = m.w;
-    t.h = m.h;
-    bool placed = false;
-    for (int k = 0; k < kTriesPerItem && !placed; ++k) {
-      const int tx = random_tile_start(rng, canvas.n_cols()), ty = random_tile_start(rng, canvas.n_rows());
-      t.x = tx + rng.uniform_int(kHrTileMargin, kHrTileSize - kHrTileMargin - t.w);
-      t.y = ty + rng.uniform_int(kHrTileMargin, kHrTileSize - kHrTileMargin - t.h);
-      const int g = kHrTextTextGap;
-      placed = std::all_of(d.texts.begin(), d.texts.begin() + static_cast<long>(i), [&](const SceneText& u) {
-        return t.x + t.w + g <= u.x || u.x + u.w + g <= t.x || t.y + t.h + g <= u.y || u.y + u.h + g <= t.y;
-      });
-    }
-    if (!placed) return false;
-  }
-  return true;
+// Strings: a box inside one tile drawn uniformly (families.h place_texts).
+bool place_hr_texts(Draft& d, const HrCanvas& canvas, Rng& rng) {
+  return place_texts(d, kHrTextTextGap, [&](SceneText& t) {
+    const int tx = random_tile_start(rng, canvas.n_cols()), ty = random_tile_start(rng, canvas.n_rows());
+    t.x = tx + rng.uniform_int(kHrTileMargin, kHrTileSize - kHrTileMargin - t.w);
+    t.y = ty + rng.uniform_int(kHrTileMargin, kHrTileSize - kHrTileMargin - t.h);
+  });
 }
 
 // A candidate centre for o: anywhere in the image for large objects, inside one tile for tiny ones.
@@ -91,7 +71,7 @@ bool place_objects(Draft& d, const HrCanvas& canvas, Rng& rng) {
 void hr_layout(Draft& draft, const HrCanvas& canvas, Rng& rng) {
   if (draft.rel_a >= 0) throw Error("SynthVQA-HR layout: spatial constraints are not supported");
   for (int attempt = 0; attempt < kRestarts; ++attempt)
-    if (place_texts(draft, canvas, rng) && place_objects(draft, canvas, rng)) return;
+    if (place_hr_texts(draft, canvas, rng) && place_objects(draft, canvas, rng)) return;
   throw Error("SynthVQA-HR layout: no placement found for " + std::to_string(draft.objects.size()) +
               " objects and " + std::to_string(draft.texts.size()) + " strings on " + canvas.name() +
               " after " + std::to_string(kRestarts) + " restarts");

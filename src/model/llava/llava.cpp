@@ -99,15 +99,8 @@ LoadedFamilyModel load_llava_folder(const std::string& dir, const nlohmann::json
     if (t.content == "<image>" && t.id != cfg.image_token_index)
       throw ConfigError(dir + ": the tokenizer's <image> is id " + std::to_string(t.id) +
                         " but config.json's image_token_index is " + std::to_string(cfg.image_token_index));
-  auto ckpt = io::CheckpointTensors::open_dir(dir);
   LlavaNet net = construct_for_loading(cfg, ctx.dtype);
-  {
-    at::NoGradGuard no_grad;
-    TensorSource ts{ckpt.dir(), [&](const std::string& k) { return ckpt.contains(k); },
-                    [&](const std::string& k) { return ckpt.tensor(k); }, ckpt.names().size(),
-                    [&](const std::string& k) { ckpt.release(k); }};
-    load_weights(*net, ts, ctx);
-  }
+  load_checkpoint_weights(*net, dir, ctx);
   release_freed_heap();
   auto pre = load_preprocess(dir, cfg.vision.image_size);
   return {std::make_shared<LlavaModel>(cfg, net, pre), tok};

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "core/json_fields.h"
 #include "cost/timer.h"
 #include "eval/evaluator.h"
 #include "eval/plan_evaluation.h"
@@ -31,22 +32,19 @@ void BudgetEvalOptions::validate() const {
 }
 
 nlohmann::json BudgetPoint::to_json() const {
-  return {{"budget", budget},
-          {"n", n},
-          {"accuracy", accuracy},
-          {"flops_ratio", flops_ratio},
-          {"achieved_budget", achieved_budget},
-          {"flops_error", flops_error},
-          {"mean_abs_flops_error", mean_abs_flops_error},
-          {"raw_flops_error", raw_flops_error},
-          {"raw_mean_abs_flops_error", raw_mean_abs_flops_error},
-          {"projected", projected},
-          {"mean_keep", mean_keep},
-          {"n_plans", n_plans},
-          {"common_plan", common_plan},
-          {"common_plan_count", common_plan_count},
-          {"seconds", seconds},
-          {"metrics", metrics.to_json()}};
+  using P = BudgetPoint;
+  // clang-format off
+  static const JsonFields<P> fields("budget point", {
+      {"budget", &P::budget}, {"n", &P::n}, {"accuracy", &P::accuracy}, {"flops_ratio", &P::flops_ratio},
+      {"achieved_budget", &P::achieved_budget}, {"flops_error", &P::flops_error},
+      {"mean_abs_flops_error", &P::mean_abs_flops_error}, {"raw_flops_error", &P::raw_flops_error},
+      {"raw_mean_abs_flops_error", &P::raw_mean_abs_flops_error}, {"projected", &P::projected},
+      {"mean_keep", &P::mean_keep}, {"n_plans", &P::n_plans}, {"common_plan", &P::common_plan},
+      {"common_plan_count", &P::common_plan_count}, {"seconds", &P::seconds}});
+  // clang-format on
+  auto j = fields.write(*this);
+  j["metrics"] = metrics.to_json();
+  return j;
 }
 
 std::vector<BudgetPoint> evaluate_budgets(VisionLanguageModel& model, const std::string& model_hash,

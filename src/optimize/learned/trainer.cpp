@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "core/json_fields.h"
 #include "cost/timer.h"
 #include "optimize/learned/kernels.h"
 #include "optimize/learned/soft_prune.h"
@@ -35,20 +36,16 @@ at::Tensor predict_keep_fractions(Predictor& g, const KernelConfig& kernel, cons
 }
 
 nlohmann::json EpochReport::to_json() const {
-  return {{"epoch", epoch},
-          {"steps", steps},
-          {"train_kl", train_kl},
-          {"train_abs_c", train_abs_c},
-          {"val_abs_c", val_abs_c},
-          {"val_mean_c", val_mean_c},
-          {"mu", mu},
-          {"lambda_min", lambda_min},
-          {"lambda_max", lambda_max},
-          {"mu_grew", mu_grew},
-          {"converged", converged},
-          {"lr", lr},
-          {"val_group_c", val_group_c},
-          {"seconds", seconds}};
+  using R = EpochReport;
+  // clang-format off
+  static const JsonFields<R> fields("epoch report", {
+      {"epoch", &R::epoch}, {"steps", &R::steps}, {"train_kl", &R::train_kl}, {"train_abs_c", &R::train_abs_c},
+      {"val_abs_c", &R::val_abs_c}, {"val_mean_c", &R::val_mean_c}, {"mu", &R::mu},
+      {"lambda_min", &R::lambda_min}, {"lambda_max", &R::lambda_max}, {"mu_grew", &R::mu_grew},
+      {"converged", &R::converged}, {"lr", &R::lr}, {"val_group_c", &R::val_group_c},
+      {"seconds", &R::seconds}});
+  // clang-format on
+  return fields.write(*this);
 }
 
 nlohmann::json SearchResult::to_json() const {
