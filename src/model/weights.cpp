@@ -7,6 +7,8 @@
 
 #include <array>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -111,6 +113,22 @@ io::ImagePreprocessConfig load_preprocess(const std::string& dir, int64_t image_
     throw FormatError(path.string() + ": " + e.what());
   }
   return p;
+}
+
+void save_hf_folder(const std::string& dir, torch::nn::Module& net, nlohmann::json config,
+                    c10::ScalarType dtype) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw IoError("cannot create folder '" + dir + "': " + ec.message());
+  std::map<std::string, at::Tensor> tensors;
+  for (const auto& item : net.named_parameters(true))
+    tensors[item.key()] = item.value().detach().to(at::kCPU, dtype).contiguous();
+  io::save_safetensors((fs::path(dir) / "model.safetensors").string(), tensors, {{"format", "pt"}});
+  std::ofstream out(fs::path(dir) / "config.json");
+  config["torch_dtype"] = dtype == at::kBFloat16 ? "bfloat16" : dtype == at::kHalf ? "float16" : "float32";
+  out << config.dump(2) << "\n";
+  if (!out) throw IoError("cannot write " + (fs::path(dir) / "config.json").string());
 }
 
 }  // namespace vispco

@@ -6,6 +6,7 @@
 #include <torch/nn/module.h>
 
 #include <functional>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,12 @@ void load_weights(torch::nn::Module& net, const TensorSource& ckpt, const RunCon
 /// model.safetensors.index.json), each converted tensor's mapped pages dropped once it is copied.
 /// @throws IoError, FormatError (the folder's files), ConfigError (as load_weights).
 void load_checkpoint_weights(torch::nn::Module& net, const std::string& dir, const RunContext& ctx);
+
+/// Writes `net` as a Hugging Face folder: model.safetensors (every parameter by its module name, cast to
+/// `dtype`, on the CPU) and config.json (`config` plus "torch_dtype"). The tokenizer is not written.
+/// @throws IoError when the folder or a file cannot be written.
+void save_hf_folder(const std::string& dir, torch::nn::Module& net, nlohmann::json config,
+                    c10::ScalarType dtype);
 
 /// Returns the heap pages of replaced construction-time parameters to the kernel: main() raises glibc's mmap
 /// and trim thresholds (training's activations), so freed blocks would otherwise stay resident.

@@ -170,18 +170,7 @@ const LlavaConfig& VisionLanguageModel::config() const { return llava_of(*family
 LlavaNet& VisionLanguageModel::net() { return llava_of(*family_).net(); }
 
 void save_llava(const std::string& dir, const LlavaConfig& cfg, LlavaNet& net, c10::ScalarType dtype) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw IoError("cannot create folder '" + dir + "': " + ec.message());
-  std::map<std::string, at::Tensor> tensors;
-  for (const auto& item : net->named_parameters(true))
-    tensors[item.key()] = item.value().detach().to(at::kCPU, dtype).contiguous();
-  io::save_safetensors((fs::path(dir) / "model.safetensors").string(), tensors, {{"format", "pt"}});
-  std::ofstream out(fs::path(dir) / "config.json");
-  auto j = llava_config_to_json(cfg);
-  j["torch_dtype"] = dtype == at::kBFloat16 ? "bfloat16" : dtype == at::kHalf ? "float16" : "float32";
-  out << j.dump(2) << "\n";
-  if (!out) throw IoError("cannot write " + (fs::path(dir) / "config.json").string());
+  save_hf_folder(dir, *net, llava_config_to_json(cfg), dtype);
 }
 
 }  // namespace vispco
