@@ -82,7 +82,8 @@ void register_data(CLI::App& app) {
       "synth", "Generate a SynthVQA or SynthVQA-HR dataset (images/, data.jsonl, manifest.json)");
   CLI::Option* seed = s->add_option("--seed", synth->seed, "Dataset seed (with --count)");
   CLI::Option* count =
-      s->add_option("--count", synth->count, "Number of samples (with --seed)")->check(CLI::PositiveNumber);
+      s->add_option("--count", synth->count, "Number of samples (with --seed), 1 to 10,000,000")
+          ->check(CLI::Range(size_t(1), size_t(10000000)));
   std::vector<std::string> split_names;
   for (const auto& sp : eval::synthvqa::split_table()) split_names.emplace_back(sp.name);
   s->add_option("--split", synth->split,

@@ -63,6 +63,17 @@ VisionConfig vision_from_json(const json& j) {
 
 }  // namespace
 
+VisionConfig clip_vit_l14_336() {
+  VisionConfig v;
+  v.hidden_size = 1024;
+  v.intermediate_size = 4096;
+  v.num_hidden_layers = 24;
+  v.num_attention_heads = 16;
+  v.image_size = 336;
+  v.patch_size = 14;
+  return v;
+}
+
 int64_t LlavaConfig::n_visual_tokens() const {
   const int64_t g = vision.grid();
   return g * g + (vision_feature_select_strategy == "full" ? 1 : 0);

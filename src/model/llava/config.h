@@ -27,6 +27,9 @@ struct VisionConfig {
   bool operator==(const VisionConfig&) const = default;
 };
 
+/// CLIP ViT-L/14 at 336 px (openai/clip-vit-large-patch14-336): the tower of LLaVA-1.5 and LLaVA-v1.6.
+VisionConfig clip_vit_l14_336();
+
 /// LLaVA-1.5 (transformers LlavaConfig).
 struct LlavaConfig {
   VisionConfig vision;

@@ -21,12 +21,7 @@ namespace {
 
 LlavaConfig clip_l336() {
   LlavaConfig c;
-  c.vision.hidden_size = 1024;
-  c.vision.intermediate_size = 4096;
-  c.vision.num_hidden_layers = 24;
-  c.vision.num_attention_heads = 16;
-  c.vision.image_size = 336;
-  c.vision.patch_size = 14;
+  c.vision = clip_vit_l14_336();
   c.image_token_index = 32000;
   c.pad_token_id = 32001;
   c.text.vocab_size = 32064;

@@ -32,12 +32,7 @@ std::vector<Resolution> pinpoints_from_json(const json& v) {
 
 LlavaConfig LlavaNextConfig::default_llava() {
   LlavaConfig c;
-  c.vision.hidden_size = 1024;
-  c.vision.intermediate_size = 4096;
-  c.vision.num_hidden_layers = 24;
-  c.vision.num_attention_heads = 16;
-  c.vision.image_size = 336;
-  c.vision.patch_size = 14;
+  c.vision = clip_vit_l14_336();
   return c;
 }
 
