@@ -29,6 +29,7 @@ void register_scorer_table(CLI::App& app);
 void register_serve(CLI::App& app);
 void register_train(CLI::App& app);
 void register_train_gate(CLI::App& app);
+void register_train_hr(CLI::App& app);
 void register_vispco(CLI::App& app);  // `vispco vispco-search`
 
 /// Registers `command` as the search method `method` of the search registry (optimize/search_method.h) alone:

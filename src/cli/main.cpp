@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   vispco::cli::register_serve(app);
   vispco::cli::register_train(app);
   vispco::cli::register_train_gate(app);
+  vispco::cli::register_train_hr(app);
   vispco::cli::register_vispco(app);
   try {
     app.parse(argc, argv);

@@ -20,11 +20,18 @@ nlohmann::json ProbeResult::to_json() const {
 }
 
 ProbeResult heldout_probe(VisionLanguageModel& model, uint64_t seed, int64_t per_family, int64_t batch) {
+  return heldout_probe(
+      model, seed, per_family, batch,
+      {eval::synthvqa::make_sample, static_cast<int64_t>(eval::synthvqa::family_table().size())});
+}
+
+ProbeResult heldout_probe(VisionLanguageModel& model, uint64_t seed, int64_t per_family, int64_t batch,
+                          const ProbeSource& source) {
   if (per_family < 1 || batch < 1)
     throw InvalidArgument("heldout_probe: per_family and batch must be ≥ 1, got " +
                           std::to_string(per_family) + " and " + std::to_string(batch));
   Stopwatch sw;
-  const auto n = static_cast<int64_t>(eval::synthvqa::family_table().size()) * per_family;
+  const auto n = source.n_families * per_family;
   const GenerationConfig gc = eval::default_eval_generation();
   eval::MetricSummary sum;
   ProbeResult r;
@@ -32,7 +39,7 @@ ProbeResult heldout_probe(VisionLanguageModel& model, uint64_t seed, int64_t per
     std::vector<eval::synthvqa::SynthSample> samples;
     std::vector<VlmRequest> reqs;
     for (int64_t i = start; i < std::min(n, start + batch); ++i) {
-      samples.push_back(eval::synthvqa::make_sample(seed, static_cast<uint64_t>(i)));
+      samples.push_back(source.make(seed, static_cast<uint64_t>(i)));
       reqs.push_back({model.preprocess(samples.back().rgb), model.prompt_ids(samples.back().question)});
     }
     const auto out = generate(model, reqs, gc);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "eval/synthvqa/generator.h"
 #include "model/llava/llava.h"
 #include "train/recipe.h"
 
@@ -30,6 +31,18 @@ struct ProbeResult {
 /// each family gets per_family samples with balanced answers), in batches of `batch`, greedy, ≤ 8 new tokens.
 /// @throws InvalidArgument when per_family or batch < 1.
 ProbeResult heldout_probe(VisionLanguageModel& model, uint64_t seed, int64_t per_family, int64_t batch = 16);
+
+/// The benchmark a probe draws from: sample `index` of `seed` (a function that cycles `n_families` families
+/// by index, as make_sample and make_hr_sample do).
+struct ProbeSource {
+  eval::synthvqa::SynthSample (*make)(uint64_t seed, uint64_t index);
+  int64_t n_families;
+};
+
+/// As heldout_probe() above on samples 0 … n_families·per_family − 1 of `source`. Images of different sizes
+/// may share a batch (generate() groups them by visual-token layout). @throws InvalidArgument as above.
+ProbeResult heldout_probe(VisionLanguageModel& model, uint64_t seed, int64_t per_family, int64_t batch,
+                          const ProbeSource& source);
 
 /// A probe gate whose probe fell below its bar, waiting for the next probe to confirm it.
 struct PendingGate {

@@ -109,7 +109,9 @@ const JsonFields<TrainRecipe>& recipe_fields() {
   return fields;
 }
 
-void check_stage(const StageSettings& s, const std::string& w) {
+}  // namespace
+
+void validate_stage(const StageSettings& s, const std::string& w) {
   if (s.steps < 0) throw InvalidArgument("recipe: " + w + ".steps must be ≥ 0");
   if (s.batch < 1) throw InvalidArgument("recipe: " + w + ".batch must be ≥ 1");
   if (!(s.lr > 0)) throw InvalidArgument("recipe: " + w + ".lr must be > 0");
@@ -146,8 +148,6 @@ void check_stage(const StageSettings& s, const std::string& w) {
         "answer_grounding > 0");
 }
 
-}  // namespace
-
 std::vector<const StageSettings*> TrainRecipe::decoder_stages() const {
   std::vector<const StageSettings*> out;
   for (const auto& st : lowres) out.push_back(&st);
@@ -176,8 +176,8 @@ int64_t TrainRecipe::decoder_steps() const {
 
 void TrainRecipe::validate() const {
   model.validate();
-  check_stage(vision, "vision");
-  check_stage(decoder, "decoder");
+  validate_stage(vision, "vision");
+  validate_stage(decoder, "decoder");
   if (vision.pool != 1 || decoder.pool != 1)
     throw InvalidArgument("recipe: vision.pool and decoder.pool must be 1");
   if (vision.text_loss || vision.grounding != 0 || vision.answer_grounding != 0)
@@ -200,7 +200,7 @@ void TrainRecipe::validate() const {
     throw InvalidArgument("recipe: vision.min_texts must be in [0, 5]");
   for (size_t i = 0; i < refine.size(); ++i) {
     const auto w = "refine[" + std::to_string(i) + "]";
-    check_stage(refine[i], w);
+    validate_stage(refine[i], w);
     if (refine[i].pool != 1 || refine[i].foreground_keep != 0)
       throw InvalidArgument("recipe: " + w +
                             " trains at full resolution: pool must be 1 and foreground_keep 0");
@@ -222,7 +222,7 @@ void TrainRecipe::validate() const {
   if (decoder_position) throw InvalidArgument("recipe: position_loss is for the vision stage only");
   for (size_t i = 0; i < lowres.size(); ++i) {
     const auto w = "lowres[" + std::to_string(i) + "]";
-    check_stage(lowres[i], w);
+    validate_stage(lowres[i], w);
     const auto& st = lowres[i];
     if (st.foreground_keep < 0 || st.foreground_keep > model.n_visual_tokens() ||
         (st.foreground_keep > 0 && st.pool != 1))
@@ -260,6 +260,12 @@ nlohmann::json to_json(const TrainRecipe& r) {
 }
 
 TrainRecipe recipe_from_json(const nlohmann::json& j) { return recipe_fields().read_valid(j); }
+
+StageSettings stage_settings_from_json(const nlohmann::json& j, const std::string& where) {
+  return stage_fields().read(j, where + ".");
+}
+
+nlohmann::json to_json(const StageSettings& s) { return stage_fields().write(s); }
 
 TrainRecipe load_recipe(const std::string& path) { return recipe_from_json(read_json_file(path, "recipe")); }
 

@@ -161,6 +161,16 @@ struct TrainRecipe {
   bool operator==(const TrainRecipe&) const = default;
 };
 
+/// Checks one stage's common fields (steps ≥ 0, batch ≥ 1, lr > 0, warmup in [0, 1), weight_decay ≥ 0,
+/// clip > 0, pool ≥ 1, loss weights ≥ 0, and the switches that need answer_grounding).
+/// @param where the stage's name in messages ("vision", "refine[0]"). @throws InvalidArgument naming it.
+void validate_stage(const StageSettings& s, const std::string& where);
+/// One stage from its JSON object (a recipe's "vision"/"decoder" keys). @param where prefix of error names.
+/// @throws InvalidArgument / ConfigError for unknown keys or values of the wrong type.
+StageSettings stage_settings_from_json(const nlohmann::json& j, const std::string& where);
+/// The stage's JSON object (the first six keys always, the others when not at their default).
+nlohmann::json to_json(const StageSettings& s);
+
 nlohmann::json to_json(const TrainRecipe& r);
 /// @throws InvalidArgument / ConfigError for unknown keys or bad values.
 TrainRecipe recipe_from_json(const nlohmann::json& j);

@@ -31,27 +31,6 @@ LlavaNextConfig vicuna_7b() {
   return c;
 }
 
-void write_next_preprocessor_config(const std::string& dir, const LlavaNextConfig& cfg) {
-  const int64_t s = cfg.llava.vision.image_size;
-  nlohmann::json pins = nlohmann::json::array();
-  for (const auto& p : cfg.image_grid_pinpoints) pins.push_back({p.height, p.width});
-  const nlohmann::json pre = {{"image_processor_type", "LlavaNextImageProcessor"},
-                              {"crop_size", {{"height", s}, {"width", s}}},
-                              {"size", {{"shortest_edge", s}}},
-                              {"image_grid_pinpoints", pins},
-                              {"image_mean", {0.48145466, 0.4578275, 0.40821073}},
-                              {"image_std", {0.26862954, 0.26130258, 0.27577711}},
-                              {"resample", 3},
-                              {"do_center_crop", true},
-                              {"do_normalize", true},
-                              {"do_rescale", true},
-                              {"do_resize", true},
-                              {"do_pad", true}};
-  std::ofstream out(std::filesystem::path(dir) / "preprocessor_config.json");
-  out << pre.dump(2) << "\n";
-  if (!out) throw IoError("cannot write preprocessor_config.json in " + dir);
-}
-
 }  // namespace
 
 const std::vector<LlavaNextPreset>& llava_next_presets() {
@@ -78,6 +57,27 @@ LlavaNextNet random_llava_next_net(const LlavaNextConfig& cfg, uint64_t seed, c1
   at::NoGradGuard no_grad;
   net->image_newline.normal_(0.0, 1.0 / std::sqrt(double(cfg.llava.text.hidden_size)));
   return net;
+}
+
+void write_next_preprocessor_config(const std::string& dir, const LlavaNextConfig& cfg) {
+  const int64_t s = cfg.llava.vision.image_size;
+  nlohmann::json pins = nlohmann::json::array();
+  for (const auto& p : cfg.image_grid_pinpoints) pins.push_back({p.height, p.width});
+  const nlohmann::json pre = {{"image_processor_type", "LlavaNextImageProcessor"},
+                              {"crop_size", {{"height", s}, {"width", s}}},
+                              {"size", {{"shortest_edge", s}}},
+                              {"image_grid_pinpoints", pins},
+                              {"image_mean", {0.48145466, 0.4578275, 0.40821073}},
+                              {"image_std", {0.26862954, 0.26130258, 0.27577711}},
+                              {"resample", 3},
+                              {"do_center_crop", true},
+                              {"do_normalize", true},
+                              {"do_rescale", true},
+                              {"do_resize", true},
+                              {"do_pad", true}};
+  std::ofstream out(std::filesystem::path(dir) / "preprocessor_config.json");
+  out << pre.dump(2) << "\n";
+  if (!out) throw IoError("cannot write preprocessor_config.json in " + dir);
 }
 
 void write_random_llava_next(const std::string& dir, const LlavaNextConfig& cfg, uint64_t seed,

@@ -28,6 +28,10 @@ const LlavaNextPreset& find_llava_next_preset(const std::string& name);
 /// as transformers initialises it), built in `dtype`. Deterministic by seed.
 LlavaNextNet random_llava_next_net(const LlavaNextConfig& cfg, uint64_t seed, c10::ScalarType dtype);
 
+/// Writes `dir`/preprocessor_config.json for `cfg` as transformers' LlavaNextImageProcessor reads it (tile
+/// side = the tower's image_size, the pinpoints, CLIP mean/std, bicubic). @throws IoError.
+void write_next_preprocessor_config(const std::string& dir, const LlavaNextConfig& cfg);
+
 /// Writes a random-weight LLaVA-NeXT folder: config.json, model.safetensors (weights in `dtype`), the
 /// tokenizer files of write_random_tokenizer, and preprocessor_config.json (LlavaNextImageProcessor).
 /// @throws IoError, ConfigError; InvalidArgument for image_token_index in [0, 3).
