@@ -15,15 +15,9 @@ RUN=${RUN:-out/train-synthvqa-small}
 MODEL=${MODEL:-models/synthvqa-small}
 EVAL_N=${EVAL_N:-2000}
 THREADS=${THREADS:-0}
-bash scripts/install-deps.sh
-TARGETS=vispco bash scripts/build.sh >/dev/null  # the CLI only, not the test suite
+source scripts/lib/training.sh
 B=build/vispco
-mkdir -p "$RUN"
-start=$(date +%s)
-$B train --recipe "$RECIPE" --out "$RUN" --export "$MODEL" --threads "$THREADS" 2>&1 | tee -a "$RUN/train.log"
-# Wall time accumulates over resumed runs.
-prev=$(cat "$RUN/wall_seconds" 2>/dev/null || echo 0)
-echo $((prev + $(date +%s) - start)) > "$RUN/wall_seconds"
+run_training "$RUN" $B train --recipe "$RECIPE" --out "$RUN" --export "$MODEL" --threads "$THREADS"
 [ -f "$MODEL/config.json" ] || { echo "error: training did not finish; rerun to resume" >&2; exit 1; }
 [ -f out/synthvqa-test/manifest.json ] || $B data synth --split test --out out/synthvqa-test
 $B eval --model "$MODEL" --data out/synthvqa-test --limit "$EVAL_N" --batch 8 --out "$RUN/eval-test" \

@@ -42,13 +42,6 @@ namespace {
 // Stage data seeds: stage s draws images from SynthVQA seed data_seed + s·1000003.
 constexpr uint64_t kStageSeedStride = 1000003;
 
-double scheduled_lr(const StageSettings& s, int64_t step) {
-  const auto warm = static_cast<int64_t>(s.warmup * s.steps);
-  if (step < warm) return s.lr * double(step + 1) / double(warm);
-  const double t = s.steps > warm ? double(step - warm) / double(s.steps - warm) : 1.0;
-  return s.lr * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(M_PI * t)));
-}
-
 // With split_glyphs, text answers enter the corpus one character per word ("K 7 Q"), so BPE learns no
 // multi-glyph pieces and each character of a string answer is one token (a per-glyph target, reading in
 // order).
@@ -519,20 +512,7 @@ void Trainer::save_checkpoint() {
   publish_directory(s.ckpt());
 }
 
-bool Trainer::run(double max_seconds, const std::function<void(const StepReport&)>& on_step) {
-  Stopwatch total, since_ckpt;
-  while (!done() && s_->stopped.empty()) {
-    if (max_seconds > 0 && total.ms() / 1000.0 >= max_seconds) break;
-    auto r = step();
-    if (on_step) on_step(r);
-    if (since_ckpt.ms() / 1000.0 >= s_->recipe.checkpoint_seconds) {
-      save_checkpoint();
-      since_ckpt.reset();
-    }
-  }
-  save_checkpoint();
-  return done();
-}
+double Trainer::checkpoint_seconds() const { return double(s_->recipe.checkpoint_seconds); }
 
 void Trainer::export_model(const std::string& dir, c10::ScalarType dtype) {
   auto net = s_->net();

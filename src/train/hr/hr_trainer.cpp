@@ -47,13 +47,6 @@ namespace {
 constexpr uint64_t kStageSeedStride = 1000003;  // stage s draws images from data_seed + s·stride
 constexpr int64_t kTowerProbeImages = 8;
 
-double scheduled_lr(const StageSettings& s, int64_t step) {  // warm-up, then cosine to 10 %
-  const auto warm = static_cast<int64_t>(s.warmup * s.steps);
-  if (step < warm) return s.lr * double(step + 1) / double(warm);
-  const double t = s.steps > warm ? double(step - warm) / double(s.steps - warm) : 1.0;
-  return s.lr * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(M_PI * t)));
-}
-
 // Column offsets of the six HR label heads in the patch-head logits.
 constexpr int64_t kHeadSizes[6] = {HrPatchLabelSizes::kColour, HrPatchLabelSizes::kShape,
                                    HrPatchLabelSizes::kSize,   HrPatchLabelSizes::kCentre,
@@ -384,20 +377,7 @@ void HrTrainer::save_checkpoint() {
   publish_directory(s.ckpt());
 }
 
-bool HrTrainer::run(double max_seconds, const std::function<void(const StepReport&)>& on_step) {
-  Stopwatch total, since_ckpt;
-  while (!done()) {
-    if (max_seconds > 0 && total.ms() / 1000.0 >= max_seconds) break;
-    auto r = step();
-    if (on_step) on_step(r);
-    if (since_ckpt.ms() / 1000.0 >= s_->recipe.checkpoint_seconds) {
-      save_checkpoint();
-      since_ckpt.reset();
-    }
-  }
-  save_checkpoint();
-  return done();
-}
+double HrTrainer::checkpoint_seconds() const { return double(s_->recipe.checkpoint_seconds); }
 
 void HrTrainer::export_model(const std::string& dir, c10::ScalarType dtype) {
   auto& s = *s_;

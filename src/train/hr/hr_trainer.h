@@ -6,20 +6,19 @@
 #pragma once
 #include <c10/core/ScalarType.h>
 
-#include <functional>
 #include <memory>
 #include <string>
 
 #include "core/context.h"
 #include "train/hr/hr_recipe.h"
-#include "train/trainer.h"
+#include "train/training_run.h"
 
 namespace vispco::train {
 
 /// Runs an HR recipe into a run folder: `<out>/init` (the starting LLaVA-NeXT folder, fp32), checkpoints in
 /// `<out>/checkpoint/` (written at least every recipe.checkpoint_seconds, published whole), probes in
 /// `<out>/tower_probe.jsonl` and `<out>/probe.jsonl`.
-class HrTrainer {
+class HrTrainer final : public TrainingRun {
  public:
   /// Starts fresh — builds `<out>/init` from the LLaVA-1.5 model folder `base_dir` (the bundled
   /// models/synthvqa-small) with LLaVA-NeXT's default pinpoints, which are SynthVQA-HR's canvases — or
@@ -27,19 +26,15 @@ class HrTrainer {
   /// @throws InvalidArgument (recipe, another recipe's checkpoint), ConfigError (a base model of another
   /// family), IoError.
   HrTrainer(HrRecipe recipe, const std::string& base_dir, std::string out_dir, RunContext ctx);
-  ~HrTrainer();
+  ~HrTrainer() override;
 
-  /// Steps until both stages are done or `max_seconds` of wall time pass (≤ 0: no limit), checkpointing every
-  /// recipe.checkpoint_seconds and at the end. @return true when training is complete.
-  bool run(double max_seconds, const std::function<void(const StepReport&)>& on_step = {});
-  /// One optimiser step of the current stage ("hr-tower" or "hr-decoder"). Precondition: !done().
-  StepReport step();
-  bool done() const;
-  /// Writes the checkpoint now (weights, patch heads, optimiser state, position).
-  void save_checkpoint();
-  /// Writes the model as a Hugging Face LLaVA-NeXT folder (weights in `dtype`, tokenizer, configs).
-  /// @throws IoError.
-  void export_model(const std::string& dir, c10::ScalarType dtype);
+  /// One optimiser step of the current stage ("hr-tower" or "hr-decoder").
+  StepReport step() override;
+  bool done() const override;
+  void save_checkpoint() override;
+  /// Writes a Hugging Face LLaVA-NeXT folder (weights in `dtype`, tokenizer, configs).
+  void export_model(const std::string& dir, c10::ScalarType dtype) override;
+  double checkpoint_seconds() const override;
 
  private:
   struct State;
