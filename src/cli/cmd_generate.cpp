@@ -8,6 +8,7 @@
 #include "core/errors.h"
 #include "cost/timer.h"
 #include "io/image.h"
+#include "model/decode_batch.h"
 #include "model/family.h"
 #include "model/generate.h"
 #include "model/logprobs.h"
@@ -74,9 +75,9 @@ void register_generate(CLI::App& app) {
     BoundPlan run = bound;
     if (auto_keep) {  // K from the image and the question, then the static plan at that K
       Stopwatch sw;
-      auto vt = model.encode_images(req.pixels.unsqueeze(0), true);
+      auto vt = model.encode_image_list({req.pixels}, true);
       const int64_t k = bound.predict_keep(model, vt, {o->prompt}).at(0);
-      req.visual = {vt.embeds[0], vt.cls_attention[0], vt.keys[0]};  // generate() re-uses the tower's output
+      req = with_visual_row(req, vt, 0, model.shape());  // generate() re-uses the tower's output
       predict_ms = sw.ms();
       run = bound.at_keep(k);  // N_v runs unpruned, as in eval and serve
     }

@@ -40,7 +40,8 @@ VisualTokens group_visual_tokens(VisionLanguageModel& m, const std::vector<VlmRe
   return stack_visual_tokens(rows, m.shape());
 }
 
-// Request b carrying image b's own tokens (a group of another layout is prefilled on its own).
+}  // namespace
+
 VlmRequest with_visual_row(const VlmRequest& r, const VisualTokens& vis, int64_t b, const ModelShape& shape) {
   auto row = vis.row(b, shape);
   VlmRequest out = r;
@@ -50,8 +51,6 @@ VlmRequest with_visual_row(const VlmRequest& r, const VisualTokens& vis, int64_t
   out.visual.layouts = row.layouts;
   return out;
 }
-
-}  // namespace
 
 DecodeBatch::DecodeBatch(VisionLanguageModel& m) : m_(m), cache_(m.shape().n_layers) {}
 

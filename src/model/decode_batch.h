@@ -32,6 +32,11 @@ struct FinishedRow {
 /// row after this token (finish reason "stop").
 using RowTokenCallback = std::function<bool(int64_t id, int64_t token)>;
 
+/// `r` carrying image b of `vis` (a batch from encode_image_list(…, want_cls_attention)) as its own tower
+/// output: the row cut to its N_v, with its layout (VisualTokens::row), so that generate() and DecodeBatch
+/// skip the tower for it (VlmRequest::visual).
+VlmRequest with_visual_row(const VlmRequest& r, const VisualTokens& vis, int64_t b, const ModelShape& shape);
+
 /// The running decode batch of one model. Not thread-safe: one thread drives it.
 class DecodeBatch {
  public:

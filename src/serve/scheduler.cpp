@@ -10,6 +10,7 @@
 #include "core/errors.h"
 #include "cost/flops.h"
 #include "cost/timer.h"
+#include "model/decode_batch.h"
 #include "model/logprobs.h"
 #include "prune/auto_keep/k_features.h"
 #include "prune/plan_hook.h"
@@ -299,13 +300,12 @@ void BatchScheduler::resolve_auto_keep(std::unique_lock<std::mutex>& lock) {
       px.push_back(p->job.request.pixels);
       questions.push_back(p->job.question);
     }
-    const auto vt = model_.encode_images(at::stack(px), true);
+    const auto vt = model_.encode_image_list(px, true);  // images may differ in N_v
     const auto features = k_features(model_, vt, questions);
     for (size_t i = 0; i < todo.size(); ++i) {
       // The batch's generate() re-uses this tower output instead of running the tower again.
-      todo[i]->job.request.visual = {vt.embeds[static_cast<int64_t>(i)],
-                                     vt.cls_attention[static_cast<int64_t>(i)],
-                                     vt.keys[static_cast<int64_t>(i)]};
+      todo[i]->job.request =
+          with_visual_row(todo[i]->job.request, vt, static_cast<int64_t>(i), model_.shape());
       const BoundPlan& a = todo[i]->auto_plan;
       const int64_t k = a.predict_keep(features.slice(0, i, i + 1)).at(0);
       todo[i]->plan = a.at_keep(k);  // bound when the plan was (every rung); N_v runs unpruned

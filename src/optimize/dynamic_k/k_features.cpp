@@ -28,7 +28,7 @@ DatasetFeatures dataset_k_features(VisionLanguageModel& m, const eval::Dataset& 
       px.push_back(m.preprocess(io::load_image_rgb(s.image_path)));
       questions.push_back(s.question);
     }
-    auto vt = m.encode_images(torch::stack(px), true);
+    auto vt = m.encode_image_list(px, true);  // images may differ in N_v
     out.tower_ms += tower.ms();
     Stopwatch feat;
     parts.push_back(k_features(m, vt, questions));

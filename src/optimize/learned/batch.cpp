@@ -29,7 +29,13 @@ namespace {
 // Vision tower + projector of a stack of pixels, frozen. @return [B, N_v, D].
 // The VLM is frozen: encode_images runs in inference mode; the clone is an ordinary tensor autograd may save.
 at::Tensor encode(VisionLanguageModel& m, const std::vector<at::Tensor>& px) {
-  return m.encode_images(at::stack(px)).embeds.clone();
+  auto vt = m.encode_image_list(px);
+  if (vt.ragged())
+    throw InvalidArgument(
+        "VisPCO's learned search needs images of one visual-token layout (N_v); this model gives these "
+        "images "
+        "different N_v (tiling or dynamic resolution) — not supported yet");
+  return vt.embeds.clone();
 }
 }  // namespace
 

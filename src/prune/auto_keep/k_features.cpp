@@ -22,6 +22,11 @@ at::Tensor k_features(VisionLanguageModel& m, const VisualTokens& vt,
   const int64_t B = vt.embeds.size(0), n_v = vt.embeds.size(1);
   if (static_cast<int64_t>(questions.size()) != B)
     throw InvalidArgument("k features: one question per image expected");
+  if (vt.ragged()) {  // images of different N_v: each over its own tokens, not the zero padding
+    std::vector<at::Tensor> rows;
+    for (int64_t b = 0; b < B; ++b) rows.push_back(k_features(m, vt.row(b, m.shape()), {questions[b]}));
+    return torch::cat(rows, 0);
+  }
   auto visual = vt.embeds.to(at::kFloat).mean(1);  // [B, D]
   std::vector<at::Tensor> q;
   for (const auto& text : questions) {

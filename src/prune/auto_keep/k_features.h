@@ -21,8 +21,9 @@ inline constexpr const char* kKFeatureRecipe = "visual-mean+question-mean+cls-en
 /// F = 2·D + 2 for a decoder of width D.
 int64_t k_feature_width(const ModelShape& shape);
 
-/// Features of a batch whose visual tokens are computed. @param vt from encode_images(pixels, true) (the
-/// [CLS] attention is required) @param questions [B] question texts (without the prompt template)
+/// Features of a batch whose visual tokens are computed. @param vt from encode_image_list(pixels, true) (the
+/// [CLS] attention is required; a ragged batch is taken row by row, each over its own N_v) @param questions
+/// [B] question texts (without the prompt template)
 /// @return [B, F] fp32. @throws InvalidArgument when the [CLS] attention is missing or sizes differ.
 at::Tensor k_features(VisionLanguageModel& m, const VisualTokens& vt,
                       const std::vector<std::string>& questions);
