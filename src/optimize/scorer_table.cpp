@@ -138,6 +138,10 @@ ScorerTable run_scorer_table(VisionLanguageModel& model, const std::string& mode
                           model_dir + "`): row left out");
         continue;
       }
+      if (!e.make()->applies_to(shape)) {
+        t.notes.push_back(e.name + ": does not apply to " + shape.architecture + ": row left out");
+        continue;
+      }
       scorers.push_back(e.name);
       if (e.name == "fastv") scorers.push_back("pdrop");
     }

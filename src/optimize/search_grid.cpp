@@ -12,6 +12,7 @@
 
 #include "core/errors.h"
 #include "core/named_table.h"
+#include "model/family.h"
 #include "optimize/job_flags.h"
 #include "optimize/search_flags.h"
 #include "optimize/searches.h"
@@ -186,8 +187,11 @@ class GridSearch final : public PlanSearch {
     std::vector<std::string> out = given_templates(j);
     if (!out.empty()) return out;
     std::vector<std::string> names = split_names(j.scorers.empty() ? j.scorer : j.scorers);
-    if (names.empty())
-      for (const auto& e : scorer_registry()) names.push_back(e.name);
+    if (names.empty()) {  // every scorer that applies to the model
+      const ModelShape shape = load_model_shape(j.model);
+      for (const auto& e : scorer_registry())
+        if (e.make()->applies_to(shape)) names.push_back(e.name);
+    }
     const std::vector<int64_t> layers =
         j.layers.empty() ? std::vector<int64_t>{} : parse_int_list(j.layers, "--layers");
     for (const auto& s : names) {

@@ -38,6 +38,10 @@ const std::vector<ScorerEntry>& scorer_registry() {
        make_gate_scorer},
       {"random", "random subset (seeded), a baseline", make_random_scorer},
       {"uniform", "uniform subsample of the patch grid in raster order, a baseline", make_uniform_scorer},
+      {"base_view",
+       "the base (downscaled, global) view's tokens of a tiling family such as LLaVA-NeXT, uniformly "
+       "subsampled to K (ℓ = 0): the tiles dropped, a baseline",
+       make_base_view_scorer},
       {"pool", "average pooling of the patch grid to √K × √K tokens (ℓ = 0), a baseline", make_pool_scorer},
   };
   return table;

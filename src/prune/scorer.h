@@ -101,6 +101,10 @@ class Scorer {
   virtual HookPoint hook_point() const = 0;
   /// What score()/select() read besides the alive tokens (one declaration per method).
   virtual ScorerNeeds needs() const { return {}; }
+  /// Whether this scorer can act on the images of a model of `shape` (default: every model). Searches and
+  /// the scorer table leave the others out of their default scorer lists; a plan naming one is refused when
+  /// it is bound.
+  virtual bool applies_to(const ModelShape& shape) const { return true; }
   /// The query rows whose attention at layer ℓ−1 a needs().attention scorer reads. Called before layer ℓ−1
   /// with `in.state` = the tokens entering it, `in.visual_pos`, `in.input_state`, `in.stage`, `in.layer`
   /// (and in training `in.query_pos`) set. Default: the last prompt token, weight 1: `in.query_pos` when

@@ -39,10 +39,55 @@ class UniformScorer : public Scorer {
   }
 };
 
+// The base (global, downscaled) view of a tiling family (LLaVA-NeXT's base image features): the first
+// N_v − rows·cols tokens of an image, before its high-resolution grid (VisualLayout). Keeping them drops the
+// tiles: the "base view alone" ablation at K = n_base, and a uniform subsample of it below.
+class BaseViewScorer : public Scorer {
+ public:
+  HookPoint hook_point() const override { return HookPoint::kPreLlm; }
+  ScorerNeeds needs() const override { return {.prompt_only = true}; }
+  bool applies_to(const ModelShape& shape) const override { return n_base(shape) > 0; }
+  Selection select(const ScoreInput& in) const override {
+    const int64_t B = in.visual_pos.size(0), N = in.visual_pos.size(1), K = in.stage->keep;
+    const int64_t n_base = N - in.grid_rows * in.grid_cols;
+    if (n_base <= 0)
+      throw InvalidArgument("base_view: this model's images have no base view (all " + std::to_string(N) +
+                            " visual tokens form the " + std::to_string(in.grid_rows) + "×" +
+                            std::to_string(in.grid_cols) + " patch grid)");
+    if (K > n_base)
+      throw InvalidArgument("base_view: keep " + std::to_string(K) + " exceeds the " +
+                            std::to_string(n_base) + " tokens of the base view");
+    auto idx = at::floor((at::arange(K, at::kDouble) + 0.5) * (double(n_base) / double(K))).to(at::kLong);
+    Selection s;
+    s.keep = idx.to(in.visual_pos.device()).unsqueeze(0).expand({B, K}).contiguous();
+    return s;
+  }
+
+ protected:
+  void check_extra(const PruneStage& st, const ModelShape& shape) const override {
+    if (n_base(shape) <= 0)
+      throw InvalidArgument("plan stage base_view: this model's images have no base view (" +
+                            shape.architecture + ": the visual tokens are one patch grid)");
+    if (st.keep > n_base(shape))
+      throw InvalidArgument("plan stage base_view: keep " + std::to_string(st.keep) + " exceeds the " +
+                            std::to_string(n_base(shape)) + " tokens of the base view");
+  }
+
+ private:
+  // Base-view tokens of the shape's largest image: N_v less the high-resolution grid (and a [CLS] token).
+  static int64_t n_base(const ModelShape& shape) {
+    return shape.n_visual_tokens - shape.grid_rows * shape.grid_cols - (shape.has_cls_token ? 1 : 0);
+  }
+};
+
 class PoolScorer : public Scorer {
  public:
   HookPoint hook_point() const override { return HookPoint::kPreLlm; }
   ScorerNeeds needs() const override { return {.prompt_only = true}; }
+  // Only models whose visual tokens are one whole patch grid ([CLS] aside): not LLaVA-NeXT's base + tiles.
+  bool applies_to(const ModelShape& shape) const override {
+    return shape.grid_rows * shape.grid_cols == shape.n_visual_tokens - (shape.has_cls_token ? 1 : 0);
+  }
   Selection select(const ScoreInput& in) const override {
     const int64_t B = in.visual_pos.size(0), N = in.visual_pos.size(1);
     const int64_t rows = in.grid_rows, cols = in.grid_cols;
@@ -80,6 +125,7 @@ class PoolScorer : public Scorer {
 
 std::unique_ptr<Scorer> make_random_scorer() { return std::make_unique<RandomScorer>(); }
 std::unique_ptr<Scorer> make_uniform_scorer() { return std::make_unique<UniformScorer>(); }
+std::unique_ptr<Scorer> make_base_view_scorer() { return std::make_unique<BaseViewScorer>(); }
 std::unique_ptr<Scorer> make_pool_scorer() { return std::make_unique<PoolScorer>(); }
 
 }  // namespace vispco

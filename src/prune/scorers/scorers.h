@@ -14,6 +14,7 @@ std::unique_ptr<Scorer> make_visionzip_scorer();
 std::unique_ptr<Scorer> make_divprune_scorer();
 std::unique_ptr<Scorer> make_random_scorer();
 std::unique_ptr<Scorer> make_uniform_scorer();
+std::unique_ptr<Scorer> make_base_view_scorer();
 std::unique_ptr<Scorer> make_pool_scorer();
 std::unique_ptr<Scorer> make_sparsevlm_scorer();
 std::unique_ptr<Scorer> make_dart_scorer();
