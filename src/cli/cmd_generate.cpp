@@ -94,7 +94,8 @@ void register_generate(CLI::App& app) {
       for (const auto& t : hook->traces())
         if (!scores.defined() && !t.scores[0].isnan().all().item<bool>()) scores = t.scores[0];
       if (!scores.defined()) scores = hook->traces().front().scores[0];
-      write_token_heatmap(o->heatmap, rgb, model.shape().grid_side(), scores, hook->traces().back().kept[0]);
+      write_token_heatmap(o->heatmap, rgb, model.token_panels(rgb.rows, rgb.cols), scores,
+                          hook->traces().back().kept[0]);
     }
     const auto& s = res.stats;
     const double rss_mb = peak_rss_bytes() / 1048576.0;

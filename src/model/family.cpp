@@ -27,6 +27,11 @@ VisualTokens FamilyModel::encode_image_list(const std::vector<at::Tensor>& pixel
   return encode_images(at::stack(pixels, 0), want_cls_attention);
 }
 
+std::vector<TokenPanel> FamilyModel::token_panels(int64_t height, int64_t width) const {
+  return {square_token_panel(height, width, shape().grid_rows, shape().grid_cols,
+                             preprocess_config().pad_to_square)};
+}
+
 namespace fs = std::filesystem;
 
 namespace {

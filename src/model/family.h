@@ -19,6 +19,7 @@
 #include "io/tokenizer.h"
 #include "model/llama.h"
 #include "model/shape.h"
+#include "model/token_panels.h"
 #include "model/visual_tokens.h"
 
 namespace cv {
@@ -49,6 +50,9 @@ class FamilyModel {
   /// resolution, tiles); a family whose images make different numbers of tokens sets VisualTokens::layouts.
   /// Default: stacks the tensors (equal shapes) and calls encode_images.
   virtual VisualTokens encode_image_list(const std::vector<at::Tensor>& pixels, bool want_cls_attention);
+  /// Where the tokens of a height × width image lie on it (token heat-maps). Default: square_token_panel()
+  /// over the shape's grid with preprocess_config()'s padding.
+  virtual std::vector<TokenPanel> token_panels(int64_t height, int64_t width) const;
   /// Prompt ids of a question in the family's chat template, holding shape().image_token_id once.
   /// @throws InvalidArgument when the tokenizer cannot express the template.
   virtual std::vector<int64_t> prompt_ids(const io::Tokenizer& tok, const std::string& question) const = 0;

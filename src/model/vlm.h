@@ -61,6 +61,10 @@ class VisionLanguageModel {
   VisualTokens encode_image_list(const std::vector<at::Tensor>& pixels, bool want_cls_attention = false);
   /// Prompt ids of a question in the family's template, with one image placeholder.
   std::vector<int64_t> prompt_ids(const std::string& question) const;
+  /// Where the visual tokens of a height × width image lie on it (FamilyModel::token_panels).
+  std::vector<TokenPanel> token_panels(int64_t height, int64_t width) const {
+    return family_->token_panels(height, width);
+  }
 
  private:
   std::shared_ptr<FamilyModel> family_;

@@ -132,6 +132,33 @@ VisualTokens LlavaNextModel::encode_one(const at::Tensor& pixels, bool want_cls_
   return row;
 }
 
+std::vector<TokenPanel> LlavaNextModel::token_panels(int64_t height, int64_t width) const {
+  const AnyresGeometry g = anyres_geometry(height, width, cfg_);
+  const int64_t n = g.grid, tile = cfg_.llava.vision.image_size;
+  TokenPanel base;
+  base.rows = base.cols = base.stride = n;
+  base.width = double(width);
+  base.height = double(height);
+  base.square = true;
+  // Canvas pixels (the resized image centred on the padded canvas) → original image pixels.
+  const double sx = double(width) / double(g.canvas.resized.width),
+               sy = double(height) / double(g.canvas.resized.height), cell = double(tile) / double(n);
+  const auto image_x = [&](double canvas_x) { return (canvas_x - double(g.canvas.left)) * sx; };
+  const auto image_y = [&](double canvas_y) { return (canvas_y - double(g.canvas.top)) * sy; };
+  TokenPanel high;
+  high.first = n * n;
+  high.rows = g.unpad.n_rows;
+  high.cols = g.unpad.n_cols;
+  high.stride = g.unpad.n_cols + 1;  // the row's image_newline token after its cells
+  high.x0 = image_x(double(g.unpad.col0) * cell);
+  high.y0 = image_y(double(g.unpad.row0) * cell);
+  high.width = image_x(double(g.unpad.col0 + g.unpad.n_cols) * cell) - high.x0;
+  high.height = image_y(double(g.unpad.row0 + g.unpad.n_rows) * cell) - high.y0;
+  for (int64_t j = 1; j < g.tile_cols; ++j) high.x_lines.push_back(image_x(double(j * tile)));
+  for (int64_t i = 1; i < g.tile_rows; ++i) high.y_lines.push_back(image_y(double(i * tile)));
+  return {base, high};
+}
+
 std::vector<int64_t> LlavaNextModel::prompt_ids(const io::Tokenizer& tok, const std::string& question) const {
   return llava_prompt_ids(tok, question, cfg_.llava.image_token_index);
 }

@@ -50,6 +50,10 @@ class LlavaNextModel final : public FamilyModel {
   /// Each image through the tower on its own (1 + T pictures), projected and packed; rows padded to the
   /// longest, VisualTokens::layouts set. @throws InvalidArgument for pixels not made by preprocess().
   VisualTokens encode_image_list(const std::vector<at::Tensor>& pixels, bool want_cls_attention) override;
+  /// Two panels: the base view (n × n over the whole image, drawn square, as the tower saw it squashed), then
+  /// the unpadded high-resolution grid (rows × cols, a newline token after each row) over the image, with the
+  /// tile boundaries as lines.
+  std::vector<TokenPanel> token_panels(int64_t height, int64_t width) const override;
   /// LLaVA-v1.6-vicuna's template, the same as LLaVA-1.5's (model/llava/llava_prompt.h).
   std::vector<int64_t> prompt_ids(const io::Tokenizer& tok, const std::string& question) const override;
   LlamaForCausalLM& language_model() override { return net_->language_model; }
