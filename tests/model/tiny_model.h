@@ -14,12 +14,10 @@ namespace vispco::testing {
 
 /// Folder of the tiny random model (fp32 weights, seed 7), created on first use.
 inline const std::string& tiny_model_dir() {
-  static TempDir dir;
-  static const std::string path = [] {
+  return written_once([](const TempDir& dir) {
     write_random_llava(dir.str("tiny"), find_preset("tiny").config, 7, at::kFloat);
     return dir.str("tiny");
-  }();
-  return path;
+  });
 }
 
 /// Largest |a − b|; +inf when either holds a NaN (so a NaN never passes a tolerance check).
