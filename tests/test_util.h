@@ -42,6 +42,16 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+/// A folder written once per test binary: `write(dir)` fills a temporary folder `dir` that is kept until the
+/// process exits and returns the path to hand out, on the first call for this `Write` type (each call site's
+/// lambda is its own type, so its own folder); later calls return the same path.
+template <class Write>
+const std::string& written_once(Write write) {
+  static TempDir dir;
+  static const std::string path = write(dir);
+  return path;
+}
+
 /// Result of running a command: exit code, stdout and stderr.
 struct CommandResult {
   int exit_code = -1;

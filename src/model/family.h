@@ -12,6 +12,7 @@
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/context.h"
@@ -60,6 +61,30 @@ class FamilyModel {
   virtual LlamaForCausalLM& language_model() = 0;
   /// The whole network (for eval(), parameters and quantisation).
   virtual torch::nn::Module& network() = 0;
+};
+
+/// The state most families' FamilyModel keeps, with the overrides and accessors that only return it: the
+/// config (`Config`), its ModelShape, the network (`Net`, a TORCH_MODULE holder whose module has a
+/// `language_model`) and the preprocessing settings. A family derives from it and adds preprocess(),
+/// encode_images() and prompt_ids().
+template <class Config, class Net>
+class FamilyModelOf : public FamilyModel {
+ public:
+  const ModelShape& shape() const override { return shape_; }
+  const io::ImagePreprocessConfig& preprocess_config() const override { return pre_; }
+  LlamaForCausalLM& language_model() override { return net_->language_model; }
+  torch::nn::Module& network() override { return *net_; }
+  const Config& config() const { return cfg_; }
+  Net& net() { return net_; }
+
+ protected:
+  FamilyModelOf(Config cfg, ModelShape shape, Net net, io::ImagePreprocessConfig pre)
+      : cfg_(std::move(cfg)), shape_(std::move(shape)), net_(std::move(net)), pre_(std::move(pre)) {}
+
+  Config cfg_;
+  ModelShape shape_;
+  Net net_;
+  io::ImagePreprocessConfig pre_;
 };
 
 /// A family's model and tokenizer as its loader returns them.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/context.h"
+#include "core/default_dtype.h"
 #include "io/image.h"
 
 namespace vispco {
@@ -41,6 +42,17 @@ std::vector<std::string> hf_checkpoint_keys(const std::string& name);
 ///         non-float tensor.
 void load_weights(torch::nn::Module& net, const TensorSource& ckpt, const RunContext& ctx,
                   const CheckpointKeys& keys = hf_checkpoint_keys);
+
+/// Builds the network `Net(cfg)` for loading: its parameters are allocated (and randomly initialised by
+/// LibTorch's modules) in the compute dtype, not fp32, because load_weights replaces every one of them — an
+/// fp32 network of a 1.1B model is 4.4 GB that the process would otherwise keep in its heap beside the
+/// weights (issue 20's "no fp32 shadow copies"). The default dtype is restored before returning
+/// (core/default_dtype.h).
+template <class Net, class Config>
+Net construct_for_loading(const Config& cfg, c10::ScalarType dtype) {
+  DefaultDtypeGuard guard(dtype);
+  return Net(cfg);
+}
 
 /// load_weights from the Hugging Face checkpoint folder `dir` (model.safetensors, or the shards of
 /// model.safetensors.index.json), each converted tensor's mapped pages dropped once it is copied.

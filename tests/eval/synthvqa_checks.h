@@ -1,10 +1,12 @@
-// What the SynthVQA and SynthVQA-HR tests share: re-deriving answers from the written record (plural shape
-// names, the text family), the loop that compares every sample's answer with its derivation, and running
-// the CLI with its output captured. Used by test_synthvqa.cpp and test_synthvqa_hr.cpp.
+// What the SynthVQA and SynthVQA-HR tests share: their samples, re-deriving answers from the written record
+// (plural shape names, the text family), the loop that compares every sample's answer with its derivation,
+// the checks of a text record, and running the CLI with its output captured. Used by test_synthvqa.cpp and
+// test_synthvqa_hr.cpp.
 #pragma once
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <map>
@@ -21,6 +23,14 @@
 namespace vispco::eval::synthvqa {
 
 using ::vispco::testing::read_file;
+
+/// Samples 0 … n − 1 of `seed` made by `make` (make_sample, make_hr_sample): a test file's shared samples.
+inline std::vector<SynthSample> make_samples(SynthSample (*make)(uint64_t, uint64_t), uint64_t seed,
+                                             size_t n) {
+  std::vector<SynthSample> v;
+  for (size_t i = 0; i < n; ++i) v.push_back(make(seed, i));
+  return v;
+}
 
 /// The shape of a plural in questions ("circles" → "circle").
 inline std::string singular(const std::string& plural) {
@@ -47,6 +57,22 @@ inline void expect_answers_derived(const std::vector<SynthSample>& samples,
   for (const SynthSample& s : samples) {
     const nlohmann::json rec = nlohmann::json::parse(s.record().dump());  // exactly what data.jsonl holds
     EXPECT_EQ(derive(rec), rec["answer"].get<std::string>()) << "sample " << s.id << ": " << rec.dump();
+  }
+}
+
+/// Checks text record `t` of sample `id` against its kind's limits: its length in [min_len, max_len]
+/// characters, its font in [min_px, max_px] pixels, and its box clear of every object disc of `objects`
+/// (the records' "objects").
+inline void expect_text_within(const nlohmann::json& t, const nlohmann::json& objects, const std::string& id,
+                               size_t min_len, size_t max_len, int min_px, int max_px) {
+  const std::string text = t["text"];
+  EXPECT_TRUE(text.size() >= min_len && text.size() <= max_len) << text;
+  EXPECT_TRUE(t["font_px"] >= min_px && t["font_px"] <= max_px);
+  const int tx = t["x"], ty = t["y"], tw = t["w"], th = t["h"];
+  for (const nlohmann::json& o : objects) {
+    const int ox = o["x"], oy = o["y"], r = o["radius"];
+    const int dx = std::max({tx - ox, 0, ox - (tx + tw)}), dy = std::max({ty - oy, 0, oy - (ty + th)});
+    EXPECT_GE(dx * dx + dy * dy, r * r) << "text over an object in " << id;
   }
 }
 

@@ -32,11 +32,7 @@ constexpr size_t kN = 400;
 
 // The samples shared by the tests below (rendered once).
 const std::vector<SynthSample>& samples() {
-  static const std::vector<SynthSample> s = [] {
-    std::vector<SynthSample> v;
-    for (size_t i = 0; i < kN; ++i) v.push_back(make_sample(kSeed, i));
-    return v;
-  }();
+  static const std::vector<SynthSample> s = make_samples(make_sample, kSeed, kN);
   return s;
 }
 
@@ -126,16 +122,9 @@ TEST(SynthVQA, ScenesRespectTheirBoundsAndPixelsShowTheObjects) {
       EXPECT_EQ(json({px[0], px[1], px[2]}), objs[i]["rgb"]) << s.id << " object " << i;
     }
     for (const json& t : scene["texts"]) {
-      const std::string text = t["text"];
-      EXPECT_TRUE(text.size() >= 2 && text.size() <= 4) << text;
-      EXPECT_TRUE(t["font_px"] >= 12 && t["font_px"] <= 20);
+      expect_text_within(t, objs, s.id, 2, 4, 12, 20);
       const int tx = t["x"], ty = t["y"], tw = t["w"], th = t["h"];
       EXPECT_TRUE(tx >= 0 && ty >= 0 && tx + tw < 336 && ty + th < 336) << s.id;
-      for (const json& o : objs) {
-        const int ox = o["x"], oy = o["y"], r = o["radius"];
-        const int dx = std::max({tx - ox, 0, ox - (tx + tw)}), dy = std::max({ty - oy, 0, oy - (ty + th)});
-        EXPECT_GE(dx * dx + dy * dy, r * r) << "text over an object in " << s.id;
-      }
     }
     // Cluttered, never flat: many distinct colours away from the objects.
     std::set<int> colours;

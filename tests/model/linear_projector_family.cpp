@@ -12,7 +12,6 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
-#include "core/default_dtype.h"
 #include "core/errors.h"
 #include "io/image.h"
 #include "io/safetensors.h"
@@ -23,6 +22,7 @@
 #include "model/llava/llava_prompt.h"
 #include "model/llava/llava_shape.h"
 #include "model/tiny_model.h"
+#include "model/tiny_variant.h"
 #include "model/weights.h"
 
 namespace vispco::testing {
@@ -51,13 +51,11 @@ ModelShape linear_projector_shape(const LlavaConfig& cfg) {
   return s;
 }
 
-class LinearProjectorModel final : public FamilyModel {
+class LinearProjectorModel final : public FamilyModelOf<LlavaConfig, LinearProjectorNet> {
  public:
   LinearProjectorModel(LlavaConfig cfg, LinearProjectorNet net, io::ImagePreprocessConfig pre)
-      : cfg_(std::move(cfg)), shape_(linear_projector_shape(cfg_)), net_(std::move(net)), pre_(pre) {}
-  const ModelShape& shape() const override { return shape_; }
+      : FamilyModelOf(cfg, linear_projector_shape(cfg), std::move(net), pre) {}
   at::Tensor preprocess(const cv::Mat& rgb) const override { return io::preprocess_llava(rgb, pre_); }
-  const io::ImagePreprocessConfig& preprocess_config() const override { return pre_; }
   VisualTokens encode_images(const at::Tensor& pixels, bool want_cls_attention) override {
     VisualTokens out = llava_tower_tokens(net_->vision_tower, cfg_, pixels, want_cls_attention);
     out.embeds = net_->multi_modal_projector->forward(out.embeds);
@@ -66,14 +64,6 @@ class LinearProjectorModel final : public FamilyModel {
   std::vector<int64_t> prompt_ids(const io::Tokenizer& tok, const std::string& question) const override {
     return llava_prompt_ids(tok, question, cfg_.image_token_index);
   }
-  LlamaForCausalLM& language_model() override { return net_->language_model; }
-  torch::nn::Module& network() override { return *net_; }
-
- private:
-  LlavaConfig cfg_;
-  ModelShape shape_;
-  LinearProjectorNet net_;
-  io::ImagePreprocessConfig pre_;
 };
 
 LlavaConfig parse_config(const nlohmann::json& config) {
@@ -86,10 +76,7 @@ LoadedFamilyModel load(const std::string& dir, const nlohmann::json& config, con
   const LlavaConfig cfg = parse_config(config);
   auto tok = io::Tokenizer::load((fs::path(dir) / "tokenizer.model").string());
   tok.set_added_tokens(io::load_added_tokens(dir));
-  LinearProjectorNet net = [&] {
-    DefaultDtypeGuard guard(ctx.dtype);
-    return LinearProjectorNet(cfg);
-  }();
+  auto net = construct_for_loading<LinearProjectorNet>(cfg, ctx.dtype);
   load_checkpoint_weights(*net, dir, ctx);
   return {std::make_shared<LinearProjectorModel>(cfg, net, load_preprocess(dir, cfg.vision.image_size)), tok};
 }
@@ -109,17 +96,10 @@ void register_linear_projector_family() {
 }
 
 const std::string& linear_projector_model_dir() {
-  static TempDir dir;
-  static const std::string path = [] {
+  return written_once([](const TempDir& dir) {
     register_linear_projector_family();
     const fs::path src = tiny_model_dir(), dst = dir.path() / "linear";
-    fs::create_directories(dst);
-    for (const auto& e : fs::directory_iterator(src))
-      if (e.path().filename() != "model.safetensors" && e.path().filename() != "config.json")
-        fs::copy_file(e.path(), dst / e.path().filename());
-    auto config = nlohmann::json::parse(read_file(src / "config.json"));
-    config["architectures"] = {kLinearProjectorArchitecture};
-    write_file(dst / "config.json", config.dump(2));
+    const auto config = write_tiny_variant(dst, kLinearProjectorArchitecture, "model.safetensors");
     const auto file = io::SafetensorsFile::open((src / "model.safetensors").string());
     std::map<std::string, at::Tensor> tensors;
     for (const auto& [name, info] : file.entries())
@@ -130,8 +110,7 @@ const std::string& linear_projector_model_dir() {
     tensors["multi_modal_projector.bias"] = at::randn({d}, gen) * 0.05;
     io::save_safetensors((dst / "model.safetensors").string(), tensors, {{"format", "pt"}});
     return dst.string();
-  }();
-  return path;
+  });
 }
 
 }  // namespace vispco::testing

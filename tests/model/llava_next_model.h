@@ -14,12 +14,10 @@ namespace vispco::testing {
 
 /// Folder of the tiny random LLaVA-NeXT (fp32 weights, seed 7), created on first use.
 inline const std::string& tiny_next_dir() {
-  static TempDir dir;
-  static const std::string path = [] {
+  return written_once([](const TempDir& dir) {
     write_random_llava_next(dir.str("tiny-next"), find_llava_next_preset("tiny-next").config, 7, at::kFloat);
     return dir.str("tiny-next");
-  }();
-  return path;
+  });
 }
 
 /// The tiny LLaVA-NeXT loaded on the CPU in `dtype`.

@@ -53,13 +53,7 @@ TEST(LlavaLoad, LoadsNewerLayoutFromShards) {
   nlohmann::json weight_map;
   int i = 0;
   for (const auto& [name, info] : file.entries()) {
-    std::string key = name;
-    if (key.rfind("language_model.model.", 0) == 0)
-      key = "model.language_model." + key.substr(21);
-    else if (key.rfind("language_model.lm_head.", 0) == 0)
-      key = key.substr(15);
-    else
-      key = "model." + key;
+    const std::string key = testing::newer_layout_key(name);
     const int s = (i++) % 2;
     shard[s][key] = file.tensor(name).clone();
     weight_map[key] = "model-0000" + std::to_string(s + 1) + "-of-00002.safetensors";

@@ -167,14 +167,7 @@ TEST(LlavaNext, LoadsTheNewerCheckpointLayout) {
   auto ckpt = io::CheckpointTensors::open_dir(src.string());
   std::map<std::string, at::Tensor> renamed;
   for (const auto& name : ckpt.names()) {
-    std::string key = name;
-    if (key.rfind("language_model.model.", 0) == 0)
-      key = "model.language_model." + key.substr(21);
-    else if (key.rfind("language_model.lm_head.", 0) == 0)
-      key = key.substr(15);
-    else
-      key = "model." + key;
-    renamed[key] = ckpt.tensor(name).clone();
+    renamed[testing::newer_layout_key(name)] = ckpt.tensor(name).clone();
   }
   ASSERT_TRUE(renamed.count("model.image_newline"));
   io::save_safetensors((dst / "model.safetensors").string(), renamed, {{"format", "pt"}});

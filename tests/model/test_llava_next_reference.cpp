@@ -21,6 +21,7 @@
 #include "model/llava_next/image_processor.h"
 #include "model/llava_next_model.h"
 #include "model/python_reference.h"
+#include "model/tiny_model.h"
 #include "test_paths.h"
 #include "test_util.h"
 
@@ -52,34 +53,19 @@ void compare_with_reference(int width, int height, int64_t want_tiles, int64_t w
   }
   ASSERT_EQ(embeds.size(0), want_n);
   const auto ids = m.prompt_ids("What colour is the cube?");
-  GenerationConfig gc;
-  gc.max_new_tokens = 4;
-  gc.stop_at_eos = false;
-  auto out = generate(m, {{pixels, ids}}, gc, nullptr, /*record_logits=*/true);
+  auto out = generate(m, {{pixels, ids}}, testing::greedy(4), nullptr, /*record_logits=*/true);
 
-  std::string ids_text;
-  for (auto id : ids) ids_text += (ids_text.empty() ? "" : ",") + std::to_string(id);
   const auto script =
       fs::path(::vispco::testing::source_dir()) / "tests" / "reference" / "llava_next_reference.py";
   const auto text =
       testing::run_command(py + " " + script.string() + " " + testing::tiny_next_dir() + " " +
                            std::to_string(height) + " " + std::to_string(width) + " " + tmp.str("base.ppm") +
-                           " " + tmp.str("resized.ppm") + " " + ids_text + " 4");
+                           " " + tmp.str("resized.ppm") + " " + testing::comma_joined(ids) + " 4");
   const auto ref = nlohmann::json::parse(text);
   EXPECT_EQ(ref["n_tiles"].get<int64_t>(), want_tiles);
-  const auto rows = ref["image_embeds"].get<std::vector<std::vector<double>>>();
-  ASSERT_EQ(static_cast<int64_t>(rows.size()), embeds.size(0));
-  auto r = at::empty_like(embeds);
-  for (size_t i = 0; i < rows.size(); ++i) r[static_cast<int64_t>(i)] = at::tensor(rows[i], at::kDouble);
-  const double rel = ((embeds - r).norm() / r.norm()).item<double>();
-  const auto logits = out.step_logits[0][0].to(at::kDouble);
-  const auto ref_logits = at::tensor(ref["first_logits"].get<std::vector<double>>(), at::kDouble);
-  const double max_abs = (logits - ref_logits).abs().max().item<double>();
-  std::printf("%d×%d: N_v %ld, image features relative error %.2e, first logits max |diff| %.2e\n", width,
-              height, (long)embeds.size(0), rel, max_abs);
-  EXPECT_LE(rel, 1e-5);
-  EXPECT_LE(max_abs, 1e-4);
-  EXPECT_EQ(out.tokens[0], ref["greedy"].get<std::vector<int64_t>>());
+  testing::expect_matches_reference(
+      std::to_string(width) + "×" + std::to_string(height) + ": N_v " + std::to_string(embeds.size(0)), ref,
+      embeds, out);
 }
 
 // Geometry worked by hand in test_llava_next_anyres.cpp: 60×50 → 56×112, columns [2, 6): 16 + 4·5 = 36.

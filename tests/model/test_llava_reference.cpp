@@ -18,6 +18,7 @@
 #include "model/llava/llava.h"
 #include "model/llava/presets.h"
 #include "model/python_reference.h"
+#include "model/tiny_model.h"
 #include "test_paths.h"
 #include "test_util.h"
 
@@ -51,34 +52,14 @@ void compare_with_reference(int64_t image_token_index) {
   const auto pixels = m.preprocess(io::load_image_rgb(tmp.str("img.ppm")));
   const auto embeds = m.encode_images(pixels.unsqueeze(0)).embeds[0].to(at::kDouble);  // [N_v, D]
   const auto ids = m.prompt_ids("What colour is the cube?");
-  GenerationConfig gc;
-  gc.max_new_tokens = 4;
-  gc.stop_at_eos = false;
-  auto out = generate(m, {{pixels, ids}}, gc, nullptr, /*record_logits=*/true);
+  auto out = generate(m, {{pixels, ids}}, testing::greedy(4), nullptr, /*record_logits=*/true);
 
-  std::string ids_text;
-  for (auto id : ids) {
-    if (!ids_text.empty()) ids_text += ',';
-    ids_text += std::to_string(id);
-  }
   const auto script =
       fs::path(::vispco::testing::source_dir()) / "tests" / "reference" / "llava_reference.py";
   const auto text = testing::run_command(py + " " + script.string() + " " + tmp.str("m") + " " +
-                                         tmp.str("img.ppm") + " " + ids_text + " 4");
-  const auto ref = nlohmann::json::parse(text);
-  const auto rows = ref["image_embeds"].get<std::vector<std::vector<double>>>();
-  ASSERT_EQ(static_cast<int64_t>(rows.size()), embeds.size(0));
-  auto r = at::empty_like(embeds);
-  for (size_t i = 0; i < rows.size(); ++i) r[static_cast<int64_t>(i)] = at::tensor(rows[i], at::kDouble);
-  const double rel = ((embeds - r).norm() / r.norm()).item<double>();
-  const auto logits = out.step_logits[0][0].to(at::kDouble);
-  const auto ref_logits = at::tensor(ref["first_logits"].get<std::vector<double>>(), at::kDouble);
-  const double max_abs = (logits - ref_logits).abs().max().item<double>();
-  std::printf("image_token_index %ld: image features relative error %.2e, first logits max |diff| %.2e\n",
-              (long)image_token_index, rel, max_abs);
-  EXPECT_LE(rel, 1e-5);
-  EXPECT_LE(max_abs, 1e-4);
-  EXPECT_EQ(out.tokens[0], ref["greedy"].get<std::vector<int64_t>>());
+                                         tmp.str("img.ppm") + " " + testing::comma_joined(ids) + " 4");
+  testing::expect_matches_reference("image_token_index " + std::to_string(image_token_index),
+                                    nlohmann::json::parse(text), embeds, out);
 }
 
 TEST(LlavaReference, ImageTokenAfterTheVocabularyMatchesTheFloat64Reference) {

@@ -14,12 +14,10 @@ namespace vispco::testing {
 
 /// Folder of the tiny random model (fp32 weights, seed 7), created on first use.
 inline const std::string& tiny_model_dir() {
-  static TempDir dir;
-  static const std::string path = [] {
+  return written_once([](const TempDir& dir) {
     write_random_llava(dir.str("tiny"), find_preset("tiny").config, 7, at::kFloat);
     return dir.str("tiny");
-  }();
-  return path;
+  });
 }
 
 /// Largest |a − b|; +inf when either holds a NaN (so a NaN never passes a tolerance check).
@@ -30,6 +28,15 @@ inline double max_diff(const at::Tensor& a, const at::Tensor& b) {
 
 /// The tiny model loaded in fp32 on the CPU.
 inline VisionLanguageModel load_tiny() { return VisionLanguageModel::load(tiny_model_dir(), RunContext{}); }
+
+/// The transformers ≥ 4.52 name of an older-layout LLaVA checkpoint key: "language_model.model.X" →
+/// "model.language_model.X", "language_model.lm_head.X" → "lm_head.X", anything else → "model." + name.
+/// Written here by hand, not taken from the loader it tests.
+inline std::string newer_layout_key(const std::string& name) {
+  if (name.rfind("language_model.model.", 0) == 0) return "model.language_model." + name.substr(21);
+  if (name.rfind("language_model.lm_head.", 0) == 0) return name.substr(15);
+  return "model." + name;
+}
 
 /// Greedy decoding of exactly `n` new tokens (EOS does not end a row).
 inline GenerationConfig greedy(int64_t n) {

@@ -9,7 +9,6 @@
 #include <nlohmann/json.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "core/default_dtype.h"
 #include "core/errors.h"
 #include "io/image.h"
 #include "io/tokenizer.h"
@@ -18,6 +17,7 @@
 #include "model/llava/llava.h"
 #include "model/llava/llava_shape.h"
 #include "model/tiny_model.h"
+#include "model/tiny_variant.h"
 #include "model/weights.h"
 
 namespace vispco::testing {
@@ -67,13 +67,12 @@ std::pair<double, double> scaled_span(int n, int side) {
   return {offset * scale, (offset + n) * scale};
 }
 
-class UnpaddedMropeModel final : public FamilyModel {
+class UnpaddedMropeModel final : public FamilyModelOf<LlavaConfig, LlavaNet> {
  public:
   UnpaddedMropeModel(LlavaConfig cfg, LlavaNet net, io::ImagePreprocessConfig pre)
-      : cfg_(std::move(cfg)), shape_(llava_shape(cfg_)), net_(std::move(net)), pre_(pre) {
+      : FamilyModelOf(cfg, llava_shape(cfg), std::move(net), pre) {
     shape_.architecture = kUnpaddedMropeArchitecture;
   }
-  const ModelShape& shape() const override { return shape_; }
   // [4, S, S]: LLaVA's pixels, plus the image's original width and height in channel 3's first two values.
   at::Tensor preprocess(const cv::Mat& rgb) const override {
     auto px = io::preprocess_llava(rgb, pre_);
@@ -82,7 +81,6 @@ class UnpaddedMropeModel final : public FamilyModel {
     size[0][0][1] = rgb.rows;
     return at::cat({px, size}, 0);
   }
-  const io::ImagePreprocessConfig& preprocess_config() const override { return pre_; }
   VisualTokens encode_images(const at::Tensor& pixels, bool want_cls_attention) override {
     return encode_image_list(pixels.unbind(0), want_cls_attention);
   }
@@ -118,14 +116,6 @@ class UnpaddedMropeModel final : public FamilyModel {
     auto ids = tok.encode("<image>\nQ: " + question + "\nA:", /*add_bos=*/true);
     return ids;
   }
-  LlamaForCausalLM& language_model() override { return net_->language_model; }
-  torch::nn::Module& network() override { return *net_; }
-
- private:
-  LlavaConfig cfg_;
-  ModelShape shape_;
-  LlavaNet net_;
-  io::ImagePreprocessConfig pre_;
 };
 
 LlavaConfig parse_config(const nlohmann::json& config) {
@@ -142,10 +132,7 @@ io::Tokenizer byte_tokenizer(int64_t image_token_id) {
 
 LoadedFamilyModel load(const std::string& dir, const nlohmann::json& config, const RunContext& ctx) {
   const LlavaConfig cfg = parse_config(config);
-  LlavaNet net = [&] {
-    DefaultDtypeGuard guard(ctx.dtype);
-    return LlavaNet(cfg);
-  }();
+  auto net = construct_for_loading<LlavaNet>(cfg, ctx.dtype);
   load_checkpoint_weights(*net, dir, ctx);
   return {std::make_shared<UnpaddedMropeModel>(cfg, net, load_preprocess(dir, cfg.vision.image_size)),
           byte_tokenizer(cfg.image_token_index)};
@@ -178,21 +165,14 @@ void register_unpadded_mrope_family() {
 }
 
 const std::string& unpadded_mrope_model_dir() {
-  static TempDir dir;
-  static const std::string path = [] {
+  return written_once([](const TempDir& dir) {
     register_unpadded_mrope_family();
-    const fs::path src = tiny_model_dir(), dst = dir.path() / "unpadded";
-    fs::create_directories(dst);
-    for (const auto& e : fs::directory_iterator(src))
-      if (e.path().filename() != "config.json" && e.path().filename() != "tokenizer.model")
-        fs::copy_file(e.path(), dst / e.path().filename());
-    auto config = nlohmann::json::parse(read_file(src / "config.json"));
-    config["architectures"] = {kUnpaddedMropeArchitecture};
-    config["text_config"]["rope_scaling"] = {{"type", "mrope"}, {"mrope_section", {2, 3, 3}}};
-    write_file(dst / "config.json", config.dump(2));
+    const fs::path dst = dir.path() / "unpadded";
+    write_tiny_variant(dst, kUnpaddedMropeArchitecture, "tokenizer.model", [](nlohmann::json& config) {
+      config["text_config"]["rope_scaling"] = {{"type", "mrope"}, {"mrope_section", {2, 3, 3}}};
+    });
     return dst.string();
-  }();
-  return path;
+  });
 }
 
 }  // namespace vispco::testing

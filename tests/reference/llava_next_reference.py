@@ -5,8 +5,8 @@ tests/model/test_llava_next_reference.cpp.
 Written from transformers v4.52's semantics (LlavaNextImageProcessor: select_best_resolution,
 get_patch_output_size, _pad_for_patching, divide_to_patches; LlavaNextForConditionalGeneration:
 image_size_to_num_patches, get_anyres_image_grid_shape, pack_image_features, unpad_image), sharing no code
-with vispco. The CLIP tower, the projector and the Llama decoder are llava_reference.py's (the LLaVA-1.5
-reference beside this file). AnyRes is done here: the best resolution, the padded canvas (black, the image
+with vispco. The CLIP tower, the projector, the Llama decoder and the greedy loop are llava_reference.py's (the
+LLaVA-1.5 reference beside this file). AnyRes is done here: the best resolution, the padded canvas (black, the image
 centred with the odd remainder right/bottom), the tiles row-major, CLIP normalisation, each picture through the
 tower up to vision_feature_layer ([CLS] dropped), the projector, then the packing with view / permute / slicing /
 cat as transformers writes it, and the positions whose id is image_token_index replaced by the packed features.
@@ -29,7 +29,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from llava_reference import llama_logits, projector, read_ppm, read_safetensors, vision_features  # noqa: E402
+from llava_reference import greedy_decode, projector, read_ppm, read_safetensors, vision_features  # noqa: E402
 
 
 def select_best_resolution(original_size, possible_resolutions):
@@ -126,19 +126,7 @@ def main():
                             for p in pictures])  # [1 + T, n*n, D]
     embeds = pack(features, (height, width), pinpoints, size, patch, W["image_newline"])
 
-    ids = [int(t) for t in ids_text.split(",")]
-    if ids.count(image_id) != 1:
-        raise SystemExit(f"the prompt must hold image_token_index {image_id} once")
-    table = W["language_model.model.embed_tokens.weight"]
-    greedy, first = [], None
-    for _ in range(steps):
-        at = ids.index(image_id)
-        x = torch.cat([table[ids[:at]], embeds, table[ids[at + 1:]]], 0)
-        logits = llama_logits(W, tc, x)[-1]
-        if first is None:
-            first = logits
-        ids.append(int(logits.argmax()))
-        greedy.append(ids[-1])
+    first, greedy = greedy_decode(W, tc, embeds, ids_text, image_id, steps)
     print(json.dumps({"image_embeds": embeds.tolist(), "n_tiles": len(pictures) - 1,
                       "first_logits": first.tolist(), "greedy": greedy}))
 

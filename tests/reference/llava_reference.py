@@ -168,16 +168,10 @@ def llama_logits(W, tc, x):
     return x @ head.T
 
 
-def main():
-    model_dir, image, ids_text, steps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-    cfg = json.load(open(os.path.join(model_dir, "config.json")))
-    pre = json.load(open(os.path.join(model_dir, "preprocessor_config.json")))
-    W = read_safetensors(os.path.join(model_dir, "model.safetensors"))
-    vc, tc = cfg["vision_config"], cfg["text_config"]
-    image_id = cfg.get("image_token_index", cfg.get("image_token_id"))
-    pixels = clip_pixels(read_ppm(image), pre, vc["image_size"])
-    embeds = projector(W, cfg, vision_features(W, vc, pixels, cfg.get("vision_feature_layer", -2),
-                                               cfg.get("vision_feature_select_strategy", "default")))
+def greedy_decode(W, tc, embeds, ids_text, image_id, steps):
+    """The prompt IDS (comma-separated, one image_id) with its image position replaced by embeds [N_v, D], then
+    `steps` greedy tokens by full recomputation. Returns (first_logits [V] at the last prompt position, the
+    greedy token ids)."""
     ids = [int(t) for t in ids_text.split(",")]
     if ids.count(image_id) != 1:
         raise SystemExit(f"the prompt must hold image_token_index {image_id} once")
@@ -191,6 +185,20 @@ def main():
             first = logits
         ids.append(int(logits.argmax()))
         greedy.append(ids[-1])
+    return first, greedy
+
+
+def main():
+    model_dir, image, ids_text, steps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    cfg = json.load(open(os.path.join(model_dir, "config.json")))
+    pre = json.load(open(os.path.join(model_dir, "preprocessor_config.json")))
+    W = read_safetensors(os.path.join(model_dir, "model.safetensors"))
+    vc, tc = cfg["vision_config"], cfg["text_config"]
+    image_id = cfg.get("image_token_index", cfg.get("image_token_id"))
+    pixels = clip_pixels(read_ppm(image), pre, vc["image_size"])
+    embeds = projector(W, cfg, vision_features(W, vc, pixels, cfg.get("vision_feature_layer", -2),
+                                               cfg.get("vision_feature_select_strategy", "default")))
+    first, greedy = greedy_decode(W, tc, embeds, ids_text, image_id, steps)
     print(json.dumps({"image_embeds": embeds.tolist(), "first_logits": first.tolist(), "greedy": greedy}))
 
 

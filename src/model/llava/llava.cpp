@@ -17,9 +17,11 @@
 #include "core/default_dtype.h"
 #include "core/errors.h"
 #include "core/json_file.h"
+#include "io/added_tokens.h"
 #include "io/safetensors.h"
 #include "model/blocks.h"
 #include "model/llava/gguf_llava.h"
+#include "model/llava/llava_folder.h"
 #include "model/llava/llava_prompt.h"
 #include "model/llava/llava_shape.h"
 #include "model/model_source.h"
@@ -50,13 +52,10 @@ LlavaNetImpl::LlavaNetImpl(const LlavaConfig& cfg) {
 
 namespace {
 
-/// Builds the network for loading: its parameters are allocated (and randomly initialised by LibTorch's
-/// modules) in the compute dtype, not fp32, because load_weights replaces every one of them — an fp32 network
-/// of a 1.1B model is 4.4 GB that the process would otherwise keep in its heap beside the weights (issue 20's
-/// "no fp32 shadow copies"). The default dtype is restored before returning (core/default_dtype.h).
-LlavaNet construct_for_loading(const LlavaConfig& cfg, c10::ScalarType dtype) {
-  DefaultDtypeGuard guard(dtype);
-  return LlavaNet(cfg);
+LlavaConfig parse_config(const nlohmann::json& config) {
+  LlavaConfig cfg = llava_config_from_json(config);
+  cfg.validate();
+  return cfg;
 }
 
 io::ImagePreprocessConfig default_preprocess(const LlavaConfig& cfg) {
@@ -70,7 +69,7 @@ LoadedFamilyModel load_llava_gguf(const ModelSource& src, const RunContext& ctx)
   std::fprintf(stderr, "%s\n", g.vision_layer_note.c_str());  // stderr: stdout may carry --json
   auto tok = io::Tokenizer::from_serialized(g.tokenizer_proto);
   if (g.image_token_id >= 0) tok.set_added_tokens({{g.image_token_id, "<image>", true}});
-  LlavaNet net = construct_for_loading(g.config, ctx.dtype);
+  LlavaNet net = construct_for_loading<LlavaNet>(g.config, ctx.dtype);
   {
     at::NoGradGuard no_grad;
     TensorSource ts{"GGUF pair " + src.text_gguf + " + " + src.mmproj_gguf,
@@ -84,38 +83,26 @@ LoadedFamilyModel load_llava_gguf(const ModelSource& src, const RunContext& ctx)
 
 LoadedFamilyModel load_llava_folder(const std::string& dir, const nlohmann::json& config,
                                     const RunContext& ctx) {
-  const auto config_path = (fs::path(dir) / "config.json").string();
-  LlavaConfig cfg;
-  try {
-    cfg = llava_config_from_json(config);
-    cfg.validate();
-  } catch (const ConfigError& e) {
-    throw ConfigError(config_path + ": " + e.what());
-  }
-  const auto tok_path = (fs::path(dir) / "tokenizer.model").string();
-  auto tok = io::Tokenizer::load(tok_path);
-  tok.set_added_tokens(io::load_added_tokens(dir));
-  for (const auto& t : tok.added_tokens())  // the processor's "<image>" must be the id the model replaces
-    if (t.content == "<image>" && t.id != cfg.image_token_index)
-      throw ConfigError(dir + ": the tokenizer's <image> is id " + std::to_string(t.id) +
-                        " but config.json's image_token_index is " + std::to_string(cfg.image_token_index));
-  LlavaNet net = construct_for_loading(cfg, ctx.dtype);
-  load_checkpoint_weights(*net, dir, ctx);
-  release_freed_heap();
-  auto pre = load_preprocess(dir, cfg.vision.image_size);
-  return {std::make_shared<LlavaModel>(cfg, net, pre), tok};
+  const LlavaConfig cfg = parse_folder_config(dir, [&] { return parse_config(config); });
+  return load_llava_style_folder<LlavaModel, LlavaNet>(dir, cfg, cfg, ctx);
 }
 
-ModelShape llava_shape_of_json(const nlohmann::json& config) {
-  LlavaConfig cfg = llava_config_from_json(config);
-  cfg.validate();
-  return llava_shape(cfg);
-}
+ModelShape llava_shape_of_json(const nlohmann::json& config) { return llava_shape(parse_config(config)); }
 
 }  // namespace
 
+io::Tokenizer load_llava_tokenizer(const std::string& dir, int64_t image_token_index) {
+  auto tok = io::Tokenizer::load((fs::path(dir) / "tokenizer.model").string());
+  tok.set_added_tokens(io::load_added_tokens(dir));
+  for (const auto& t : tok.added_tokens())  // the processor's "<image>" must be the id the model replaces
+    if (t.content == "<image>" && t.id != image_token_index)
+      throw ConfigError(dir + ": the tokenizer's <image> is id " + std::to_string(t.id) +
+                        " but config.json's image_token_index is " + std::to_string(image_token_index));
+  return tok;
+}
+
 LlavaModel::LlavaModel(LlavaConfig cfg, LlavaNet net, io::ImagePreprocessConfig pre)
-    : cfg_(std::move(cfg)), shape_(llava_shape(cfg_)), net_(std::move(net)), pre_(pre) {}
+    : FamilyModelOf(cfg, llava_shape(cfg), std::move(net), pre) {}
 
 at::Tensor LlavaModel::preprocess(const cv::Mat& rgb) const { return io::preprocess_llava(rgb, pre_); }
 

@@ -49,25 +49,12 @@ VisualTokens llava_tower_tokens(ClipVisionTower& tower, const LlavaConfig& cfg, 
 
 /// The LLaVA-1.5 family's half of a loaded model (model/family.h): config, network, preprocessing
 /// (pad-to-square + CLIP norm), the LLaVA-1.5 conversation template (model/llava_prompt.h).
-class LlavaModel final : public FamilyModel {
+class LlavaModel final : public FamilyModelOf<LlavaConfig, LlavaNet> {
  public:
   LlavaModel(LlavaConfig cfg, LlavaNet net, io::ImagePreprocessConfig pre);
-  const ModelShape& shape() const override { return shape_; }
   at::Tensor preprocess(const cv::Mat& rgb) const override;
-  const io::ImagePreprocessConfig& preprocess_config() const override { return pre_; }
   VisualTokens encode_images(const at::Tensor& pixels, bool want_cls_attention) override;
   std::vector<int64_t> prompt_ids(const io::Tokenizer& tok, const std::string& question) const override;
-  LlamaForCausalLM& language_model() override { return net_->language_model; }
-  torch::nn::Module& network() override { return *net_; }
-
-  const LlavaConfig& config() const { return cfg_; }
-  LlavaNet& net() { return net_; }
-
- private:
-  LlavaConfig cfg_;
-  ModelShape shape_;
-  LlavaNet net_;
-  io::ImagePreprocessConfig pre_;
 };
 
 /// The registry row of LLaVA-1.5 (architecture LlavaForConditionalGeneration, model_type llava): Hugging Face

@@ -9,7 +9,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "core/default_dtype.h"
 #include "core/errors.h"
 #include "core/named_table.h"
 #include "io/tokenizer.h"
@@ -112,14 +111,7 @@ VisionLanguageModel random_preset_model(const std::string& name, int64_t n_layer
 }
 
 LlavaNet random_llava_net(const LlavaConfig& cfg, uint64_t seed, c10::ScalarType dtype) {
-  cfg.validate();
-  DefaultDtypeGuard guard(dtype);
-  // Not scoped (core/seed_guard.h): the model trainer's later draws continue from this seed, and its runs
-  // (resume equals from scratch) depend on that.
-  at::manual_seed(seed);
-  LlavaNet net(cfg);
-  init_random_weights(*net);
-  return net;
+  return random_net<LlavaNet>(cfg, seed, dtype);
 }
 
 void init_random_weights(torch::nn::Module& net) {

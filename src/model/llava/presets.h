@@ -1,21 +1,28 @@
 // Named LLaVA configurations for random-weight models (tests, speed benchmarks at real dimensions) and the
 // writer of a complete random-weight Hugging Face folder (`vispco init-random`).
 #pragma once
+#include <ATen/ATen.h>
+
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "core/default_dtype.h"
 #include "model/llava/config.h"
 #include "model/llava/llava.h"
 #include "model/shape.h"
 
 namespace vispco {
 
-/// One entry of the preset table.
-struct ModelPreset {
+/// One entry of a family's preset table: a named configuration (`Config`: LlavaConfig, LlavaNextConfig).
+template <class Config>
+struct Preset {
   std::string name;
   std::string description;
-  LlavaConfig config;
+  Config config;
 };
+/// One entry of the LLaVA-1.5 preset table.
+using ModelPreset = Preset<LlavaConfig>;
 
 /// The preset table: "tiny" (tests: 56 px, N_v = 16, 4 decoder layers, GQA), "llava-1.5-7b" (CLIP ViT-L/336 +
 /// Vicuna-7B dimensions, N_v = 576), "llava-tinyllama-1.1b" (CLIP ViT-L/336 + TinyLlama-1.1B dimensions,
@@ -33,6 +40,20 @@ LlavaNet random_llava_net(const LlavaConfig& cfg, uint64_t seed, c10::ScalarType
 /// (names holding "norm" or "layrnorm") 1, biases 0, everything else normal(0, 0.02), drawn in
 /// named_parameters() order from LibTorch's default generator.
 void init_random_weights(torch::nn::Module& net);
+
+/// The steps random_llava_net and random_llava_next_net share: `cfg.validate()`, LibTorch's default generator
+/// seeded with `seed`, `Net(cfg)` built directly in `dtype`, then init_random_weights. The seed is not scoped
+/// (core/seed_guard.h): the model trainer's later draws continue from it, and its runs (resume equals from
+/// scratch) depend on that. @throws ConfigError (cfg.validate()).
+template <class Net, class Config>
+Net random_net(const Config& cfg, uint64_t seed, c10::ScalarType dtype) {
+  cfg.validate();
+  DefaultDtypeGuard guard(dtype);
+  at::manual_seed(seed);
+  Net net(cfg);
+  init_random_weights(*net);
+  return net;
+}
 
 /// `cfg` with depth truncated to N ≥ 1 layers for a quick benchmark: the decoder to min(N, L) layers and the
 /// vision tower to min(N, n_vision_layers_used()) layers (the feature layer becomes the last one built),

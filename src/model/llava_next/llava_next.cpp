@@ -3,17 +3,13 @@
 #include "model/llava_next/llava_next.h"
 
 #include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>
 
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "core/default_dtype.h"
 #include "core/errors.h"
-#include "io/added_tokens.h"
-#include "io/safetensors.h"
+#include "model/llava/llava_folder.h"
 #include "model/llava/llava_prompt.h"
 #include "model/llava_next/anyres.h"
 #include "model/llava_next/image_processor.h"
@@ -22,8 +18,6 @@
 #include "model/weights.h"
 
 namespace vispco {
-
-namespace fs = std::filesystem;
 
 LlavaNextNetImpl::LlavaNextNetImpl(const LlavaNextConfig& cfg) {
   vision_tower = register_module("vision_tower", ClipVisionTower(cfg.llava.vision));
@@ -42,43 +36,14 @@ LlavaNextConfig parse_config(const nlohmann::json& config) {
 
 LoadedFamilyModel load_llava_next_folder(const std::string& dir, const nlohmann::json& config,
                                          const RunContext& ctx) {
-  const auto config_path = (fs::path(dir) / "config.json").string();
-  LlavaNextConfig cfg;
-  try {
-    cfg = parse_config(config);
-  } catch (const ConfigError& e) {
-    throw ConfigError(config_path + ": " + e.what());
-  }
-  auto tok = io::Tokenizer::load((fs::path(dir) / "tokenizer.model").string());
-  tok.set_added_tokens(io::load_added_tokens(dir));
-  for (const auto& t : tok.added_tokens())  // the processor's "<image>" must be the id the model replaces
-    if (t.content == "<image>" && t.id != cfg.llava.image_token_index)
-      throw ConfigError(dir + ": the tokenizer's <image> is id " + std::to_string(t.id) +
-                        " but config.json's image_token_index is " +
-                        std::to_string(cfg.llava.image_token_index));
-  auto ckpt = io::CheckpointTensors::open_dir(dir);
-  // Built in the compute dtype: load_weights replaces every parameter (no fp32 shadow copy).
-  LlavaNextNet net = [&] {
-    DefaultDtypeGuard guard(ctx.dtype);
-    return LlavaNextNet(cfg);
-  }();
-  {
-    at::NoGradGuard no_grad;
-    TensorSource ts{ckpt.dir(), [&](const std::string& k) { return ckpt.contains(k); },
-                    [&](const std::string& k) { return ckpt.tensor(k); }, ckpt.names().size(),
-                    [&](const std::string& k) { ckpt.release(k); }};
-    load_weights(*net, ts, ctx);
-  }
-  release_freed_heap();
-  auto pre = load_preprocess(dir, cfg.llava.vision.image_size);
-  pre.pad_to_square = false;
-  return {std::make_shared<LlavaNextModel>(cfg, net, pre), tok};
+  const LlavaNextConfig cfg = parse_folder_config(dir, [&] { return parse_config(config); });
+  return load_llava_style_folder<LlavaNextModel, LlavaNextNet>(dir, cfg, cfg.llava, ctx);
 }
 
 }  // namespace
 
 LlavaNextModel::LlavaNextModel(LlavaNextConfig cfg, LlavaNextNet net, io::ImagePreprocessConfig pre)
-    : cfg_(std::move(cfg)), shape_(llava_next_shape(cfg_)), net_(std::move(net)), pre_(pre) {
+    : FamilyModelOf(cfg, llava_next_shape(cfg), std::move(net), pre) {
   pre_.image_size = static_cast<int>(cfg_.llava.vision.image_size);
   pre_.pad_to_square = false;
 }

@@ -37,14 +37,13 @@ struct LlavaNextNetImpl : torch::nn::Module {
 TORCH_MODULE(LlavaNextNet);
 
 /// The LLaVA-NeXT family's half of a loaded model (model/family.h).
-class LlavaNextModel final : public FamilyModel {
+/// Its preprocess_config(): image_size is the tile side; mean/std from preprocessor_config.json;
+/// pad_to_square is false.
+class LlavaNextModel final : public FamilyModelOf<LlavaNextConfig, LlavaNextNet> {
  public:
   LlavaNextModel(LlavaNextConfig cfg, LlavaNextNet net, io::ImagePreprocessConfig pre);
-  const ModelShape& shape() const override { return shape_; }
   /// [1 + T + 1, 3, S, S] fp32: the base image, T tiles, the image-size slice (anyres_preprocess).
   at::Tensor preprocess(const cv::Mat& rgb) const override;
-  /// image_size is the tile side; mean/std from preprocessor_config.json; pad_to_square is false.
-  const io::ImagePreprocessConfig& preprocess_config() const override { return pre_; }
   /// @param pixels [B, 1 + T + 1, 3, S, S], images of one tile count (otherwise use encode_image_list).
   VisualTokens encode_images(const at::Tensor& pixels, bool want_cls_attention) override;
   /// Each image through the tower on its own (1 + T pictures), projected and packed; rows padded to the
@@ -56,19 +55,9 @@ class LlavaNextModel final : public FamilyModel {
   std::vector<TokenPanel> token_panels(int64_t height, int64_t width) const override;
   /// LLaVA-v1.6-vicuna's template, the same as LLaVA-1.5's (model/llava/llava_prompt.h).
   std::vector<int64_t> prompt_ids(const io::Tokenizer& tok, const std::string& question) const override;
-  LlamaForCausalLM& language_model() override { return net_->language_model; }
-  torch::nn::Module& network() override { return *net_; }
-
-  const LlavaNextConfig& config() const { return cfg_; }
-  LlavaNextNet& net() { return net_; }
 
  private:
   VisualTokens encode_one(const at::Tensor& pixels, bool want_cls_attention);
-
-  LlavaNextConfig cfg_;
-  ModelShape shape_;
-  LlavaNextNet net_;
-  io::ImagePreprocessConfig pre_;
 };
 
 /// The registry row of LLaVA-NeXT (architecture LlavaNextForConditionalGeneration, model_type llava_next):

@@ -9,7 +9,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "core/default_dtype.h"
 #include "core/errors.h"
 #include "core/named_table.h"
 #include "model/llava/presets.h"
@@ -49,11 +48,7 @@ const LlavaNextPreset& find_llava_next_preset(const std::string& name) {
 }
 
 LlavaNextNet random_llava_next_net(const LlavaNextConfig& cfg, uint64_t seed, c10::ScalarType dtype) {
-  cfg.validate();
-  DefaultDtypeGuard guard(dtype);
-  at::manual_seed(seed);
-  LlavaNextNet net(cfg);
-  init_random_weights(*net);
+  auto net = random_net<LlavaNextNet>(cfg, seed, dtype);
   at::NoGradGuard no_grad;
   net->image_newline.normal_(0.0, 1.0 / std::sqrt(double(cfg.llava.text.hidden_size)));
   return net;

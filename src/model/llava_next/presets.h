@@ -5,17 +5,14 @@
 #include <string>
 #include <vector>
 
+#include "model/llava/presets.h"
 #include "model/llava_next/config.h"
 #include "model/llava_next/llava_next.h"
 
 namespace vispco {
 
 /// One entry of the LLaVA-NeXT preset table.
-struct LlavaNextPreset {
-  std::string name;
-  std::string description;
-  LlavaNextConfig config;
-};
+using LlavaNextPreset = Preset<LlavaNextConfig>;
 
 /// The table: "tiny-next" (tests: the tiny LLaVA preset's 56-px tower, 14-px patches and decoder, pinpoints
 /// [[56, 112], [112, 56], [112, 112]]: 16 base tokens, N_v ≤ 88), "llava-v1.6-vicuna-7b" (CLIP ViT-L/336 +
@@ -24,7 +21,7 @@ const std::vector<LlavaNextPreset>& llava_next_presets();
 /// @throws InvalidArgument listing the valid names.
 const LlavaNextPreset& find_llava_next_preset(const std::string& name);
 
-/// A network with random weights (init_random_weights, model/llava/presets.h; image_newline normal(0, 1/√D)
+/// A network with random weights (random_net, model/llava/presets.h; image_newline normal(0, 1/√D)
 /// as transformers initialises it), built in `dtype`. Deterministic by seed.
 LlavaNextNet random_llava_next_net(const LlavaNextConfig& cfg, uint64_t seed, c10::ScalarType dtype);
 
