@@ -108,5 +108,16 @@ TEST(CliErrors, TrainRejectsAnUnknownDeviceBeforeTouchingTheRunFolder) {
   EXPECT_FALSE(fs::exists(run));
 }
 
+TEST(CliErrors, TrainHrNamesAMissingRecipeOrBaseModelInOneLine) {
+  TempDir tmp;
+  const auto run = tmp.path() / "run";
+  expect_one_line_error(run_cli("train-hr --recipe /nonexistent/hr.json --out " + run.string()),
+                        "cannot read HR recipe '/nonexistent/hr.json'");
+  expect_one_line_error(
+      run_cli("train-hr --recipe " + std::string(::vispco::testing::source_dir()) +
+              "/configs/hr/synthvqa-hr.json --base /nonexistent/base --out " + run.string()),
+      "model folder '/nonexistent/base' does not exist");
+}
+
 }  // namespace
 }  // namespace vispco

@@ -305,7 +305,11 @@ HrTrainer::HrTrainer(HrRecipe recipe, const std::string& base_dir, std::string o
   }
   // The starting weights, copied into a network of our own (the loader may map fp32 files read-only).
   auto start = VisionLanguageModel::load(s.init().string(), s.ctx);
-  auto& family = dynamic_cast<LlavaNextModel&>(start.family());
+  auto* next = dynamic_cast<LlavaNextModel*>(&start.family());
+  if (next == nullptr)
+    throw ConfigError(s.init().string() +
+                      " is not a LLaVA-NeXT folder (made by another command?); use a new --out folder");
+  auto& family = *next;
   s.cfg = family.config();
   s.net = random_llava_next_net(s.cfg, recipe.seed, at::kFloat);
   {
