@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "io/pil_resize.h"
 
 namespace vispco::io {
 namespace {
@@ -100,9 +101,9 @@ at::Tensor preprocess_llava(const cv::Mat& rgb, const ImagePreprocessConfig& cfg
   validate(rgb, cfg);
   const cv::Mat padded = cfg.pad_to_square ? expand_to_square(rgb, cfg.mean) : rgb;
   const int s = cfg.image_size;
-  cv::Mat resized = padded;
-  if (padded.cols != s || padded.rows != s)
-    cv::resize(padded, resized, cv::Size(s, s), 0.0, 0.0, cv::INTER_CUBIC);
+  // Pillow's bicubic, as transformers' CLIPImageProcessor resizes (OpenCV's INTER_CUBIC differs by a grey
+  // level on 10–30 % of pixels of ordinary images; issue 48).
+  const cv::Mat resized = padded.cols != s || padded.rows != s ? resize_bicubic_pil(padded, s, s) : padded;
 
   // [3, S, S] float32: (x/255 − mean)/std, channel-first.
   at::Tensor out = at::empty({3, s, s}, at::TensorOptions().dtype(at::kFloat));

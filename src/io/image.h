@@ -29,9 +29,9 @@ struct ImagePreprocessConfig {
 };
 
 /// LLaVA-1.5 preprocessing of an RGB image: optional expand2square with colour int(mean·255) (image centred,
-/// odd remainder on the right/bottom as in LLaVA), resize to image_size × image_size with bicubic
-/// interpolation (OpenCV INTER_CUBIC; HF uses PIL bicubic, which antialiases on downscale — a small
-/// numerical deviation), then (x/255 − mean)/std.
+/// odd remainder on the right/bottom as in LLaVA), resize to image_size × image_size with Pillow's bicubic
+/// (io/pil_resize.h, bit for bit what transformers' CLIPImageProcessor gets from PIL), then (x/255 −
+/// mean)/std.
 /// @return float32 tensor [3, S, S], CPU, channel order RGB.
 /// @throws InvalidArgument for an empty or non-CV_8UC3 image, or a config with image_size < 1 or std ≤ 0.
 at::Tensor preprocess_llava(const cv::Mat& rgb, const ImagePreprocessConfig& cfg);

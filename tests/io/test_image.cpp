@@ -112,6 +112,17 @@ TEST(Preprocess, ResizesToImageSizeAsContiguousFloat32) {
   expect_close(t, expected_tensor(flat, cfg));
 }
 
+TEST(Preprocess, ResizesAsPillowsBicubic) {
+  // Each row [0, 100, 200, 255] (channels v, v, 255 − v), 4 × 4 → 2 × 2: Pillow's bicubic gives [60, 221] and
+  // [195, 34] per row (worked out in tests/io/test_pil_resize.cpp); the rows are equal, so the vertical pass
+  // keeps them. OpenCV's INTER_CUBIC would give other values.
+  const Rgb p0{0, 0, 255}, p1{100, 100, 155}, p2{200, 200, 55}, p3{255, 255, 0};
+  const cv::Mat img = make_rgb(std::vector<std::vector<Rgb>>(4, {p0, p1, p2, p3}));
+  const auto cfg = simple_config(2);
+  const Rgb a{60, 60, 195}, b{221, 221, 34};
+  expect_close(preprocess_llava(img, cfg), expected_tensor({{a, b}, {a, b}}, cfg));
+}
+
 TEST(Preprocess, RejectsBadInputs) {
   EXPECT_THROW(preprocess_llava(cv::Mat(), simple_config(3)), InvalidArgument);
   EXPECT_THROW(preprocess_llava(cv::Mat(2, 2, CV_8UC1, cv::Scalar(0)), simple_config(3)), InvalidArgument);
