@@ -101,10 +101,7 @@ PendingGate gate_from_json(const nlohmann::json& j) {
 // One patch head of the tower probe: the accuracy of `pred` against the labels `y` (same shape) over the
 // foreground patches (label > 0), recorded in `j` under `name` and printed with the name padded to `width`.
 void probe_head(nlohmann::json& j, const char* name, int width, const at::Tensor& pred, const at::Tensor& y) {
-  const auto fg = y > 0;
-  const int64_t n = fg.sum().item<int64_t>();
-  const double acc =
-      n ? (pred.masked_select(fg) == y.masked_select(fg)).to(at::kDouble).mean().item<double>() : 0.0;
+  const auto [acc, n] = foreground_accuracy(pred, y);
   j[name] = {{"foreground_accuracy", acc}, {"foreground_patches", n}};
   std::fprintf(stderr, "tower probe: %-*s foreground accuracy %.3f over %ld patches\n", width, name, acc,
                (long)n);

@@ -254,10 +254,7 @@ struct HrTrainer::State {
     int64_t off = 0;
     for (int c = 0; c < 6; ++c) {
       const auto y = lab.select(-1, c), pred = logits.narrow(-1, off, kHeadSizes[c]).argmax(-1);
-      const auto fg = y > 0;
-      const int64_t n = fg.sum().item<int64_t>();
-      const double acc =
-          n ? (pred.masked_select(fg) == y.masked_select(fg)).to(at::kDouble).mean().item<double>() : 0.0;
+      const auto [acc, n] = foreground_accuracy(pred, y);
       j[names[c]] = {{"foreground_accuracy", acc}, {"foreground_patches", n}};
       char buf[64];
       std::snprintf(buf, sizeof buf, " %s %.3f", names[c], acc);

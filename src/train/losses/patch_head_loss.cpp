@@ -37,6 +37,14 @@ at::Tensor balanced_patch_loss(const at::Tensor& logits, const at::Tensor& label
   return both * 0.5 * (fg_term + bg_term) + (1 - both) * (fg_term + bg_term);
 }
 
+std::pair<double, int64_t> foreground_accuracy(const at::Tensor& pred, const at::Tensor& labels) {
+  const auto fg = labels > 0;
+  const int64_t n = fg.sum().item<int64_t>();
+  const double acc =
+      n ? (pred.masked_select(fg) == labels.masked_select(fg)).to(at::kDouble).mean().item<double>() : 0.0;
+  return {acc, n};
+}
+
 at::Tensor patch_head_loss(const at::Tensor& logits, const std::vector<const eval::synthvqa::Scene*>& scenes,
                            const StageSettings& v, int64_t grid) {
   std::vector<at::Tensor> labels;

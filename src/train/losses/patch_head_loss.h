@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "eval/synthvqa/scene.h"
@@ -34,6 +35,10 @@ struct HeadLayout {
 /// dominate: an earlier tower trained that way recognised object shapes on only 15% of object patches.
 /// @param logits [N, C] fp32 @param labels [N] int64 in [0, C) @return scalar.
 at::Tensor balanced_patch_loss(const at::Tensor& logits, const at::Tensor& labels);
+
+/// What a tower probe reports for one patch head: the accuracy of `pred` against `labels` (same shape, int64)
+/// over the foreground patches (label > 0), and how many there are (accuracy 0 when none).
+std::pair<double, int64_t> foreground_accuracy(const at::Tensor& pred, const at::Tensor& labels);
 
 /// The stage-1 loss of a batch: Σ over the six label heads of balanced_patch_loss (the glyph head weighted by
 /// v.glyph_weight), plus v.position_loss × the mean squared error of the position outputs against
