@@ -11,6 +11,8 @@ packages=(
   libopenblas0-openmp     # fp32 GEMM/GEMV for LibTorch (~30x faster than reference BLAS); selected below
   libopencv-dev           # image decode (JPEG/PNG/WebP/BMP), resize, drawing
   libsentencepiece-dev    # tokenizer.model
+  libpcre2-dev            # byte-level BPE pre-tokenizer regexes with Unicode properties (tokenizer.json)
+  libutf8proc-dev         # Unicode NFC normalisation (tokenizer.json "normalizer": NFC)
   nlohmann-json3-dev      # config.json, safetensors headers, reports
   libcli11-dev            # command line
   libspdlog-dev           # logging
