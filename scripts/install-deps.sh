@@ -24,6 +24,7 @@ packages=(
   libbenchmark-dev
   gnuplot-nox             # plots of `vispco optimize` (run as an external program)
   python3-torch           # independent float64 references in tests/reference/ (tests skip without it)
+  python3-regex python3-pil  # Qwen references: the BPE pre-tokenizer regex (\p{L}), Pillow's bicubic resize
 )
 
 missing=()
@@ -62,4 +63,15 @@ elif command -v npm > /dev/null && timeout 300 npm ci --prefix "$node_dir" --no-
   echo "install-deps: installed the openai npm package into tests/serve/node"
 else
   echo "install-deps: could not install the openai npm package (npm registry unreachable?); its test will skip"
+fi
+
+# Hugging Face's tokenizers (Node binding) and @huggingface/jinja, the external references of the Qwen tokenizer and
+# chat-template tests (tests/reference/qwen_tokenizer, pinned by package-lock.json); those tests skip without them.
+qwen_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/reference/qwen_tokenizer"
+if [ -f "$qwen_dir/node_modules/tokenizers/package.json" ] && [ -f "$qwen_dir/node_modules/@huggingface/jinja/package.json" ]; then
+  echo "install-deps: tokenizers and @huggingface/jinja npm packages present"
+elif command -v npm > /dev/null && timeout 300 npm ci --prefix "$qwen_dir" --no-audit --no-fund --loglevel=error; then
+  echo "install-deps: installed tokenizers and @huggingface/jinja into tests/reference/qwen_tokenizer"
+else
+  echo "install-deps: could not install tokenizers / @huggingface/jinja (npm registry unreachable?); their tests will skip"
 fi
