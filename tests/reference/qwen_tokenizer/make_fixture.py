@@ -7,7 +7,9 @@ normalizer NFC; pre_tokenizer Sequence[Split(Qwen2's regex, Isolated), ByteLevel
 and decoder ByteLevel; model BPE with the 256 byte symbols (GPT-2's bytes_to_unicode, ids in that table's order)
 then the merged tokens (ids in merge order), merges as "a b" strings; added tokens <|endoftext|> ... <|video_pad|>
 (special, normalized false) with ids right after the vocabulary, as Qwen2's 151643.. are. The merges are learned
-here by plain BPE training on CORPUS below, pre-tokenized exactly as encoding does (bpe_reference.py): each step
+here by plain BPE training on CORPUS below (its last line puts U+180E MONGOLIAN VOWEL SEPARATOR, which is not
+Unicode White_Space and so not \\s in Oniguruma, in merges next to '!', so that a regex engine whose \\s includes it
+-- PCRE2 with PCRE2_UCP does, through \\h -- splits those pieces differently and the corpus shows it), pre-tokenized exactly as encoding does (bpe_reference.py): each step
 merges the adjacent pair with the highest count over the corpus's pieces, ties broken by the smaller pair in code
 point order, until N_MERGES merges.
 
@@ -71,6 +73,7 @@ Der schnelle braune Fuchs springt über den faulen Hund. Grüße aus München! D
 Emoji: 😀 😂 👍 🎉 ❤️ 🚀 and families 👨‍👩‍👧‍👦 👩‍💻 👩🏽‍💻 🏳️‍🌈 with skin tones 👋🏻 👋🏿 and flags 🇩🇪 🇯🇵.
 <think> reasoning </think> {"key": "value", "list": [1, 2, 3]} (parentheses) [brackets] --- *** ...
 ANSWER IN CAPITALS: DON'T STOP, I'LL WAIT. The answer is yes. The answer is no. The answer is two.
+Separators that are not \\s: x!\u180e!\u180e!\u180e and a\u180e\u180e\u180eb; !\u180e !\u180e !\u180e
 """
 
 
