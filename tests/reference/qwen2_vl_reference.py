@@ -31,7 +31,7 @@ modeling_qwen2_vl.py; models/qwen2_5_vl/modeling_qwen2_5_vl.py), sharing no code
     directly followed by image_token_id (otherwise all positions are 0..T-1); text before the image continues from
     the last position + 1 (from 0 at the start), the N_v image tokens get (st + 0, st + row, st + col) on the merged
     grid with st = the next free position, the text after them starts at max(all positions so far) + 1. Greedy
-    tokens are text after the prompt and so continue from there.
+    token k gets max(prompt positions) + 1 + k on all three axes (transformers' rope_deltas while decoding).
   * checkpoints: config.json (text fields at top level, or under text_config as newer transformers writes them;
     rope_scaling or rope_parameters), model.safetensors or shards listed by model.safetensors.index.json, F32 / F16
     / BF16, read here; keys `visual.*`, `model.*`, `lm_head.*` or the newer `model.visual.*`,
@@ -440,12 +440,14 @@ def run(model_dir, image_path, ids_text, steps, mask_layer=None, masked=(), key_
         if any(not 0 <= q < n_prompt - 1 for q in masked):
             raise SystemExit(f"--masked positions must be in [0, {n_prompt - 1}) (the last prompt position is kept)")
     table = W["model.embed_tokens.weight"]
-    greedy, first, pos0 = [], None, None
-    for _ in range(steps):
+    # Generated tokens continue at max + 1 on all three axes (transformers' rope_deltas in decoding), whatever
+    # they are (a generated <|vision_start|><|image_pad|> is no image).
+    pos0 = rope_index(ids, [grid], ids_cfg, m)
+    greedy, first = [], None
+    for step in range(steps):
         x = table[ids].clone()
         x[at:at + n_v] = embeds
-        pos = rope_index(ids, [grid], ids_cfg, m)
-        pos0 = pos[:, :n_prompt] if pos0 is None else pos0
+        pos = torch.cat([pos0, (int(pos0.max()) + 1 + torch.arange(step)).expand(3, -1)], 1)
         rule = None
         if mask_layer is not None:
             keep = torch.ones(len(ids), dtype=torch.bool)

@@ -13,8 +13,8 @@ and behind the npm package `tokenizers` 0.23.2 that hf_tokenizers.js runs), appl
   3. pre-tokenizer Sequence[Split(Regex, Isolated, invert false), ByteLevel(use_regex false)]: every regex match is
      a piece and so is every gap between matches (with Qwen2's pattern there are none); the regex runs through
      python3-regex, whose \\s is Unicode White_Space (as Oniguruma's is: U+0085, U+00A0, U+3000, ... but not
-     U+001C..U+001F, which str.isspace() counts), \\p{L} / \\p{N} its Unicode tables, (?i:...) full case folding
-     ('ſ matches 's, as in Oniguruma);
+     U+001C..U+001F, which str.isspace() counts, nor U+180E, which PCRE2's UCP \\s counts), \\p{L} / \\p{N} its
+     Unicode tables, (?i:...) full case folding ('ſ matches 's, as in Oniguruma);
   4. ByteLevel: each piece's UTF-8 bytes mapped through GPT-2's bytes_to_unicode table;
   5. model BPE (no dropout, ignore_merges false, byte_fallback false): starting from one symbol per byte, merge the
      adjacent pair of lowest merge rank, the leftmost of equal ranks, until no adjacent pair is a merge — the order
