@@ -42,7 +42,7 @@ Tokenizer Tokenizer::from_serialized(const std::string& proto) {
 std::vector<int64_t> Tokenizer::encode(const std::string& text, bool add_bos) const {
   const TokenizerModel& m = model();
   std::vector<int64_t> out;
-  if (add_bos) out.push_back(m.bos_id());
+  if (add_bos && m.bos_id() >= 0) out.push_back(m.bos_id());
   size_t begin = 0;  // start of the text segment not yet encoded
   const auto flush = [&](size_t end) {
     if (end > begin)

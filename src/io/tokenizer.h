@@ -29,9 +29,9 @@ class Tokenizer {
   static Tokenizer from_serialized(const std::string& proto);
 
   /// Token ids of `text` (a SentencePiece model adds its dummy-prefix space as Llama's slow tokenizer does),
-  /// BOS prepended when `add_bos`. Added tokens (set_added_tokens) are matched whole, longest first, and
-  /// never split; the text between them is encoded segment by segment, each with its own dummy prefix (HF's
-  /// legacy Llama tokenizer, LLaVA's tokenizer_image_token).
+  /// BOS prepended when `add_bos` and the model has one (Qwen2 has none). Added tokens (set_added_tokens) are
+  /// matched whole, longest first, and never split; the text between them is encoded segment by segment, each
+  /// with its own dummy prefix (HF's legacy Llama tokenizer, LLaVA's tokenizer_image_token).
   std::vector<int64_t> encode(const std::string& text, bool add_bos) const;
   /// Text of `ids`; BOS/EOS/pad, special added tokens, negative ids and ids ≥ vocab_size() that are not added
   /// tokens (e.g. the image token) are skipped; a non-special added token gives its content. The leading
