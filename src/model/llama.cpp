@@ -18,9 +18,10 @@ torch::nn::Linear linear(int64_t in, int64_t out, bool bias) {
 LlamaAttentionImpl::LlamaAttentionImpl(const TextConfig& cfg)
     : n_heads(cfg.num_attention_heads), n_kv_heads(cfg.n_kv_heads()), d_head(cfg.d_head()) {
   const int64_t d = cfg.hidden_size;
-  q_proj = register_module("q_proj", linear(d, n_heads * d_head, cfg.attention_bias));
-  k_proj = register_module("k_proj", linear(d, n_kv_heads * d_head, cfg.attention_bias));
-  v_proj = register_module("v_proj", linear(d, n_kv_heads * d_head, cfg.attention_bias));
+  const bool qkv_bias = cfg.attention_bias || cfg.qkv_bias;
+  q_proj = register_module("q_proj", linear(d, n_heads * d_head, qkv_bias));
+  k_proj = register_module("k_proj", linear(d, n_kv_heads * d_head, qkv_bias));
+  v_proj = register_module("v_proj", linear(d, n_kv_heads * d_head, qkv_bias));
   o_proj = register_module("o_proj", linear(n_heads * d_head, d, cfg.attention_bias));
 }
 

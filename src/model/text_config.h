@@ -24,7 +24,9 @@ struct TextConfig {
   double rope_theta = 10000.0;             ///< RoPE base
   bool tie_word_embeddings = false;        ///< lm_head shares embed_tokens' weight
   bool attention_bias = false;             ///< q/k/v/o projections carry biases
-  std::string hidden_act = "silu";         ///< SwiGLU activation; only "silu" supported
+  bool qkv_bias =
+      false;  ///< q/k/v carry biases, o_proj none (Qwen2); set by the family, not a config.json key
+  std::string hidden_act = "silu";  ///< SwiGLU activation; only "silu" supported
   int64_t bos_token_id = 1;
   int64_t eos_token_id = 2;
   /// Multi-axis RoPE (M-RoPE, Qwen2-VL §2.1): frequencies per position axis (temporal, height, width),
