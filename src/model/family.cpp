@@ -15,6 +15,7 @@
 #include "model/llava/llava.h"
 #include "model/llava_next/llava_next.h"
 #include "model/model_source.h"
+#include "model/qwen2_vl/qwen2_vl.h"
 
 namespace vispco {
 
@@ -38,7 +39,8 @@ namespace {
 
 // A deque: rows never move, so the references family_for_config() hands out stay valid.
 std::deque<ModelFamily>& registry() {
-  static std::deque<ModelFamily> rows{llava_family(), llava_next_family()};
+  static std::deque<ModelFamily> rows{llava_family(), llava_next_family(), qwen2_vl_family(),
+                                      qwen2_5_vl_family()};
   return rows;
 }
 

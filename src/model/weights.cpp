@@ -91,13 +91,14 @@ void load_weights(torch::nn::Module& net, const TensorSource& ckpt, const RunCon
   }
 }
 
-void load_checkpoint_weights(torch::nn::Module& net, const std::string& dir, const RunContext& ctx) {
+void load_checkpoint_weights(torch::nn::Module& net, const std::string& dir, const RunContext& ctx,
+                             const CheckpointKeys& keys) {
   const auto ckpt = io::CheckpointTensors::open_dir(dir);
   at::NoGradGuard no_grad;
   TensorSource ts{ckpt.dir(), [&](const std::string& k) { return ckpt.contains(k); },
                   [&](const std::string& k) { return ckpt.tensor(k); }, ckpt.names().size(),
                   [&](const std::string& k) { ckpt.release(k); }};
-  load_weights(net, ts, ctx);
+  load_weights(net, ts, ctx, keys);
 }
 
 io::ImagePreprocessConfig load_preprocess(const std::string& dir, int64_t image_size) {

@@ -56,8 +56,10 @@ Net construct_for_loading(const Config& cfg, c10::ScalarType dtype) {
 
 /// load_weights from the Hugging Face checkpoint folder `dir` (model.safetensors, or the shards of
 /// model.safetensors.index.json), each converted tensor's mapped pages dropped once it is copied.
+/// @param keys the family's checkpoint names of a parameter (default: the LLaVA layouts).
 /// @throws IoError, FormatError (the folder's files), ConfigError (as load_weights).
-void load_checkpoint_weights(torch::nn::Module& net, const std::string& dir, const RunContext& ctx);
+void load_checkpoint_weights(torch::nn::Module& net, const std::string& dir, const RunContext& ctx,
+                             const CheckpointKeys& keys = hf_checkpoint_keys);
 
 /// Writes `net` as a Hugging Face folder: model.safetensors (every parameter by its module name, cast to
 /// `dtype`, on the CPU) and config.json (`config` plus "torch_dtype"). The tokenizer is not written.
