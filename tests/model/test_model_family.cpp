@@ -58,13 +58,13 @@ TEST(ModelFamily, TheRegistryFindsTheFamilyByItsArchitecture) {
   testing::TempDir tmp;
   fs::create_directories(tmp.path() / "m");
   testing::write_file(tmp.path() / "m" / "config.json",
-                      R"({"architectures": ["Qwen2VLForConditionalGeneration"]})");
+                      R"({"architectures": ["Idefics3ForConditionalGeneration"]})");
   try {
     load_model_shape(tmp.str("m"));
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& e) {
     const std::string msg = e.what();
-    EXPECT_NE(msg.find("Qwen2VLForConditionalGeneration"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("Idefics3ForConditionalGeneration"), std::string::npos) << msg;
     EXPECT_NE(msg.find("LlavaForConditionalGeneration"), std::string::npos) << msg;  // what it reads
     EXPECT_NE(msg.find(testing::kLinearProjectorArchitecture), std::string::npos) << msg;
   }

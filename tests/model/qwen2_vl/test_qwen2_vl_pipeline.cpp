@@ -1,0 +1,40 @@
+// The tiny random Qwen2.5-VL (init-random's "tiny-qwen2.5-vl") through the code every family shares (issue
+// 44's family checks, tests/model/family_checks.h): evaluation batched and pruned, a min-K search, and a
+// served chat completion equal to generate(). Its images keep their aspect ratio: the 48×40 noise images make
+// 6 visual tokens (smart_resize to 56×84 px: 2 × 3 merged), the served 200×200 PNG 49 (196×196 px: 7 × 7).
+#include <gtest/gtest.h>
+
+#include "eval/eval_fixture.h"
+#include "model/family_checks.h"
+#include "model/qwen2_vl/presets.h"
+#include "serve/server_fixture.h"
+#include "test_util.h"
+
+namespace vispco {
+namespace {
+
+const std::string& tiny_qwen_dir() {
+  return testing::written_once([](const testing::TempDir& dir) {
+    write_random_qwen2_vl(dir.str(), find_qwen2_vl_preset("tiny-qwen2.5-vl").config, 3, c10::kFloat);
+    return dir.str();
+  });
+}
+
+VisionLanguageModel load_tiny_qwen() { return VisionLanguageModel::load(tiny_qwen_dir(), RunContext{}); }
+
+TEST(Qwen2VlPipeline, EvaluatesAndSearchesThroughTheSameCode) {
+  testing::TempDir tmp;
+  const auto dir = tmp.path() / "ds";
+  auto m = load_tiny_qwen();
+  testing::write_own_answers_dataset(m, dir, testing::write_noise_images(dir, 6), "q");
+  testing::expect_evaluates_and_searches(m, tiny_qwen_dir(), dir,
+                                         "answers are the model's own, batched or not");
+}
+
+TEST(Qwen2VlPipeline, ServesChatCompletionsAsGenerateAnswers) {
+  testing::expect_serves_as_generate(load_tiny_qwen(), tiny_qwen_dir(), testing::test_png(200, 5),
+                                     "divprune:keep=8", 8);
+}
+
+}  // namespace
+}  // namespace vispco
