@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -32,6 +33,26 @@ int64_t parse_int(const std::string& text, const std::string& what) {
   } catch (const std::exception&) {
   }
   throw InvalidArgument("plan: " + what + " must be an integer (got '" + text + "')");
+}
+
+// "25%" → 25. @throws InvalidArgument unless a number in (0, 100] before the '%'.
+double parse_percent(const std::string& text) {
+  const std::string number = text.substr(0, text.size() - 1);
+  try {
+    size_t used = 0;
+    const double v = std::stod(number, &used);
+    if (used == number.size() && v > 0 && v <= 100) return v;
+  } catch (const std::exception&) {
+  }
+  throw InvalidArgument("plan: keep=" + text + " must be a count or a share in (0%, 100%]");
+}
+
+// keep= as written: the count, or the share ("12.5%", 15 significant digits so that it parses back equal).
+std::string keep_text(const PruneStage& s) {
+  if (s.keep_percent <= 0) return std::to_string(s.keep);
+  std::ostringstream out;
+  out << std::setprecision(15) << s.keep_percent << '%';
+  return out.str();
 }
 
 // A stage as written: which of layer= and keep= it names.
@@ -106,7 +127,10 @@ ParsedStage parse_stage(const std::string& text) {
         st.layer = parse_int(value, "layer");
         p.has_layer = true;
       } else if (key == "keep") {
-        st.keep = parse_int(value, "keep");
+        if (!value.empty() && value.back() == '%')
+          st.keep_percent = parse_percent(value);
+        else
+          st.keep = parse_int(value, "keep");
         p.has_keep = true;
       } else {
         st.options[key] = value;
@@ -121,12 +145,17 @@ ParsedStage parse_stage(const std::string& text) {
 
 }  // namespace
 
+int64_t resolve_keep(const PruneStage& stage, int64_t n_visual) {
+  if (stage.keep_percent <= 0) return stage.keep;
+  return std::max<int64_t>(1, std::llround(stage.keep_percent / 100.0 * static_cast<double>(n_visual)));
+}
+
 std::string PruningPlan::to_string() const {
   if (stages.empty()) return "none";
   std::string out;
   for (const auto& s : stages) {
     if (!out.empty()) out += "+";
-    out += s.scorer + ":layer=" + std::to_string(s.layer) + ",keep=" + std::to_string(s.keep);
+    out += s.scorer + ":layer=" + std::to_string(s.layer) + ",keep=" + keep_text(s);
     for (const auto& [k, v] : s.options) out += "," + k + "=" + v;
   }
   return out;
@@ -145,6 +174,8 @@ void PruningPlan::validate(const ModelShape& shape) const {
     if (s.layer <= prev_layer)
       throw InvalidArgument(where + ": layer " + std::to_string(s.layer) +
                             " must come after the previous stage's " + std::to_string(prev_layer));
+    if (s.keep_percent < 0 || s.keep_percent > 100 || std::isnan(s.keep_percent))
+      throw InvalidArgument(where + ": keep " + keep_text(s) + " is outside (0%, 100%]");
     if (s.keep < 1 || s.keep > n_v)
       throw InvalidArgument(where + ": keep " + std::to_string(s.keep) +
                             " is outside [1, N_v = " + std::to_string(n_v) + "]");
@@ -170,6 +201,7 @@ PruningPlan parse_plan(const std::string& text, int64_t n_visual, int64_t n_laye
   for (const auto& piece : split(text, '+')) {
     if (piece.empty()) throw InvalidArgument("plan: empty stage in '" + text + "'");
     auto p = parse_stage(piece);
+    if (p.stage.keep_percent > 0) p.stage.keep = resolve_keep(p.stage, n_visual);  // the nominal count
     if (p.stage.scorer == "pdrop") {
       for (auto& s : expand_pdrop(p, n_visual, n_layers)) plan.stages.push_back(s);
     } else {
@@ -181,8 +213,11 @@ PruningPlan parse_plan(const std::string& text, int64_t n_visual, int64_t n_laye
 
 nlohmann::json to_json(const PruningPlan& plan) {
   nlohmann::json stages = nlohmann::json::array();
-  for (const auto& s : plan.stages)
-    stages.push_back({{"scorer", s.scorer}, {"layer", s.layer}, {"keep", s.keep}, {"options", s.options}});
+  for (const auto& s : plan.stages) {
+    nlohmann::json st = {{"scorer", s.scorer}, {"layer", s.layer}, {"keep", s.keep}, {"options", s.options}};
+    if (s.keep_percent > 0) st["keep_percent"] = s.keep_percent;
+    stages.push_back(st);
+  }
   return {{"stages", stages}};
 }
 
@@ -196,6 +231,7 @@ PruningPlan plan_from_json(const nlohmann::json& j) {
       st.scorer = s.at("scorer").get<std::string>();
       st.layer = s.at("layer").get<int64_t>();
       st.keep = s.at("keep").get<int64_t>();
+      st.keep_percent = s.value("keep_percent", 0.0);
       if (s.contains("options"))
         for (const auto& [k, v] : s["options"].items())
           st.options[k] = v.is_string() ? v.get<std::string>() : v.dump();

@@ -49,7 +49,11 @@ PlanHook::PlanHook(PruningPlan plan, const ModelShape& shape, uint64_t seed, con
 
 PlanHook::PlanHook(PruningPlan plan, const ModelShape& shape, uint64_t seed,
                    std::vector<std::shared_ptr<const Scorer>> scorers)
-    : plan_(std::move(plan)), scorers_(std::move(scorers)), layout_(shape.default_layout()), seed_(seed) {
+    : plan_(std::move(plan)),
+      stages_(plan_.stages),
+      scorers_(std::move(scorers)),
+      layout_(shape.default_layout()),
+      seed_(seed) {
   if (scorers_.size() != plan_.stages.size())
     throw InvalidArgument("plan hook: " + std::to_string(scorers_.size()) + " bound scorers for " +
                           std::to_string(plan_.stages.size()) + " stages");
@@ -68,6 +72,9 @@ bool PlanHook::wants_vision_attention() const {
 void PlanHook::begin(const at::Tensor& cls_attention, const at::Tensor& vision_keys,
                      const VisualLayout& layout) {
   layout_ = layout;
+  if (layout.n_tokens > 0)  // each keep=P% stage's K for these images
+    for (size_t i = 0; i < stages_.size(); ++i)
+      stages_[i].keep = resolve_keep(plan_.stages[i], layout.n_tokens);
   cls_attention_ = cls_attention;
   vision_keys_ = vision_keys;
   saliency_ = at::Tensor();
@@ -85,15 +92,15 @@ bool PlanHook::wants_visual_saliency() const {
 void PlanHook::set_visual_saliency(const at::Tensor& saliency) { saliency_ = saliency; }
 
 bool PlanHook::acts_before(int64_t layer) const {
-  for (const auto& st : plan_.stages)
+  for (const auto& st : stages_)
     if (st.layer == layer) return true;
   return false;
 }
 
 at::Tensor PlanHook::attention_rows(int64_t layer, const TokenState& state) {
   if (layer == 0) input_ = state;  // the LLM's input (rater selection of text-guided scorers)
-  for (size_t i = 0; i < plan_.stages.size(); ++i)
-    if (plan_.stages[i].layer == layer + 1 && scorers_[i]->needs().attention) {
+  for (size_t i = 0; i < stages_.size(); ++i)
+    if (stages_[i].layer == layer + 1 && scorers_[i]->needs().attention) {
       const int64_t B = state.hidden.size(0);
       ScoreInput in;
       in.state = &state;
@@ -102,7 +109,7 @@ at::Tensor PlanHook::attention_rows(int64_t layer, const TokenState& state) {
       set_grid(in, layout_);
       in.layer = layer + 1;
       in.seed = seed_;
-      in.stage = &plan_.stages[i];
+      in.stage = &stages_[i];
       auto q = scorers_[i]->attention_queries(in);
       query_weights_ = q.weights;
       return q.rows;
@@ -111,16 +118,16 @@ at::Tensor PlanHook::attention_rows(int64_t layer, const TokenState& state) {
 }
 
 bool PlanHook::wants_keys(int64_t layer) const {
-  for (size_t i = 0; i < plan_.stages.size(); ++i)
-    if (plan_.stages[i].layer == layer + 1 && scorers_[i]->needs().keys) return true;
+  for (size_t i = 0; i < stages_.size(); ++i)
+    if (stages_[i].layer == layer + 1 && scorers_[i]->needs().keys) return true;
   return false;
 }
 
 bool PlanHook::apply(int64_t layer, TokenState& state, const LayerSignals& signals) {
   size_t i = 0;
-  while (i < plan_.stages.size() && plan_.stages[i].layer != layer) ++i;
-  if (i == plan_.stages.size()) return false;
-  const auto& stage = plan_.stages[i];
+  while (i < stages_.size() && stages_[i].layer != layer) ++i;
+  if (i == stages_.size()) return false;
+  const auto& stage = stages_[i];
   const int64_t B = state.hidden.size(0), T = state.hidden.size(1);
   const auto dev = state.hidden.device();
   auto nz = at::nonzero(state.visual);  // [B·N, 2], row-major so each row's indices ascend

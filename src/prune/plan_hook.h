@@ -54,6 +54,7 @@ class PlanHook : public PrefillHook {
 
  private:
   PruningPlan plan_;
+  std::vector<PruneStage> stages_;  // plan_'s stages with each keep=P% resolved for this prefill's layout
   std::vector<std::shared_ptr<const Scorer>> scorers_;  // one per stage, shared with a BoundPlan
   std::vector<std::unique_ptr<Selector>> selectors_;    // one per stage: its select= selector, or null
   VisualLayout layout_;  // this prefill's images (begin()); the shape's default until then

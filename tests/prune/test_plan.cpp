@@ -36,6 +36,26 @@ TEST(Plan, ParsesStagesAndRoundTrips) {
   EXPECT_EQ(parse_plan(v.to_string(), 16), v);
 }
 
+TEST(Plan, KeepAsAShareOfEachImagesTokens) {
+  auto p = parse_plan("divprune:keep=25%+fastv:layer=2,keep=12.5%", 16);
+  ASSERT_EQ(p.stages.size(), 2u);
+  EXPECT_DOUBLE_EQ(p.stages[0].keep_percent, 25.0);
+  EXPECT_EQ(p.stages[0].keep, 4);  // the nominal count: 25 % of N_v = 16
+  EXPECT_EQ(p.stages[1].keep, 2);
+  EXPECT_EQ(p.to_string(), "divprune:layer=0,keep=25%+fastv:layer=2,keep=12.5%");
+  EXPECT_EQ(parse_plan(p.to_string(), 16), p);
+  EXPECT_EQ(plan_from_json(to_json(p)), p);
+  EXPECT_NE(parse_plan("divprune:keep=4", 16), parse_plan("divprune:keep=25%", 16));  // distinct store keys
+  // Per image: 25 % of 54 tokens is 13.5 → 14 (half away from zero); of 3 tokens 0.75 → 1; never below 1.
+  EXPECT_EQ(resolve_keep(p.stages[0], 54), 14);
+  EXPECT_EQ(resolve_keep(p.stages[0], 3), 1);
+  EXPECT_EQ(resolve_keep(p.stages[1], 4), 1);
+  EXPECT_EQ(resolve_keep(PruneStage{0, 7, "random", {}}, 100), 7);  // a count stays a count
+  for (const char* bad : {"divprune:keep=0%", "divprune:keep=101%", "divprune:keep=x%", "divprune:keep=%"})
+    EXPECT_THROW(parse_plan(bad, 16), InvalidArgument) << bad;
+  EXPECT_EQ(error_of("divprune:keep=100%"), "");
+}
+
 TEST(Plan, PyramidDropShorthandHalvesAtEachBoundary) {
   // N_v = 576, ratio 0.5 at layers 8, 16, 24 → 288, 144, 72 (PyramidDrop's λ = 0.5 schedule).
   auto p = parse_plan("pdrop:layers=8/16/24,ratio=0.5", 576);

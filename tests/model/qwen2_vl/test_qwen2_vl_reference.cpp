@@ -15,6 +15,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <opencv2/core/mat.hpp>
+#include <tuple>
 
 #include "model/generate.h"
 #include "model/llava_next_model.h"
@@ -171,6 +172,21 @@ void compare_pruned(const std::string& plan, int64_t layer) {
   PlanHook hook(parse_plan(plan, m.shape()), m.shape());
   const auto out = generate(m, batch, testing::greedy(16), &hook);
   EXPECT_EQ(out.tokens, want);
+}
+
+// keep=P% keeps that share of each image's own N_v: 25 % of 8 tokens is 2, of 54 is 13.5 → 14.
+TEST(Qwen2VlReference, KeepPercentResolvesPerImage) {
+  if (python_for_reference().empty()) GTEST_SKIP() << "python3 with torch, regex and PIL not found";
+  auto m = VisionLanguageModel::load(checkpoint(1), RunContext{});
+  for (const auto [w, h, want] : {std::tuple{100, 60, 2}, std::tuple{250, 180, 14}}) {
+    const VlmRequest req{m.preprocess(testing::pattern_image(w, h, 2)), m.prompt_ids("How many cubes?")};
+    PlanHook hook(parse_plan("divprune:keep=25%", m.shape()), m.shape());
+    GenerationConfig gc;
+    gc.max_new_tokens = 1;
+    const auto out = generate(m, {req}, gc, &hook);
+    EXPECT_EQ(hook.traces().back().kept[0].sum().item<int64_t>(), want) << w << "×" << h;
+    EXPECT_EQ(out.stats.n_visual_kept, want) << w << "×" << h;
+  }
 }
 
 TEST(Qwen2VlReference, DivPruneAfterTheMergerMatchesMaskedReference) { compare_pruned("divprune:keep=5", 0); }
