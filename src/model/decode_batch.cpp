@@ -119,6 +119,13 @@ GenerationStats DecodeBatch::add(const std::vector<VlmRequest>& reqs,
   GenerationStats st;
   st.batch = static_cast<int64_t>(reqs.size());
   st.vision_ms = vision_ms;
+  st.row_n_visual.assign(reqs.size(), 0);
+  st.row_n_visual_kept.assign(reqs.size(), 0);
+  for (size_t g = 0; g < groups.size(); ++g)
+    for (const auto b : groups[g]) {
+      st.row_n_visual[b] = parts[g].stats.n_visual;
+      st.row_n_visual_kept[b] = parts[g].stats.n_visual_kept;
+    }
   for (const auto& p : parts) {
     st.prepass_ms += p.stats.prepass_ms;
     st.prefill_ms += p.stats.prefill_ms;

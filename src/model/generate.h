@@ -46,9 +46,12 @@ struct VlmRequest {
 
 /// Measurements of one generate() call (the whole batch).
 struct GenerationStats {
-  int64_t batch = 0;                      ///< B
-  int64_t n_visual = 0;                   ///< N_v per request before pruning
-  int64_t n_visual_kept = 0;              ///< visual tokens per request after the last pruning stage
+  int64_t batch = 0;          ///< B
+  int64_t n_visual = 0;       ///< N_v per request before pruning
+  int64_t n_visual_kept = 0;  ///< visual tokens per request after the last pruning stage
+  /// Per request, in request order: its own N_v and its visual tokens after the last pruning stage (images of
+  /// one batch may differ: dynamic resolution, tiling); n_visual / n_visual_kept above are the largest.
+  std::vector<int64_t> row_n_visual, row_n_visual_kept;
   int64_t n_text_max = 0;                 ///< longest N_t in the batch (prompt text tokens, incl. BOS)
   std::vector<int64_t> tokens_per_layer;  ///< sequence length entering each decoder layer in prefill
   double vision_ms = 0;                   ///< vision tower + projector

@@ -375,9 +375,9 @@ void BatchScheduler::admit(std::vector<std::unique_ptr<Pending>>& group) {
     auto& r = joining[i]->r;
     const auto n_text = static_cast<int64_t>(joining[i]->p->job.request.prompt_ids.size()) - 1;
     r.plan = plan;
-    r.prompt_tokens = n_text + st.n_visual;
-    r.n_visual = st.n_visual;
-    r.n_visual_kept = st.n_visual_kept;
+    r.n_visual = st.row_n_visual.at(i);  // this request's own image (a batch may mix sizes)
+    r.n_visual_kept = st.row_n_visual_kept.at(i);
+    r.prompt_tokens = n_text + r.n_visual;
     try {  // the rows are in the batch now: a failure here must not lose them
       r.prefill_flops_ratio = row_flops_ratio(shape, st, n_text);
     } catch (const std::exception&) {

@@ -131,6 +131,8 @@ TEST(Qwen2VlReference, MixedSizesInOneBatch) {
   const auto out = generate(m, {{a.pixels, a.ids}, {b.pixels, b.ids}}, testing::greedy(16));
   EXPECT_EQ(out.tokens[0], a.ref["greedy"].get<std::vector<int64_t>>());
   EXPECT_EQ(out.tokens[1], b.ref["greedy"].get<std::vector<int64_t>>());
+  EXPECT_EQ(out.stats.row_n_visual, (std::vector<int64_t>{8, 54}));  // each request's own N_v
+  EXPECT_EQ(out.stats.row_n_visual_kept, (std::vector<int64_t>{8, 54}));
 }
 
 // A pruned forward equals the reference's unpruned forward with the pruned tokens removed as keys from the
@@ -172,6 +174,8 @@ void compare_pruned(const std::string& plan, int64_t layer) {
   PlanHook hook(parse_plan(plan, m.shape()), m.shape());
   const auto out = generate(m, batch, testing::greedy(16), &hook);
   EXPECT_EQ(out.tokens, want);
+  EXPECT_EQ(out.stats.row_n_visual, (std::vector<int64_t>{8, 54}));
+  EXPECT_EQ(out.stats.row_n_visual_kept, (std::vector<int64_t>{5, 5}));
 }
 
 // keep=P% keeps that share of each image's own N_v: 25 % of 8 tokens is 2, of 54 is 13.5 → 14.
