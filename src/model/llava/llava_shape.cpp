@@ -1,6 +1,8 @@
 // LLaVA-1.5 shape and FLOPs spec; formulas in llava_shape.h.
 #include "model/llava/llava_shape.h"
 
+#include "model/decoder_flops.h"
+
 namespace vispco {
 
 FlopsSpec llava_flops_spec(const LlavaConfig& cfg) {
@@ -14,13 +16,7 @@ FlopsSpec llava_flops_spec(const LlavaConfig& cfg) {
       cfg.n_vision_layers_used() * vision_layer_flops(v.hidden_size, v.intermediate_size, n_patches + 1);
   const int64_t n_v = f.n_visual_tokens;
   f.projector = 2 * n_v * v.hidden_size * t.hidden_size + 2 * n_v * t.hidden_size * t.hidden_size;
-  f.decoder = {.hidden_size = t.hidden_size,
-               .intermediate_size = t.intermediate_size,
-               .num_layers = t.num_hidden_layers,
-               .num_heads = t.num_attention_heads,
-               .num_kv_heads = t.n_kv_heads(),
-               .head_dim = t.d_head(),
-               .vocab_size = t.vocab_size};
+  f.decoder = decoder_flops_spec(t);
   return f;
 }
 

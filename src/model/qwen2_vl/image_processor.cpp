@@ -14,6 +14,7 @@
 #include "core/errors.h"
 #include "core/json_file.h"
 #include "io/pil_resize.h"
+#include "model/qwen2_vl/read_field.h"
 #include "model/text_config.h"
 
 namespace vispco {
@@ -31,22 +32,7 @@ double round_half_even(double x) {
   return std::fmod(lo, 2.0) == 0.0 ? lo : lo + 1;
 }
 
-template <class T>
-bool read_field(const json& j, const char* key, const std::string& where, T& out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return false;
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    if (!it->is_number_integer())
-      throw ConfigError(where + ": " + key + " has the wrong type (got " + it->dump() +
-                        "; expected an integer)");
-  }
-  try {
-    out = it->get<T>();
-  } catch (const json::exception&) {
-    throw ConfigError(where + ": " + key + " has the wrong type (got " + it->dump() + ")");
-  }
-  return true;
-}
+using qwen2_vl_detail::read_field;
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 
 #include "core/errors.h"
 #include "io/hf_tokenizer.h"
+#include "model/decoder_flops.h"
 #include "model/llava/llava_folder.h"
 #include "model/qwen2_vl/chat_template.h"
 #include "model/qwen2_vl/vision_flops.h"
@@ -101,13 +102,7 @@ ModelShape qwen2_vl_shape(const Qwen2VlConfig& cfg) {
   f.vision_patch_embed = std::llround(vf.patch_embed);
   f.vision_layers = std::llround(std::accumulate(vf.blocks.begin(), vf.blocks.end(), 0.0));
   f.projector = std::llround(vf.merger);
-  f.decoder = {.hidden_size = t.hidden_size,
-               .intermediate_size = t.intermediate_size,
-               .num_layers = t.num_hidden_layers,
-               .num_heads = t.num_attention_heads,
-               .num_kv_heads = t.n_kv_heads(),
-               .head_dim = t.d_head(),
-               .vocab_size = t.vocab_size};
+  f.decoder = decoder_flops_spec(t);
   return s;
 }
 

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "core/errors.h"
+#include "model/qwen2_vl/read_field.h"
 #include "model/text_config.h"
 
 namespace vispco {
@@ -17,25 +18,7 @@ namespace {
 
 using nlohmann::json;
 
-// Reads j[key] into `out` when present and not null. @throws ConfigError naming <where>.<key> on a wrong
-// type.
-template <class T>
-bool read_field(const json& j, const char* key, const std::string& where, T& out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return false;
-  // nlohmann converts a float to an integer silently; a config with "depth": 2.5 is an error.
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    if (!it->is_number_integer())
-      throw ConfigError(where + "." + key + " has the wrong type (got " + it->dump() +
-                        "; expected an integer)");
-  }
-  try {
-    out = it->get<T>();
-  } catch (const json::exception&) {
-    throw ConfigError(where + "." + key + " has the wrong type (got " + it->dump() + ")");
-  }
-  return true;
-}
+using qwen2_vl_detail::read_field;
 
 // The published "mlp_ratio" for an MLP width: an integer when it divides, else the smallest double r with
 // int(embed_dim · r) == width (transformers truncates the product).

@@ -58,7 +58,12 @@ class VisionZipScorer : public Scorer {
   bool provides_scores() const override { return true; }
   // The tower's head-mean [CLS] attention to each patch, [B, N] (the dominant tokens' ranking).
   at::Tensor score(const ScoreInput& in) const override {
-    if (!in.cls_attention.defined() || in.cls_attention.size(1) != in.visual_pos.size(1))
+    if (!in.cls_attention.defined())
+      throw InvalidArgument(
+          "visionzip needs the vision tower's [CLS] attention, and this model's tower gives none (Qwen2-VL's "
+          "ViT "
+          "has no [CLS] token); use a pre-LLM scorer without it, e.g. divprune or cdpruner");
+    if (in.cls_attention.size(1) != in.visual_pos.size(1))
       throw InvalidArgument(
           "visionzip needs the tower's [CLS] attention over all N_v tokens (use it at layer=0, first)");
     return in.cls_attention;

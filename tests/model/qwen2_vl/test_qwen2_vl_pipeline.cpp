@@ -4,6 +4,7 @@
 // 6 visual tokens (smart_resize to 56×84 px: 2 × 3 merged), the served 200×200 PNG 49 (196×196 px: 7 × 7).
 #include <gtest/gtest.h>
 
+#include "core/errors.h"
 #include "eval/eval_fixture.h"
 #include "model/family_checks.h"
 #include "model/qwen2_vl/presets.h"
@@ -34,6 +35,19 @@ TEST(Qwen2VlPipeline, EvaluatesAndSearchesThroughTheSameCode) {
 TEST(Qwen2VlPipeline, ServesChatCompletionsAsGenerateAnswers) {
   testing::expect_serves_as_generate(load_tiny_qwen(), tiny_qwen_dir(), testing::test_png(200, 5),
                                      "divprune:keep=8", 8);
+}
+
+// VisionZip ranks by the tower's [CLS] attention, which Qwen's ViT does not have: one clear error.
+TEST(Qwen2VlPipeline, VisionZipSaysTheTowerHasNoCls) {
+  auto m = load_tiny_qwen();
+  const VlmRequest req{m.preprocess(io::decode_image_rgb(testing::test_png(100, 2))), m.prompt_ids("What?")};
+  PlanHook hook(parse_plan("visionzip:keep=4", m.shape()), m.shape());
+  try {
+    generate(m, {req}, testing::greedy(1), &hook);
+    ADD_FAILURE() << "no error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("no [CLS] token"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
