@@ -4,6 +4,8 @@
 // 6 visual tokens (smart_resize to 56×84 px: 2 × 3 merged), the served 200×200 PNG 49 (196×196 px: 7 × 7).
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "core/errors.h"
 #include "eval/eval_fixture.h"
 #include "model/family_checks.h"
@@ -35,6 +37,23 @@ TEST(Qwen2VlPipeline, EvaluatesAndSearchesThroughTheSameCode) {
 TEST(Qwen2VlPipeline, ServesChatCompletionsAsGenerateAnswers) {
   testing::expect_serves_as_generate(load_tiny_qwen(), tiny_qwen_dir(), testing::test_png(200, 5),
                                      "divprune:keep=8", 8);
+}
+
+// The server reports each request's own N_v: a 200×200 image makes 49 visual tokens (196 px: 7 × 7), a
+// 100×100 one 16 (112 px: 4 × 4); prompt_tokens counts them with the text.
+TEST(Qwen2VlPipeline, ServedUsageCountsEachImagesOwnTokens) {
+  testing::ServerFixture f(load_tiny_qwen(), tiny_qwen_dir(), {}, {});
+  auto c = f.client();
+  for (const auto [size, n_visual] : {std::pair{200, 49}, std::pair{100, 16}}) {
+    const auto res =
+        c.Post("/v1/chat/completions", testing::chat_body("What?", testing::test_png(size, 1), 2).dump(),
+               "application/json");
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200) << res->body;
+    const auto reply = nlohmann::json::parse(res->body);
+    EXPECT_EQ(reply["vispco"]["visual_tokens"], n_visual) << size;
+    EXPECT_GT(reply["usage"]["prompt_tokens"].get<int64_t>(), n_visual) << size;
+  }
 }
 
 // VisionZip ranks by the tower's [CLS] attention, which Qwen's ViT does not have: one clear error.
