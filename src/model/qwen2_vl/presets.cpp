@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
@@ -60,12 +59,9 @@ Qwen2VisionConfig vision(bool qwen25, int64_t depth, int64_t e, int64_t heads, i
 Qwen2VlConfig tiny(bool qwen25) {
   Qwen2VisionConfig v = vision(qwen25, 4, 32, 2, qwen25 ? 48 : 128);
   if (qwen25) v.fullatt_block_indexes = {1, 3};
-  // Ids 256–263 after the 256 byte characters: endoftext, im_start, im_end, vision_start, vision_end,
-  // vision_pad, image_pad, video_pad (Qwen2's order, 151643–151656 with gaps closed).
-  Qwen2VlConfig c = qwen(qwen25, text(300, 64, 128, 3, 4, 2, !qwen25, {2, 3, 3}), v, 256);
-  c.vision_start_token_id = 259, c.vision_end_token_id = 260, c.image_token_id = 262, c.video_token_id = 263;
-  c.text.eos_token_id = 258;
-  return c;
+  // Qwen2's added tokens right after the 256 byte characters, in the published order (bos 256 … image_pad
+  // 268).
+  return qwen(qwen25, text(300, 64, 128, 3, 4, 2, !qwen25, {2, 3, 3}), v, 256);
 }
 
 // The added tokens of Qwen2's tokenizer.json and their ids (151643 + offset in the published files).
@@ -84,8 +80,9 @@ void write_json(const std::filesystem::path& p, const nlohmann::json& j) {
   if (!out) throw IoError("cannot write '" + p.string() + "'");
 }
 
-// tokenizer.json (+ tokenizer_config.json): 256 byte characters, Qwen2's pre-tokenizer, the added tokens at
-// the config's ids (the template's five from the config, the rest after the byte vocabulary).
+// tokenizer.json (+ tokenizer_config.json): 256 byte characters, Qwen2's pre-tokenizer, Qwen2's 14 added
+// tokens from bos_token_id on in the published order (image_pad, vision_start and vision_end at the config's
+// ids).
 void write_byte_tokenizer(const std::filesystem::path& dir, const Qwen2VlConfig& cfg) {
   nlohmann::json vocab = nlohmann::json::object();
   for (int b = 0; b < 256; ++b) {
@@ -93,26 +90,17 @@ void write_byte_tokenizer(const std::filesystem::path& dir, const Qwen2VlConfig&
     io::append_utf8(ch, io::byte_to_unicode(static_cast<unsigned char>(b)));
     vocab[ch] = b;
   }
-  const bool real_ids = cfg.image_token_id >= 151643;
-  const int64_t base = real_ids ? 151643 : 256;
   nlohmann::json added = nlohmann::json::array(), decoder = nlohmann::json::object();
   std::vector<int64_t> used;
   for (const auto& [content, offset] : qwen_special_offsets()) {
-    int64_t id = base + offset;
-    if (!real_ids) {  // the tiny presets close the gaps: 8 tokens at 256–263
-      static const std::map<std::string, int64_t> tiny{
-          {"<|endoftext|>", 256},  {"<|im_start|>", 257},   {"<|im_end|>", 258},    {"<|vision_start|>", 259},
-          {"<|vision_end|>", 260}, {"<|vision_pad|>", 261}, {"<|image_pad|>", 262}, {"<|video_pad|>", 263}};
-      const auto it = tiny.find(content);
-      if (it == tiny.end()) continue;
-      id = it->second;
-    }
+    int64_t id = cfg.text.bos_token_id + offset;  // <|endoftext|> is the first added token, as published
     if (content == "<|image_pad|>") id = cfg.image_token_id;
     if (content == "<|vision_start|>") id = cfg.vision_start_token_id;
     if (content == "<|vision_end|>") id = cfg.vision_end_token_id;
-    if (id < 256 || std::find(used.begin(), used.end(), id) != used.end())
+    if (id < 256 || id >= cfg.text.vocab_size || std::find(used.begin(), used.end(), id) != used.end())
       throw ConfigError("special token " + content + " would get id " + std::to_string(id) +
-                        ", taken by the byte vocabulary or another special token");
+                        ": taken by the byte vocabulary or another special token, or past vocab_size " +
+                        std::to_string(cfg.text.vocab_size));
     used.push_back(id);
     added.push_back({{"id", id},
                      {"content", content},

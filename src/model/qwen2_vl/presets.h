@@ -17,9 +17,9 @@ using Qwen2VlPreset = Preset<Qwen2VlConfig>;
 
 /// The table: "tiny-qwen2-vl" and "tiny-qwen2.5-vl" (tests: a 64-wide 3-layer decoder with M-RoPE sections
 /// [2, 3, 3], a 32-wide 4-block tower; Qwen2.5's with windows of 4 × 4 merged tokens and full attention in
-/// blocks 1 and 3; 300-id vocabulary, the special tokens at 256–263), and the published dimensions of
-/// Qwen/Qwen2-VL-2B-Instruct, -7B-Instruct, Qwen/Qwen2.5-VL-3B-Instruct and -7B-Instruct ("qwen2-vl-2b",
-/// "qwen2-vl-7b", "qwen2.5-vl-3b", "qwen2.5-vl-7b").
+/// blocks 1 and 3; 300-id vocabulary, Qwen2's 14 added tokens at 256–269 as published after 151643), and the
+/// published dimensions of Qwen/Qwen2-VL-2B-Instruct, -7B-Instruct, Qwen/Qwen2.5-VL-3B-Instruct and
+/// -7B-Instruct ("qwen2-vl-2b", "qwen2-vl-7b", "qwen2.5-vl-3b", "qwen2.5-vl-7b").
 const std::vector<Qwen2VlPreset>& qwen2_vl_presets();
 /// @throws InvalidArgument listing the valid names.
 const Qwen2VlPreset& find_qwen2_vl_preset(const std::string& name);

@@ -95,7 +95,7 @@ TEST(Qwen2VlPresets, InitRandomFoldersLoadWithTheirShape) {
     const auto& c = find_qwen2_vl_preset(name).config;
     EXPECT_EQ(m.shape().architecture, c.architecture());
     EXPECT_EQ(m.shape().position_axes, 3);
-    EXPECT_EQ(m.shape().image_token_id, 262);
+    EXPECT_EQ(m.shape().image_token_id, 268);  // <|endoftext|> 256 + 12, the published offset
     EXPECT_EQ(m.tokenizer().eos_id(), 258);
     EXPECT_EQ(m.tokenizer().bos_id(), -1);
     // A 100×60 image: 56×112 px after smart_resize, 2 × 4 merged tokens.
