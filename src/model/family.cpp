@@ -33,6 +33,13 @@ std::vector<TokenPanel> FamilyModel::token_panels(int64_t height, int64_t width)
                              preprocess_config().pad_to_square)};
 }
 
+FlopsSpec FamilyModel::image_flops(int64_t height, int64_t width) const {
+  if (height < 1 || width < 1)
+    throw InvalidArgument("image size must be positive (got " + std::to_string(width) + "x" +
+                          std::to_string(height) + ")");
+  return shape().flops;
+}
+
 namespace fs = std::filesystem;
 
 namespace {

@@ -54,6 +54,11 @@ class FamilyModel {
   /// Where the tokens of a height × width image lie on it (token heat-maps). Default: square_token_panel()
   /// over the shape's grid with preprocess_config()'s padding.
   virtual std::vector<TokenPanel> token_panels(int64_t height, int64_t width) const;
+  /// The FLOPs spec (cost/flops.h) of one height × width image as this family processes it: its N_v, the
+  /// tower's patch embedding and layers over every view or patch it makes, the projector or merger, and the
+  /// decoder's dimensions. Default: shape().flops (a fixed-size family: every image is resized alike).
+  /// @throws InvalidArgument for a non-positive size.
+  virtual FlopsSpec image_flops(int64_t height, int64_t width) const;
   /// Prompt ids of a question in the family's chat template, holding shape().image_token_id once.
   /// @throws InvalidArgument when the tokenizer cannot express the template.
   virtual std::vector<int64_t> prompt_ids(const io::Tokenizer& tok, const std::string& question) const = 0;

@@ -97,6 +97,10 @@ VisualTokens LlavaNextModel::encode_one(const at::Tensor& pixels, bool want_cls_
   return row;
 }
 
+FlopsSpec LlavaNextModel::image_flops(int64_t height, int64_t width) const {
+  return llava_next_image_flops(cfg_, height, width);
+}
+
 std::vector<TokenPanel> LlavaNextModel::token_panels(int64_t height, int64_t width) const {
   const AnyresGeometry g = anyres_geometry(height, width, cfg_);
   const int64_t n = g.grid, tile = cfg_.llava.vision.image_size;

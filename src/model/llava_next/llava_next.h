@@ -53,6 +53,9 @@ class LlavaNextModel final : public FamilyModelOf<LlavaNextConfig, LlavaNextNet>
   /// the unpadded high-resolution grid (rows × cols, a newline token after each row) over the image, with the
   /// tile boundaries as lines.
   std::vector<TokenPanel> token_panels(int64_t height, int64_t width) const override;
+  /// The image's own AnyRes geometry: N_v = n² + rows·(cols + 1), the tower and projector over the base view
+  /// and each of its tiles (llava_next_image_flops).
+  FlopsSpec image_flops(int64_t height, int64_t width) const override;
   /// LLaVA-v1.6-vicuna's template, the same as LLaVA-1.5's (model/llava/llava_prompt.h).
   std::vector<int64_t> prompt_ids(const io::Tokenizer& tok, const std::string& question) const override;
 

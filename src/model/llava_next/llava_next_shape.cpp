@@ -18,6 +18,18 @@ FlopsSpec llava_next_flops_spec(const LlavaNextConfig& cfg) {
   return f;
 }
 
+FlopsSpec llava_next_image_flops(const LlavaNextConfig& cfg, int64_t height, int64_t width) {
+  const FlopsSpec one = llava_flops_spec(cfg.llava);
+  const AnyresGeometry g = anyres_geometry(height, width, cfg);
+  const int64_t pictures = 1 + g.n_tiles();
+  FlopsSpec f = one;
+  f.n_visual_tokens = g.n_tokens();
+  f.vision_patch_embed = pictures * one.vision_patch_embed;
+  f.vision_layers = pictures * one.vision_layers;
+  f.projector = pictures * one.projector;
+  return f;
+}
+
 ModelShape llava_next_shape(const LlavaNextConfig& cfg) {
   ModelShape s = llava_shape(cfg.llava);
   s.architecture = "LlavaNextForConditionalGeneration";

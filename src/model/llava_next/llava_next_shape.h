@@ -15,6 +15,11 @@ namespace vispco {
 /// tiles costs less in the tower; the spec, one value per model, states the worst case.
 FlopsSpec llava_next_flops_spec(const LlavaNextConfig& cfg);
 
+/// FLOPs spec of one height × width image: its AnyRes geometry (anyres.h) gives N_v = n² + rows·(cols + 1)
+/// and 1 + tiles pictures through the tower and projector (each as llava_flops_spec's one picture).
+/// @throws InvalidArgument as anyres_geometry (non-positive size).
+FlopsSpec llava_next_image_flops(const LlavaNextConfig& cfg, int64_t height, int64_t width);
+
 /// The shape code outside model/ reads (architecture "LlavaNextForConditionalGeneration"): n_visual_tokens
 /// and the grid are those of the largest image (anyres_largest_layout: default_layout() is that image's
 /// layout); image_size is the tile side. Each image's own layout comes with its visual tokens

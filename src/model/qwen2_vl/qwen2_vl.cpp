@@ -95,15 +95,23 @@ ModelShape qwen2_vl_shape(const Qwen2VlConfig& cfg) {
   s.n_vision_layers = v.depth;
   s.image_size = kNominalImage;
   s.num_channels = v.in_channels;
-  FlopsSpec& f = s.flops;
-  f.n_visual_tokens = s.n_visual_tokens;
-  const QwenVisionFlops vf =
-      qwen_vision_flops(v, 1, merged * v.spatial_merge_size, merged * v.spatial_merge_size);
+  s.flops = qwen2_vl_flops_spec(cfg, merged * v.spatial_merge_size, merged * v.spatial_merge_size);
+  return s;
+}
+
+FlopsSpec qwen2_vl_flops_spec(const Qwen2VlConfig& cfg, int64_t grid_h, int64_t grid_w) {
+  const int64_t m = cfg.vision.spatial_merge_size;
+  if (grid_h < m || grid_w < m || grid_h % m != 0 || grid_w % m != 0)
+    throw InvalidArgument("Qwen2-VL patch grid " + std::to_string(grid_h) + "x" + std::to_string(grid_w) +
+                          " is not a positive multiple of the merge size " + std::to_string(m));
+  FlopsSpec f;
+  f.n_visual_tokens = grid_h * grid_w / (m * m);
+  const QwenVisionFlops vf = qwen_vision_flops(cfg.vision, 1, grid_h, grid_w);
   f.vision_patch_embed = std::llround(vf.patch_embed);
   f.vision_layers = std::llround(std::accumulate(vf.blocks.begin(), vf.blocks.end(), 0.0));
   f.projector = std::llround(vf.merger);
-  f.decoder = decoder_flops_spec(t);
-  return s;
+  f.decoder = decoder_flops_spec(cfg.text);
+  return f;
 }
 
 Qwen2VlModel::Qwen2VlModel(Qwen2VlConfig cfg, Qwen2VlNet net, QwenImageProcessorConfig processor)
@@ -161,6 +169,16 @@ std::vector<TokenPanel> Qwen2VlModel::token_panels(int64_t height, int64_t width
   p.width = static_cast<double>(width);
   p.height = static_cast<double>(height);
   return {p};
+}
+
+FlopsSpec Qwen2VlModel::image_flops(int64_t height, int64_t width) const {
+  if (height < 1 || width < 1)
+    throw InvalidArgument("image size must be positive (got " + std::to_string(width) + "x" +
+                          std::to_string(height) + ")");
+  const int64_t p = cfg_.vision.patch_size;
+  const auto [h, w] = smart_resize(height, width, p * cfg_.vision.spatial_merge_size, processor_.min_pixels,
+                                   processor_.max_pixels);
+  return qwen2_vl_flops_spec(cfg_, h / p, w / p);
 }
 
 std::vector<int64_t> Qwen2VlModel::prompt_ids(const io::Tokenizer& tok, const std::string& question) const {

@@ -52,6 +52,9 @@ class Qwen2VlModel final : public FamilyModelOf<Qwen2VlConfig, Qwen2VlNet> {
   VisualTokens encode_image_list(const std::vector<at::Tensor>& pixels, bool want_cls_attention) override;
   /// One panel: the merged grid over the whole image (the resize keeps the aspect ratio, so no padding).
   std::vector<TokenPanel> token_panels(int64_t height, int64_t width) const override;
+  /// The FLOPs of the image as smart_resize sizes it with this folder's min/max pixels
+  /// (qwen2_vl_flops_spec at its patch grid).
+  FlopsSpec image_flops(int64_t height, int64_t width) const override;
   /// The Instruct chat template with one image then the question (model/qwen2_vl/chat_template.h).
   std::vector<int64_t> prompt_ids(const io::Tokenizer& tok, const std::string& question) const override;
   const QwenImageProcessorConfig& processor() const { return processor_; }
@@ -69,5 +72,11 @@ ModelFamily qwen2_5_vl_family();
 /// The shape of a Qwen2-VL config: N_v and grid of the nominal 448 × 448 image (16 × 16 merged tokens; every
 /// real image has its own), 3 position axes, FLOPs of that image's tower.
 ModelShape qwen2_vl_shape(const Qwen2VlConfig& cfg);
+
+/// FLOPs spec of one image whose resized size gives a grid_h × grid_w patch grid (both multiples of the
+/// merge size): N_v = grid_h·grid_w / m², the tower over grid_h·grid_w patches of one temporal patch
+/// (qwen_vision_flops: patch embedding, window and full blocks), the merger as the projector, the Qwen2
+/// decoder's dimensions. @throws InvalidArgument when the grid is not a positive multiple of m.
+FlopsSpec qwen2_vl_flops_spec(const Qwen2VlConfig& cfg, int64_t grid_h, int64_t grid_w);
 
 }  // namespace vispco
