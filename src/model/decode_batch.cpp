@@ -222,7 +222,10 @@ std::vector<FinishedRow> DecodeBatch::sample(const RowTokenCallback& on_token) {
       }
     }
   }
-  const int64_t eos = m_.tokenizer().eos_id();
+  // EOS only matters to rows that stop at it (a benchmark ignoring EOS runs without a tokenizer).
+  const bool any_stop_at_eos =
+      std::any_of(rows_.begin(), rows_.end(), [](const Row& r) { return r.gc.stop_at_eos; });
+  const int64_t eos = any_stop_at_eos ? m_.tokenizer().eos_id() : -1;
   std::vector<int64_t> keep;  // batch indices of the rows that go on
   std::vector<Row> kept_rows;
   for (size_t i = 0; i < rows_.size(); ++i) {

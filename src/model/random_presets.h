@@ -11,7 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "core/context.h"
+#include "model/shape.h"
+
 namespace vispco {
+
+class VisionLanguageModel;
 
 /// One named random-weight model of some family.
 struct RandomPreset {
@@ -20,6 +25,13 @@ struct RandomPreset {
   std::string description;  ///< one line
   /// Writes the folder; returns one line saying what was written. @throws IoError, ConfigError.
   std::function<std::string(const std::string& dir, uint64_t seed, c10::ScalarType dtype)> write;
+  /// The shape of the preset truncated to `n_layers` (0 = full depth; else the decoder to min(N, L) layers
+  /// and the vision tower to min(N, its layers), widths kept). @throws InvalidArgument when n_layers < 0.
+  std::function<ModelShape(int64_t n_layers)> shape;
+  /// The preset built in memory with random weights (the writer's initialisation, no folder), truncated as
+  /// `shape`, in ctx.dtype on ctx.device, with an empty tokenizer (prompts are built from ids). For
+  /// benchmarks. @throws InvalidArgument as `shape`.
+  std::function<VisionLanguageModel(int64_t n_layers, uint64_t seed, const RunContext& ctx)> build;
 };
 
 /// LLaVA-1.5's, then LLaVA-NeXT's, then Qwen2-VL's presets.
