@@ -11,14 +11,14 @@
 #include "core/errors.h"
 #include "eval/prefill_bench.h"
 #include "eval/prefill_sweep.h"
-#include "model/llava/presets.h"
+#include "model/random_presets.h"
 
 namespace vispco::cli {
 
 void register_bench(CLI::App& app) {
   struct Opts {
     eval::PrefillBenchConfig cfg;
-    std::string dtype = "auto", device = "cpu", sweep_keep;
+    std::string dtype = "auto", device = "cpu", sweep_keep, image_size;
     std::vector<std::string> sweep_plans;
     bool json = false;
   };
@@ -29,16 +29,23 @@ void register_bench(CLI::App& app) {
       "with --sweep-keep/--sweep-plan, prefill time, KV cache and speedup vs the FLOPs model per pruning "
       "plan");
   std::string names;
-  for (const auto& p : model_presets()) names += "\n  " + p.name + ": " + p.description;
+  for (const auto& p : random_presets()) names += "\n  " + p.name + " (" + p.family + "): " + p.description;
   auto* preset = cmd->add_option("--preset", o->cfg.preset, "Model dimensions (random weights):" + names)
                      ->capture_default_str();
   cmd->add_option(
          "--model", o->cfg.model_dir,
-         "Model folder (HF LLaVA layout) loaded with its weights instead of a --preset (full depth only)")
+         "Model folder (Hugging Face layout of any supported family) loaded with its weights instead of a "
+         "--preset (full depth only)")
       ->excludes(preset);
-  cmd->add_option("--sweep-keep", o->sweep_keep,
-                  "Pruning sweep: kept visual tokens K to try, comma-separated (e.g. 576,288,192,128,64); "
-                  "needs --sweep-plan");
+  cmd->add_option(
+      "--image-size", o->image_size,
+      "Benchmark image WIDTHxHEIGHT in pixels, e.g. 1344x756 (default: the model's nominal image). "
+      "The family's preprocessing sizes it: Qwen2-VL's N_v and tower FLOPs follow the image, "
+      "LLaVA-NeXT's tiles follow its aspect ratio, LLaVA-1.5 resizes every image to 336²");
+  cmd->add_option(
+      "--sweep-keep", o->sweep_keep,
+      "Pruning sweep: kept visual tokens K to try, comma-separated counts (e.g. 576,288,192,128,64) "
+      "or keep ratios of each image's N_v (e.g. 50%,25%,11%); needs --sweep-plan");
   cmd->add_option(
          "--sweep-plan", o->sweep_plans,
          "Pruning sweep: a plan template per scorer, repeatable or ';'-separated: one stage without keep "
@@ -62,12 +69,21 @@ void register_bench(CLI::App& app) {
   cmd->add_option("--layers", o->cfg.n_layers,
                   "Truncate decoder and vision tower to N layers, widths kept (0 = full depth)")
       ->capture_default_str();
+  cmd->add_option("--decode-tokens", o->cfg.decode_tokens,
+                  "Also time decode: tokens generated after the prefill (greedy, EOS ignored; 0 = skip, else "
+                  "≥ 2), reported in ms per decoder step and tokens/s")
+      ->capture_default_str();
   cmd->add_option("--seed", o->cfg.seed, "Seed of the random weights and inputs")->capture_default_str();
   cmd->add_flag("--json", o->json, "Print one JSON object instead of the table");
   cmd->callback([o] {
     o->cfg.device = parse_device(o->device);
     const DtypeChoice dtype_choice = choose_dtype(o->dtype, o->cfg.device);
     o->cfg.dtype = dtype_choice.dtype;
+    if (!o->image_size.empty()) {
+      const auto [w, h] = eval::parse_image_size(o->image_size);
+      o->cfg.image_width = w;
+      o->cfg.image_height = h;
+    }
     o->cfg.validate();
     const auto progress = [](const std::string& s) { std::cerr << s << "\n"; };
     if (!o->sweep_keep.empty() || !o->sweep_plans.empty()) {
@@ -75,7 +91,7 @@ void register_bench(CLI::App& app) {
         throw InvalidArgument("--sweep-plan needs --sweep-keep (e.g. 576,288,192,128,64)");
       if (o->sweep_plans.empty())
         throw InvalidArgument("--sweep-keep needs --sweep-plan (e.g. fastv:layer=2)");
-      eval::PrefillSweepSpec spec{eval::parse_keep_list(o->sweep_keep), o->sweep_plans};
+      const eval::PrefillSweepSpec spec = eval::parse_sweep_spec(o->sweep_keep, o->sweep_plans);
       const auto r = eval::run_prefill_sweep(o->cfg, spec, progress);
       auto j = r.to_json();
       j["dtype_choice"] = dtype_choice.describe();

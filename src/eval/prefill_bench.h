@@ -11,6 +11,7 @@
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/context.h"
@@ -22,11 +23,17 @@ namespace vispco::eval {
 
 /// Settings of one benchmark run (a plain value).
 struct PrefillBenchConfig {
-  /// Model preset (model/llava/presets.h), built with random weights. Ignored when model_dir is set.
+  /// Model preset of any family (model/random_presets.h: LLaVA-1.5, LLaVA-NeXT, Qwen2-VL, Qwen2.5-VL), built
+  /// in memory with random weights. Ignored when model_dir is set.
   std::string preset = "llava-tinyllama-1.1b";
-  /// Model folder (Hugging Face LLaVA layout) loaded with its own weights instead of the preset; empty = use
-  /// the preset. Only full depth (n_layers = 0).
+  /// Model folder (Hugging Face layout of a registered family) loaded with its own weights instead of the
+  /// preset; empty = use the preset. Only full depth (n_layers = 0).
   std::string model_dir;
+  /// Size of the benchmark's random images, pixels (width × height); 0 × 0 = the family's nominal image
+  /// (ModelShape::image_size square: 336² for LLaVA-1.5, the tile side for LLaVA-NeXT, 448² for Qwen2-VL).
+  /// The family's own preprocessing sizes it (Qwen's smart_resize, NeXT's AnyRes), so N_v and the tower's
+  /// FLOPs follow the image (FamilyModel::image_flops). Both 0 or both ≥ 1.
+  int64_t image_width = 0, image_height = 0;
   /// Device of weights and activations (weights are drawn on the CPU, then moved).
   c10::Device device = c10::Device(c10::kCPU);
   /// Weight and activation dtype: kFloat or kBFloat16 (kHalf accepted too; slow on most CPUs).
@@ -49,6 +56,9 @@ struct PrefillBenchConfig {
   int64_t n_layers = 0;
   /// Seed of the random weights and inputs.
   uint64_t seed = 0;
+  /// Tokens to generate after the prefill for the decode timing (greedy, EOS ignored); 0 = no decode timing,
+  /// else ≥ 2 (the first token comes from the prefill's logits, so n tokens take n − 1 decoder steps).
+  int64_t decode_tokens = 0;
   /// @throws InvalidArgument naming the bad field and value (unknown preset lists the valid names).
   void validate() const;
   /// "preset NAME (random weights)" or "model DIR", for tables and progress lines.
@@ -58,8 +68,10 @@ struct PrefillBenchConfig {
   std::string build_line() const;
 };
 
-/// The shape of the model a benchmark runs: the preset's, truncated by n_layers (model/llava/presets.h), or
-/// model_dir's config. Cheap (builds no weights), so plans can be checked before the model is built.
+/// The shape of the model a benchmark runs: the preset's, truncated by n_layers (RandomPreset::shape), or
+/// model_dir's config. For a family whose N_v depends on the image, its counts are the nominal image's
+/// (PrefillBenchSetup::image_shape() has the benchmark image's). Cheap (builds no weights), so plans can be
+/// checked before the model is built.
 /// @throws InvalidArgument, IoError, FormatError, ConfigError.
 ModelShape bench_model_shape(const PrefillBenchConfig& cfg);
 
@@ -91,11 +103,22 @@ class PrefillBenchSetup {
   /// Decoder layers run and vision layers run (after truncation).
   int64_t n_decoder_layers() const;
   int64_t n_vision_layers() const;
-  /// Tokens through the decoder: n_text + N_v.
+  /// Tokens through the decoder: n_text + N_v of the benchmark image.
   int64_t n_tokens() const;
+  /// The benchmark image's size, pixels (the config's, or the nominal image's).
+  int64_t image_width() const { return image_w_; }
+  int64_t image_height() const { return image_h_; }
+  /// N_v of the benchmark image (FamilyModel::image_flops).
+  int64_t n_visual() const { return image_flops_.n_visual_tokens; }
+  /// The model shape with the benchmark image's N_v, FLOPs spec and (for a single-panel family) grid: what
+  /// plans are checked and bound against.
+  const ModelShape& image_shape() const { return image_shape_; }
+  /// The image's layout as the tower reported it (N_v and its grid; the shape's default before the first
+  /// run_vision()).
+  const VisualLayout& layout() const { return layout_; }
 
-  /// Vision tower + projector on the setup's images (B = bench_config().batch). @return visual tokens
-  /// [B, N_v, D].
+  /// Vision tower + projector on the setup's preprocessed images (B = bench_config().batch; preprocessing
+  /// is done once, in the constructor, and not timed). @return visual tokens [B, N_v, D].
   at::Tensor run_vision();
   /// The same, optionally with the [CLS] attention and keys a pre-LLM scorer needs (PrefillHook::begin).
   VisualTokens run_vision_tokens(bool want_cls_attention);
@@ -107,6 +130,13 @@ class PrefillBenchSetup {
   /// @return logits [B, V] fp32.
   at::Tensor run_prefill(const at::Tensor& visual, PrefillHook* hook = nullptr,
                          PrefillRunStats* stats = nullptr);
+
+  /// Decode speed after an unpruned prefill of the setup's prompt and the visual tokens of the last
+  /// run_vision() (DecodeBatch, as `generate` and the server decode): `new_tokens` ≥ 2 tokens per row,
+  /// greedy, EOS ignored, the prefill not timed. @return ms per decoder step (each step one token for every
+  /// row).
+  /// @throws InvalidArgument when new_tokens < 2 or run_vision() has not run.
+  double run_decode(int64_t new_tokens);
 
   /// The gradient pre-pass a `grad` plan needs (model/saliency.h) on the setup's prompt.
   /// @param visual [B, N_v, D] @return saliency [B, N_v] fp32.
@@ -122,8 +152,13 @@ class PrefillBenchSetup {
  private:
   PrefillBenchConfig bench_;
   std::unique_ptr<VisionLanguageModel> model_;
+  int64_t image_w_ = 0, image_h_ = 0;
+  FlopsSpec image_flops_;
+  ModelShape image_shape_;
+  VisualLayout layout_;
+  VisualTokens last_visual_;  // the last run_vision() output (run_decode's visual tokens)
   PrefillFlops flops_;
-  at::Tensor pixels_;  // [B, 3, S, S] fp32
+  std::vector<at::Tensor> pixels_;  // one preprocessed image per batch row (the family's pixel layout)
   std::vector<int64_t> prompt_ids_;
   at::Tensor mm_a_, mm_b_;  // [n, D], [D, m]
 };
@@ -139,14 +174,16 @@ struct PrefillRunInfo {
   int64_t n_layers_limit = 0;    ///< PrefillBenchConfig::n_layers (0 = full depth)
   int64_t n_visual = 0;          ///< N_v
   int64_t n_text = 0;            ///< N_t (BOS included)
-  int64_t batch = 1;             ///< images per prefill (times are per batch, FLOPs per image)
+  int64_t image_width = 0;       ///< the benchmark image, pixels
+  int64_t image_height = 0;
+  int64_t batch = 1;  ///< images per prefill (times are per batch, FLOPs per image)
   int repeats = 0;
   /// Records the run of `cfg` on `setup` (n_threads: LibTorch's count now).
   void record_run(const PrefillBenchConfig& cfg, const PrefillBenchSetup& setup);
   /// Adds these fields to the JSON object `j`.
   void add_run_json(nlohmann::json& j) const;
-  /// "LABEL, DTYPE on DEVICE, T threads, N_v A + N_t B = C tokens<tokens_note>, L decoder / V vision layers
-  /// (full depth | truncated by --layers N)".
+  /// "LABEL, DTYPE on DEVICE, T threads, image WxH, N_v A + N_t B = C tokens<tokens_note>, L decoder / V
+  /// vision layers (full depth | truncated by --layers N)".
   std::string run_headline(const std::string& label, const std::string& tokens_note) const;
 };
 
@@ -155,10 +192,14 @@ struct PrefillBenchResult : PrefillRunInfo {
   std::string preset;     ///< the preset name; empty when model_dir is set
   std::string model_dir;  ///< the model folder loaded (empty: random-weight preset)
   std::string matmul_shape;
-  double matmul_ms = 0;                                                 ///< median time of one matmul probe
-  double matmul_gflops = 0;                                             ///< its GFLOP/s (1 GFLOP = 1e9 FLOPs)
-  double vision_ms = 0;                                                 ///< vision tower + projector
-  double prefill_ms = 0;                                                ///< decoder prefill + last logits
+  double matmul_ms = 0;                ///< median time of one matmul probe
+  double matmul_gflops = 0;            ///< its GFLOP/s (1 GFLOP = 1e9 FLOPs)
+  double vision_ms = 0;                ///< vision tower + projector
+  double prefill_ms = 0;               ///< decoder prefill + last logits
+  int64_t decode_tokens = 0;           ///< tokens per row of the decode timing (0: not measured)
+  double decode_ms_per_token = 0;      ///< median ms per decoder step (one token for every row of the batch)
+  double decode_tokens_per_s = 0;      ///< batch × 1000 / decode_ms_per_token
+  std::vector<double> decode_ms_runs;  ///< ms per step of every timed repetition
   std::vector<double> vision_ms_runs, prefill_ms_runs, matmul_ms_runs;  ///< every timed repetition
   PrefillFlops flops;                                                   ///< FLOPs model of this run
   double vision_gflops = 0;      ///< batch × (flops.vision + flops.projector) / vision time
@@ -169,6 +210,10 @@ struct PrefillBenchResult : PrefillRunInfo {
   /// A small fixed-width table (one line per measured part) for the terminal.
   std::string table() const;
 };
+
+/// Parses an image size "WIDTHxHEIGHT" (e.g. "1344x756"; 'x' or '×' between two integers ≥ 1, each ≤ 16384).
+/// @return {width, height}. @throws InvalidArgument naming the text.
+std::pair<int64_t, int64_t> parse_image_size(const std::string& text);
 
 /// Median of `xs` (mean of the two middle values for an even count). @throws InvalidArgument when empty.
 double median(std::vector<double> xs);
