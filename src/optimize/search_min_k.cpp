@@ -211,8 +211,9 @@ class MinKSearch final : public PlanSearch {
       std::string why;
       if (!t.valid_at(k, &why))
         throw InvalidArgument("optimize --method min-k: template '" + t.text() + "' rejects " +
-                              t.param_name() + " " + t.param_text(k) + " (" + why + "); min-k needs every " +
-                              t.param_name() + " of the searched range");
+                              (t.param() == TemplateParam::kKeepPercent ? "keep ratio " : "K=") +
+                              t.param_text(k) + " (" + why + "); min-k needs every " + t.param_name() +
+                              " of the searched range");
     }
   }
   SearchOutcome run(const OptimizeOptions& o, PlanEvaluator& ev, const OptimizeLog& log) const override {
