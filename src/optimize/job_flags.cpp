@@ -28,9 +28,12 @@ void add_job_flags(SearchFlags& flags, JobFlags& j) {
       "--layers", &j.layers,
       "grid: comma-separated layers, each scorer at those it can act at (default: its default layer); "
       "budget: the layers tried for --scorer");
-  flags.option("--template", &j.templates,
-               "Plan template(s) instead of --scorer/--scorers, ';'-separated or repeated: 'fastv:layer=2', "
-               "a plan with {K}, or (budget) 'pdrop:layers=2/4/6' with the ratio free");
+  flags.option(
+      "--template", &j.templates,
+      "Plan template(s) instead of --scorer/--scorers, ';'-separated or repeated: 'fastv:layer=2', "
+      "a plan with {K}, a plan with keep={P}% (a keep ratio of each image's own N_v, e.g. "
+      "'fastv:layer=2,keep={P}%+fastv:layer=4,keep={P}%'), or (budget) 'pdrop:layers=2/4/6' with the "
+      "ratio free");
   flags
       .option("--epsilon", &j.epsilon, "Tolerated accuracy loss relative to unpruned, in [0, 1) (0.01 = 1 %)")
       ->capture_default_str();

@@ -62,11 +62,11 @@ nlohmann::json to_json(const MinKOptions& o) {
           {"k_step", o.k_step}};
 }
 
-std::string MonotonicityViolation::describe() const {
-  std::string s = "accuracy " + fmt(low.accuracy) + " at K=" + std::to_string(low.keep) + " > " +
-                  fmt(high.accuracy) + " at K=" + std::to_string(high.keep);
-  if (crosses_threshold)
-    s += " (K=" + std::to_string(low.keep) + " within ε, K=" + std::to_string(high.keep) + " not)";
+std::string MonotonicityViolation::describe(const std::function<std::string(int64_t)>& value_text) const {
+  const auto at = [&](int64_t k) { return value_text ? value_text(k) : "K=" + std::to_string(k); };
+  std::string s = "accuracy " + fmt(low.accuracy) + " at " + at(low.keep) + " > " + fmt(high.accuracy) +
+                  " at " + at(high.keep);
+  if (crosses_threshold) s += " (" + at(low.keep) + " within ε, " + at(high.keep) + " not)";
   return s;
 }
 

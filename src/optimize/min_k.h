@@ -48,8 +48,9 @@ struct MonotonicityViolation {
   /// True when the pair also crosses the threshold (K_low within ε, K_high not): being within ε is then not
   /// monotone either, and the search's answer may not be the smallest K within ε.
   bool crosses_threshold = false;
-  /// "accuracy 0.410 at K=64 > 0.400 at K=72 (K=64 within ε, K=72 not)".
-  std::string describe() const;
+  /// "accuracy 0.410 at K=64 > 0.400 at K=72 (K=64 within ε, K=72 not)"; `value_text` writes a searched
+  /// value (default "K=64"; a keep-ratio search: "keep 25.0%").
+  std::string describe(const std::function<std::string(int64_t)>& value_text = {}) const;
 };
 
 /// What min_k_search() found.

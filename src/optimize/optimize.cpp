@@ -26,6 +26,7 @@ void OptimizeOptions::validate() const {
   if (templates.empty())
     throw InvalidArgument("optimize --method " + method +
                           ": no plan template (give --scorer, e.g. fastv, or --template)");
+  parse_keep_as(keep_as);
   GridSearchOptions::validate();
   MinKSearchOptions::validate();
   if (confidence != 0.0 && !(confidence >= 0.5 && confidence < 1.0))
@@ -63,24 +64,36 @@ void OptimizeOptions::validate(const ModelShape& shape) const {
   validate();
   const int64_t n_v = shape.n_visual_tokens;
   GridSearchOptions::validate(n_v);
-  MinKSearchOptions::validate(n_v);
   const PlanSearch& search = find_plan_search(method);
+  OptimizeOptions resolved = *this;
+  resolved.templates = resolved_templates(shape);
   std::vector<PlanTemplate> parsed;
-  for (const auto& t : templates) {
+  for (const auto& t : resolved.templates) {
     parsed.push_back(PlanTemplate::parse(t, shape));
-    if (!search.takes_ratio_templates() && parsed.back().param() != TemplateParam::kKeep)
-      throw InvalidArgument("optimize --method " + method + ": template '" + t +
-                            "' has no K to vary (PyramidDrop ratio templates work with --method budget)");
+    if (!search.takes_ratio_templates() && parsed.back().param() == TemplateParam::kPdropRatio)
+      throw InvalidArgument(
+          "optimize --method " + method + ": template '" + t +
+          "' has no K or keep ratio to vary (PyramidDrop ratio templates work with --method "
+          "budget)");
   }
-  search.validate(*this, parsed, n_v);
+  const bool ratio = !parsed.empty() && parsed[0].param() == TemplateParam::kKeepPercent;
+  MinKSearchOptions::validate(ratio ? parsed[0].param_max() : n_v, ratio);
+  search.validate(resolved, parsed, n_v);
 }
 
-MinKOptions OptimizeOptions::min_k_options(int64_t n_visual) const {
+std::vector<std::string> OptimizeOptions::resolved_templates(const ModelShape& shape) const {
+  const KeepAs k = parse_keep_as(keep_as);
+  std::vector<std::string> out;
+  for (const auto& t : templates) out.push_back(apply_keep_as(t, k, shape));
+  return out;
+}
+
+MinKOptions OptimizeOptions::min_k_options(int64_t param_max) const {
   MinKOptions m;
   m.epsilon = epsilon;
   m.absolute = epsilon_absolute;
   m.k_min = k_min;
-  m.k_max = k_max == 0 ? n_visual : k_max;
+  m.k_max = k_max == 0 ? param_max : k_max;
   m.k_step = k_step;
   return m;
 }
@@ -92,7 +105,7 @@ static const JsonFields<OptimizeOptions>& optimize_fields() {
     // A table, several fields a line:
     // clang-format off
     std::vector<JsonField<O>> f = {
-        {"method", &O::method}, {"templates", &O::templates}, {"epsilon", &O::epsilon},
+        {"method", &O::method}, {"templates", &O::templates}, {"keep_as", &O::keep_as}, {"epsilon", &O::epsilon},
         {"epsilon_absolute", &O::epsilon_absolute}, {"evaluate_test", &O::evaluate_test},
         {"confidence", &O::confidence}, {"epsilon_per_family", &O::epsilon_per_family},
         {"min_family_n", &O::min_family_n}, {"min_speedup", &O::min_speedup},
@@ -227,10 +240,10 @@ nlohmann::json TestComparison::to_json() const {
 
 namespace {
 
-// FLOPs-model curves of the K templates seen in the search, at the calibration prompts.
+// FLOPs-model curves of the K and keep-ratio templates seen in the search, at the calibration prompts (a
+// keep ratio costed at the nominal N_v).
 std::vector<FlopsCurve> flops_curves(const SearchOutcome& s, PlanEvaluator& ev) {
   const ModelShape& shape = ev.shape();
-  const int64_t n_v = shape.n_visual_tokens;
   std::vector<FlopsCurve> out;
   std::vector<std::string> seen;
   for (const auto& p : s.points) {
@@ -239,10 +252,11 @@ std::vector<FlopsCurve> flops_curves(const SearchOutcome& s, PlanEvaluator& ev) 
       continue;
     seen.push_back(p.template_text);
     const PlanTemplate t = PlanTemplate::parse(p.template_text, shape);
-    if (t.param() != TemplateParam::kKeep) continue;
+    if (t.param() == TemplateParam::kPdropRatio) continue;
+    const int64_t top = t.param_max();
     FlopsCurve c{p.template_text, {}};
-    std::set<int64_t> ks{n_v};
-    for (int64_t k = 1; k <= n_v; k += std::max<int64_t>(1, n_v / 96)) ks.insert(k);
+    std::set<int64_t> ks{top};
+    for (int64_t k = 1; k <= top; k += std::max<int64_t>(1, top / 96)) ks.insert(k);
     for (const auto& q : s.points)
       if (q.template_text == p.template_text) ks.insert(q.param);
     for (const int64_t k : ks)
@@ -255,9 +269,11 @@ std::vector<FlopsCurve> flops_curves(const SearchOutcome& s, PlanEvaluator& ev) 
 
 }  // namespace
 
-OptimizeReport run_optimize(const OptimizeOptions& options, PlanEvaluator& ev, const OptimizeLog& log) {
+OptimizeReport run_optimize(const OptimizeOptions& given, PlanEvaluator& ev, const OptimizeLog& log) {
   const ModelShape& shape = ev.shape();
-  options.validate(shape);
+  given.validate(shape);
+  OptimizeOptions options = given;  // the templates as the search varies them (keep_as applied)
+  options.templates = given.resolved_templates(shape);
   Stopwatch wall;
   OptimizeReport r;
   r.options = options;

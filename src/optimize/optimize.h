@@ -27,9 +27,14 @@ namespace vispco::optimize {
 struct OptimizeOptions : MinKSearchOptions, BudgetSearchOptions, GridSearchOptions {
   /// Plan search name from search_registry() (search_method.h): "min-k" | "budget" | "grid".
   std::string method = "min-k";
-  /// Plan templates (plan_template.h). min-k: exactly one K template; budget: one or more (K or PyramidDrop
-  /// ratio), the best on calibration wins; grid: one or more K templates.
+  /// Plan templates (plan_template.h). min-k: exactly one K or keep-ratio template; budget: one or more (K,
+  /// keep ratio or PyramidDrop ratio), the best on calibration wins; grid: one or more K or keep-ratio
+  /// templates. run_optimize() rewrites them by keep_as first (resolved_templates()).
   std::vector<std::string> templates;
+  /// Whether one-stage templates without keep vary a count K or a keep ratio of each image's own N_v: "auto"
+  /// (a ratio when n_visual_varies(shape): LLaVA-NeXT, Qwen2-VL, Qwen2.5-VL; a count for LLaVA-1.5),
+  /// "ratio" or "count" (plan_template.h KeepAs).
+  std::string keep_as = "auto";
   /// Tolerated accuracy loss ε: relative to the unpruned calibration accuracy (default), or absolute
   /// (accuracy fraction, 0.01 = one point) when epsilon_absolute. Relative valid [0, 1), absolute [0, 1].
   /// min-k: the constraint; grid: picks the cheapest frontier plan within ε as the chosen plan.
@@ -59,10 +64,15 @@ struct OptimizeOptions : MinKSearchOptions, BudgetSearchOptions, GridSearchOptio
   /// Checks everything that does not need the model: the shared settings, every section, then the rules of
   /// the method's plan search. @throws InvalidArgument naming the bad value.
   void validate() const;
-  /// Also checks the templates and K values against the model (N_v, layers, scorer hook points).
+  /// Also checks the templates (as resolved_templates() makes them) and K values against the model (N_v,
+  /// layers, scorer hook points).
   void validate(const ModelShape& shape) const;
-  /// The min-K settings these options imply for a model with `n_visual` tokens.
-  MinKOptions min_k_options(int64_t n_visual) const;
+  /// `templates` with keep_as applied for this model (apply_keep_as(), plan_template.h).
+  /// @throws InvalidArgument for a bad keep_as.
+  std::vector<std::string> resolved_templates(const ModelShape& shape) const;
+  /// The min-K settings these options imply for a template whose largest parameter is `param_max` (N_v for a
+  /// K template, 1000 for a keep ratio in ‰): k_max = 0 becomes param_max.
+  MinKOptions min_k_options(int64_t param_max) const;
   bool operator==(const OptimizeOptions&) const = default;
 };
 nlohmann::json to_json(const OptimizeOptions& o);
@@ -115,7 +125,8 @@ struct TestComparison {
   nlohmann::json to_json() const;
 };
 
-/// The FLOPs-model curve of a K template: (K, LLM FLOPs ratio) at the calibration prompts, for plots.
+/// The FLOPs-model curve of a K or keep-ratio template: (K or keep ratio in ‰, LLM FLOPs ratio) at the
+/// calibration prompts (a keep ratio costed at the nominal N_v), for plots.
 struct FlopsCurve {
   std::string template_text;
   std::vector<std::pair<int64_t, double>> points;

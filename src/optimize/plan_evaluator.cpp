@@ -11,6 +11,7 @@
 #include "eval/plan_evaluation.h"
 #include "eval/result_store.h"
 #include "eval/run_key.h"
+#include "optimize/plan_template.h"
 
 namespace vispco::optimize {
 namespace {
@@ -49,6 +50,7 @@ nlohmann::json EvalPoint::to_json() const {
                       {"n_from_store", n_from_store},
                       {"wall_s", wall_s}};
   if (loss_bound) j["loss_bound"] = loss_bound->to_json();
+  if (keep_ratio > 0) j["keep_ratio"] = keep_ratio;
   return j;
 }
 
@@ -58,6 +60,8 @@ void fill_plan_figures(EvalPoint& point, const PruningPlan& plan, const ModelSha
   point.plan = plan.to_string();
   point.template_text = plan.empty() ? "none" : template_text;
   point.param = plan.empty() ? shape.n_visual_tokens : param;
+  point.keep_ratio =
+      !plan.empty() && is_keep_ratio_template(template_text) ? static_cast<double>(param) / 1000.0 : 0.0;
   point.keep = plan.empty() ? shape.n_visual_tokens : plan.stages.back().keep;
   point.split = split_name(split);
   point.flops = plan_flops_ratio(plan, shape, n_text);

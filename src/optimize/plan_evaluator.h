@@ -39,10 +39,13 @@ struct FamilyFigures {
 
 /// One plan evaluated on one split.
 struct EvalPoint {
-  std::string plan;            ///< canonical plan text (PruningPlan::to_string), "none" unpruned
-  std::string template_text;   ///< the template it came from; "none" for the unpruned model, "" if none
-  int64_t param = 0;           ///< the template's parameter (K or λ·1000); N_v for "none"
-  int64_t keep = 0;            ///< visual tokens left after the last stage (N_v for "none")
+  std::string plan;           ///< canonical plan text (PruningPlan::to_string), "none" unpruned
+  std::string template_text;  ///< the template it came from; "none" for the unpruned model, "" if none
+  int64_t param = 0;  ///< the template's parameter (K, keep ratio in ‰, or λ·1000); N_v for "none"
+  /// Visual tokens left after the last stage (N_v for "none"); for a keep-ratio plan, at the nominal N_v.
+  int64_t keep = 0;
+  /// A keep-ratio template's ratio, param / 1000, in (0, 1] (in to_json() as "keep_ratio"); 0 otherwise.
+  double keep_ratio = 0;
   std::string split;           ///< "calib" | "test"
   size_t n = 0;                ///< samples scored
   double accuracy = 0.0;       ///< overall mean headline score, in [0, 1]

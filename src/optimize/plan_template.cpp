@@ -6,6 +6,7 @@
 
 #include "core/errors.h"
 #include "eval/prefill_sweep.h"
+#include "model/n_visual_varies.h"
 #include "prune/scorer.h"
 
 namespace vispco::optimize {
@@ -22,7 +23,48 @@ std::string ratio_text(int64_t p) {
   return buf;
 }
 
+// p‰ as a percentage with one decimal, exactly: 253 → "25.3", 1000 → "100.0".
+std::string percent_text(int64_t p) { return std::to_string(p / 10) + "." + std::to_string(p % 10); }
+
+// Every "{P}" of `text` replaced by `with`.
+std::string replace_p(std::string text, const std::string& with) {
+  for (size_t at = text.find("{P}"); at != std::string::npos; at = text.find("{P}", at + with.size()))
+    text.replace(at, 3, with);
+  return text;
+}
+
+// @throws InvalidArgument unless every "{P}" is followed by '%' and "{K}" is absent.
+void check_ratio_template(const std::string& text) {
+  if (text.find("{K}") != std::string::npos)
+    throw InvalidArgument("plan template '" + text + "' has both {K} and {P}; vary one (a count or a ratio)");
+  for (size_t at = text.find("{P}"); at != std::string::npos; at = text.find("{P}", at + 3))
+    if (at + 3 >= text.size() || text[at + 3] != '%')
+      throw InvalidArgument("plan template '" + text + "': {P} is a keep ratio, write keep={P}%");
+}
+
 }  // namespace
+
+KeepAs parse_keep_as(const std::string& text) {
+  if (text == "auto") return KeepAs::kAuto;
+  if (text == "ratio") return KeepAs::kRatio;
+  if (text == "count") return KeepAs::kCount;
+  throw InvalidArgument("--keep-as must be auto, ratio or count, got '" + text + "'");
+}
+
+bool keep_as_ratio(KeepAs keep_as, const ModelShape& shape) {
+  return keep_as == KeepAs::kRatio || (keep_as == KeepAs::kAuto && n_visual_varies(shape));
+}
+
+bool is_keep_ratio_template(const std::string& text) { return text.find("{P}") != std::string::npos; }
+
+std::string apply_keep_as(const std::string& text, KeepAs keep_as, const ModelShape& shape) {
+  if (!keep_as_ratio(keep_as, shape) || is_pdrop_ratio_template(text) || text.rfind("pdrop:", 0) == 0 ||
+      text.find("{K}") != std::string::npos || is_keep_ratio_template(text) ||
+      text.find("keep=") != std::string::npos || text.find('+') != std::string::npos || text.empty() ||
+      text == "none")
+    return text;
+  return text + (text.find(':') == std::string::npos ? ":keep={P}%" : ",keep={P}%");
+}
 
 PlanTemplate PlanTemplate::parse(const std::string& text, const ModelShape& shape) {
   PlanTemplate t;
@@ -31,6 +73,10 @@ PlanTemplate PlanTemplate::parse(const std::string& text, const ModelShape& shap
   if (text.empty() || text == "none") throw InvalidArgument("plan template is empty (e.g. fastv:layer=2)");
   if (is_pdrop_ratio_template(text)) {
     t.param_ = TemplateParam::kPdropRatio;
+    t.param_max_ = 1000;
+  } else if (is_keep_ratio_template(text)) {
+    check_ratio_template(text);
+    t.param_ = TemplateParam::kKeepPercent;
     t.param_max_ = 1000;
   } else {
     t.param_ = TemplateParam::kKeep;
@@ -59,6 +105,13 @@ PruningPlan PlanTemplate::at(int64_t p) const {
       throw InvalidArgument("plan template '" + text_ + "': " + e.what());
     }
   }
+  if (param_ == TemplateParam::kKeepPercent) {
+    try {
+      return parse_plan(replace_p(text_, percent_text(p)), shape_);
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument("plan template '" + text_ + "' at keep " + param_text(p) + ": " + e.what());
+    }
+  }
   return eval::sweep_plan(text_, p, shape_.n_visual_tokens);
 }
 
@@ -73,7 +126,27 @@ bool PlanTemplate::valid_at(int64_t p, std::string* why) const {
 }
 
 std::string PlanTemplate::param_text(int64_t p) const {
-  return param_ == TemplateParam::kPdropRatio ? ratio_text(p) : std::to_string(p);
+  switch (param_) {
+    case TemplateParam::kPdropRatio:
+      return ratio_text(p);
+    case TemplateParam::kKeepPercent:
+      return percent_text(p) + "%";
+    case TemplateParam::kKeep:
+      break;
+  }
+  return std::to_string(p);
+}
+
+std::string PlanTemplate::param_name() const {
+  switch (param_) {
+    case TemplateParam::kPdropRatio:
+      return "λ";
+    case TemplateParam::kKeepPercent:
+      return "keep ratio";
+    case TemplateParam::kKeep:
+      break;
+  }
+  return "K";
 }
 
 std::vector<std::string> split_templates(const std::string& text) {

@@ -18,6 +18,7 @@
 
 #include "core/errors.h"
 #include "eval/interval.h"
+#include "optimize/plan_template.h"
 
 extern char** environ;
 
@@ -183,11 +184,19 @@ std::string accuracy_vs_flops(const OptimizeReport& r, const std::string& png) {
   return gp + plot.substr(0, plot.size() - 2) + "\n";
 }
 
+// The x of a template's parameter: K, or a keep ratio in % (the parameter is in ‰).
+double param_x(const std::string& tmpl, int64_t param) {
+  return is_keep_ratio_template(tmpl) ? static_cast<double>(param) / 10.0 : static_cast<double>(param);
+}
+
 std::string accuracy_vs_k(const OptimizeReport& r, const std::string& tmpl,
                           const std::vector<const EvalPoint*>& pts, const std::string& png) {
+  const bool ratio = is_keep_ratio_template(tmpl);
   std::string gp =
-      header(png, "accuracy vs K per family: " + tmpl + " (calibration split; 95 % Wilson intervals)",
-             "kept visual tokens K", "accuracy");
+      header(png,
+             std::string(ratio ? "accuracy vs keep ratio" : "accuracy vs K") + " per family: " + tmpl +
+                 " (calibration split; 95 % Wilson intervals)",
+             ratio ? "keep ratio, % of each image's own N_v" : "kept visual tokens K", "accuracy");
   gp += "set logscale x 2\nset yrange [0:1.05]\n";
   std::set<std::string> families;
   for (const auto* p : pts)
@@ -198,22 +207,25 @@ std::string accuracy_vs_k(const OptimizeReport& r, const std::string& tmpl,
     std::vector<std::vector<double>> rows;
     for (const auto* p : pts)
       if (auto it = p->per_family.find(f); it != p->per_family.end())
-        rows.push_back(with_wilson(static_cast<double>(p->param), it->second.accuracy, it->second.n));
+        rows.push_back(with_wilson(param_x(tmpl, p->param), it->second.accuracy, it->second.n));
     gp += block_rows("f" + std::to_string(i), rows);
     plot += "$f" + std::to_string(i) + " using 1:2:3:4 with yerrorlines lw 1 title " + quoted(f) + ", ";
     ++i;
   }
   std::vector<std::vector<double>> all;
-  for (const auto* p : pts) all.push_back(with_wilson(static_cast<double>(p->param), p->accuracy, p->n));
+  for (const auto* p : pts) all.push_back(with_wilson(param_x(tmpl, p->param), p->accuracy, p->n));
   gp += block_rows("all", all);
   plot += "$all using 1:2:3:4 with yerrorlines lw 3 lc rgb 'black' title 'all families', ";
   if (r.search.chosen && r.test && r.search.points[*r.search.chosen].template_text == tmpl) {
     const EvalPoint& c = r.search.points[*r.search.chosen];
     const EvalPoint& tc = r.test->chosen;
-    gp += block_rows("chosen", {with_wilson(static_cast<double>(c.param), c.accuracy, c.n)});
-    gp += block_rows("test_chosen", {with_wilson(static_cast<double>(c.param) * 1.08, tc.accuracy, tc.n)});
+    gp += block_rows("chosen", {with_wilson(param_x(tmpl, c.param), c.accuracy, c.n)});
+    gp += block_rows("test_chosen", {with_wilson(param_x(tmpl, c.param) * 1.08, tc.accuracy, tc.n)});
     plot += "$chosen using 1:2:3:4 with yerrorbars pt 3 ps 3 lw 2 lc rgb 'red' title " +
-            quoted("chosen (calibration): K=" + std::to_string(c.param)) + ", ";
+            quoted("chosen (calibration): " +
+                   (ratio ? "keep " + std::to_string(c.param / 10) + "." + std::to_string(c.param % 10) + "%"
+                          : "K=" + std::to_string(c.param))) +
+            ", ";
     plot += "$test_chosen using 1:2:3:4 with yerrorbars pt 9 ps 2.5 lw 2 lc rgb 'dark-orange' title " +
             quoted("chosen on test (x 1.08)") + ", ";
   }
@@ -228,21 +240,30 @@ std::string accuracy_vs_k(const OptimizeReport& r, const std::string& tmpl,
 std::string prefill_vs_k(const OptimizeReport& r, const std::string& png) {
   const auto& s = r.search;
   const double ref_ms = s.points.empty() ? 0.0 : s.points[0].mean_prefill_ms;
-  std::string gp = header(png, "measured prefill vs K, and the FLOPs model (unpruned time x FLOPs ratio)",
-                          "kept visual tokens K", "decoder prefill per sample, ms (calibration split)");
+  // Keep-ratio templates on the same axis in % of N_v (the unpruned point at 100 %) when they are all there
+  // is.
+  bool all_ratio = !s.points.empty();
+  for (const auto& [t, pts] : by_template(s.points)) all_ratio = all_ratio && is_keep_ratio_template(t);
+  std::string gp =
+      header(png,
+             std::string("measured prefill vs ") + (all_ratio ? "keep ratio" : "K") +
+                 ", and the FLOPs model (unpruned time x FLOPs ratio)",
+             all_ratio ? "keep ratio, % of each image's own N_v (FLOPs model: at the nominal N_v)"
+                       : "kept visual tokens K (keep-ratio templates: % of N_v)",
+             "decoder prefill per sample, ms (calibration split)");
   gp += "set logscale x 2\nset yrange [0:*]\n";
   std::string plot = "plot ";
   int i = 0;
   for (const auto& [t, pts] : by_template(s.points)) {
     std::vector<std::pair<double, double>> xy;
-    for (const auto* p : pts) xy.emplace_back(static_cast<double>(p->param), p->mean_prefill_ms);
+    for (const auto* p : pts) xy.emplace_back(param_x(t, p->param), p->mean_prefill_ms);
     gp += block("m" + std::to_string(i), xy);
     plot += "$m" + std::to_string(i) + " using 1:2 with linespoints lw 2 pt 7 lc " + std::to_string(i + 1) +
             " title " + quoted(t + " measured") + ", ";
     for (const auto& c : r.flops_curves)
       if (c.template_text == t) {
         std::vector<std::pair<double, double>> model;
-        for (const auto& [k, ratio] : c.points) model.emplace_back(static_cast<double>(k), ref_ms * ratio);
+        for (const auto& [k, ratio] : c.points) model.emplace_back(param_x(t, k), ref_ms * ratio);
         gp += block("c" + std::to_string(i), model);
         plot += "$c" + std::to_string(i) + " using 1:2 with lines dt 2 lc " + std::to_string(i + 1) +
                 " title " + quoted(t + " FLOPs model") + ", ";
@@ -250,7 +271,7 @@ std::string prefill_vs_k(const OptimizeReport& r, const std::string& png) {
     ++i;
   }
   if (!s.points.empty()) {
-    gp += block("ref", {{static_cast<double>(r.n_visual), ref_ms}});
+    gp += block("ref", {{all_ratio ? 100.0 : static_cast<double>(r.n_visual), ref_ms}});
     plot += "$ref using 1:2 with points pt 5 ps 1.5 lc rgb 'gray30' title 'unpruned', ";
   }
   return gp + plot.substr(0, plot.size() - 2) + "\n";

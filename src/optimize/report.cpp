@@ -122,7 +122,13 @@ std::string OptimizeReport::to_markdown() const {
   md +=
       "- FLOPs ratio: LLM prefill (decoder + LM head at the last position) with the plan ÷ unpruned, summed "
       "over the split's prompts at their own text lengths (cost/flops.h; vision tower not pruned, so left "
-      "out; the with-vision ratio is in optimize.json)\n";
+      "out; the with-vision ratio is in optimize.json)" +
+      std::string(std::any_of(search.points.begin(), search.points.end(),
+                              [](const EvalPoint& p) { return p.keep_ratio > 0; })
+                      ? "; a keep-ratio plan is costed at the nominal image's N_v = " +
+                            std::to_string(n_visual) + " (its K column too), not at each image's own"
+                      : "") +
+      "\n";
   md += "- samples generated: " + std::to_string(n_evaluated) +
         ", read from the result store: " + std::to_string(n_from_store) + "; wall time " +
         fmt("%.1f", wall_s) + " s\n\n";
@@ -212,7 +218,8 @@ std::string OptimizeReport::to_markdown() const {
   md += "## Calibration points (" + std::to_string(search.points.empty() ? 0 : search.points[0].n) +
         " samples)\n\n";
   md +=
-      "| # | plan | K | FLOPs ratio | accuracy | retention | prefill ms | speedup | loss bound | worst "
+      "| # | plan | K or keep ratio | FLOPs ratio | accuracy | retention | prefill ms | speedup | loss bound "
+      "| worst "
       "family | "
       "verdict | frontier |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---|:---:|\n";
   for (size_t i = 0; i < search.points.size(); ++i) {
@@ -220,7 +227,9 @@ std::string OptimizeReport::to_markdown() const {
     const bool front = std::find(search.frontier.begin(), search.frontier.end(), i) != search.frontier.end();
     const bool chosen = search.chosen && *search.chosen == i;
     md += "| " + std::to_string(i) + " | `" + p.plan + "`" + (chosen ? " **(chosen)**" : "") + " | " +
-          std::to_string(p.keep) + " | " + fmt("%.4f", p.flops.llm) + " | " + pct(p.accuracy) + " | " +
+          (p.keep_ratio > 0 ? fmt("%.1f", p.keep_ratio * 100) + "% (K " + std::to_string(p.keep) + ")"
+                            : std::to_string(p.keep)) +
+          " | " + fmt("%.4f", p.flops.llm) + " | " + pct(p.accuracy) + " | " +
           fmt("%.3f", ref > 0 ? p.accuracy / ref : std::nan("")) + " | " + fmt("%.2f", p.mean_prefill_ms) +
           " | ";
     const auto it = search.checks.find(i);

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "core/errors.h"
 #include "core/named_table.h"
@@ -23,6 +24,39 @@ namespace vispco::optimize {
 void GridSearchOptions::validate() const {
   for (const int64_t k : keeps)
     if (k < 1) throw InvalidArgument("optimize: K must be ≥ 1, got " + std::to_string(k));
+  for (const int64_t p : keep_ratios)
+    if (p < 1 || p > 1000)
+      throw InvalidArgument("optimize: a keep ratio must be in [1, 1000] ‰ (0.1% to 100%), got " +
+                            std::to_string(p) + " ‰");
+}
+
+std::pair<std::vector<int64_t>, std::vector<int64_t>> parse_grid_keeps(const std::string& text) {
+  std::vector<int64_t> counts, ratios;
+  std::string piece;
+  for (size_t b = 0; b <= text.size();) {
+    const size_t e = std::min(text.find(',', b), text.size());
+    piece = text.substr(b, e - b);
+    b = e + 1;
+    if (piece.empty()) throw InvalidArgument("optimize: --keep has an empty entry in '" + text + "'");
+    if (piece.back() != '%') {
+      counts.push_back(parse_int_list(piece, "--keep").at(0));
+      continue;
+    }
+    // "12.5%" → 125 ‰: one decimal at most, so that the ratio is a whole number of ‰.
+    const std::string number = piece.substr(0, piece.size() - 1);
+    const size_t dot = number.find('.');
+    const std::string whole = number.substr(0, dot),
+                      frac = dot == std::string::npos ? "" : number.substr(dot + 1);
+    const auto digits = [](const std::string& s) {
+      return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (whole.empty() || !digits(whole) || !digits(frac) || frac.size() > 1 || whole.size() > 4 ||
+        (dot != std::string::npos && frac.empty()))
+      throw InvalidArgument("optimize: --keep entry '" + piece +
+                            "' is not a count or a share with at most one decimal (e.g. 12.5%)");
+    ratios.push_back(std::stoll(whole) * 10 + (frac.empty() ? 0 : frac[0] - '0'));
+  }
+  return {counts, ratios};
 }
 
 void GridSearchOptions::validate(int64_t n_visual) const {
@@ -33,8 +67,9 @@ void GridSearchOptions::validate(int64_t n_visual) const {
 }
 
 const JsonFields<GridSearchOptions>& grid_search_fields() {
-  static const JsonFields<GridSearchOptions> fields("optimize options",
-                                                    {{"keeps", &GridSearchOptions::keeps}});
+  static const JsonFields<GridSearchOptions> fields(
+      "optimize options",
+      {{"keeps", &GridSearchOptions::keeps}, {"keep_ratios", &GridSearchOptions::keep_ratios}});
   return fields;
 }
 
@@ -42,18 +77,18 @@ namespace {
 
 // Among pre-LLM templates that take every K in [1, N_v] (so min-k can search them), the one with the highest
 // mean calibration accuracy over the K values all of them were evaluated at. Empty when there is none.
-nlohmann::json rank_pre_llm(const SearchOutcome& out, const std::vector<PlanTemplate>& templates,
-                            int64_t n_v) {
+nlohmann::json rank_pre_llm(const SearchOutcome& out, const std::vector<PlanTemplate>& templates) {
   std::vector<const PlanTemplate*> cands;
   for (const auto& t : templates) {
     if (!t.pre_llm()) continue;
     bool every_k = true;
-    for (int64_t k = 1; k <= n_v && every_k; ++k) every_k = t.valid_at(k);
+    for (int64_t k = 1; k <= t.param_max() && every_k; ++k) every_k = t.valid_at(k);
     if (every_k) cands.push_back(&t);
   }
   nlohmann::json j = {{"rule",
-                       "pre-LLM templates that take every K in [1, N_v], ranked by mean calibration "
-                       "accuracy over the K values all of them were evaluated at (ties: given order)"},
+                       "pre-LLM templates that take every K in [1, N_v] (or every keep ratio), ranked by "
+                       "mean calibration accuracy over the values all of them were evaluated at (ties: given "
+                       "order; K and keep-ratio templates share no values)"},
                       {"best", nullptr},
                       {"ranking", nlohmann::json::array()}};
   if (cands.empty()) return j;
@@ -90,12 +125,15 @@ SearchOutcome search_grid(const OptimizeOptions& o, PlanEvaluator& ev, const Opt
   std::vector<std::pair<const PlanTemplate*, int64_t>> plans;
   nlohmann::json skipped = nlohmann::json::array();
   for (const auto& t : templates)
-    for (const int64_t k : o.keeps) {
+    for (const int64_t k : t.param() == TemplateParam::kKeepPercent ? o.keep_ratios : o.keeps) {
       std::string why;
       if (t.valid_at(k, &why))
         plans.emplace_back(&t, k);
       else
-        skipped.push_back({{"template", t.text()}, {"keep", k}, {"reason", why}});
+        skipped.push_back({{"template", t.text()},
+                           {"keep", k},
+                           {"keep_text", t.param_name() + " " + t.param_text(k)},
+                           {"reason", why}});
     }
   SearchOutcome out;
   emit(log, "grid: unpruned reference on calibration, then " + std::to_string(plans.size()) + " plans");
@@ -146,19 +184,20 @@ SearchOutcome search_grid(const OptimizeOptions& o, PlanEvaluator& ev, const Opt
   if (c.plan == "none") out.chosen_reason += "; no pruned plan of the grid meets every constraint";
   add_check_notes(out, o.timing_factor);
   for (const auto& s : skipped)
-    out.notes.push_back("skipped " + s["template"].get<std::string>() + " at K=" +
-                        std::to_string(s["keep"].get<int64_t>()) + ": " + s["reason"].get<std::string>());
+    out.notes.push_back("skipped " + s["template"].get<std::string>() + " at " +
+                        s["keep_text"].get<std::string>() + ": " + s["reason"].get<std::string>());
   out.details = {{"threshold", threshold},
                  {"confidence", o.confidence},
                  {"n_plans", plans.size()},
                  {"skipped", skipped},
-                 {"pre_llm", rank_pre_llm(out, templates, shape.n_visual_tokens)}};
+                 {"pre_llm", rank_pre_llm(out, templates)}};
   return out;
 }
 
 std::string grid_section(const nlohmann::json& d) {
   std::string md = "## Grid\n\n" + std::to_string(d.value("n_plans", 0)) + " plans evaluated, " +
-                   std::to_string(d["skipped"].size()) + " skipped (the scorer rejects that K or layer).\n\n";
+                   std::to_string(d["skipped"].size()) +
+                   " skipped (the scorer rejects that K, keep ratio or layer).\n\n";
   const auto& pre = d["pre_llm"];
   if (!pre["best"].is_null()) {
     md += "Best pre-LLM template: `" + pre["best"].get<std::string>() + "` (" +
@@ -177,9 +216,10 @@ class GridSearch final : public PlanSearch {
     flags.option_parsed(
         "--keep",
         [&o](const std::string& text) {
-          if (!text.empty()) o.keeps = parse_int_list(text, "--keep");
+          if (!text.empty()) std::tie(o.keeps, o.keep_ratios) = parse_grid_keeps(text);
         },
-        "grid: comma-separated K values (e.g. 576,288,192,144,96,64,32,16)");
+        "grid: comma-separated K values (e.g. 576,288,192,144,96,64,32,16) and/or keep ratios of each "
+        "image's N_v for keep-ratio templates (e.g. 50%,25%,12.5%; one decimal at most)");
   }
   // --template as given, else every scorer of --scorers (default: --scorer, else all) at its default layer or
   // at each of --layers it can act at.
@@ -209,8 +249,24 @@ class GridSearch final : public PlanSearch {
     return out;
   }
   void validate(const OptimizeOptions& o) const override {
-    if (o.keeps.empty())
-      throw InvalidArgument("optimize --method grid needs K values (--keep 576,288,144,64,32)");
+    if (o.keeps.empty() && o.keep_ratios.empty())
+      throw InvalidArgument(
+          "optimize --method grid needs K values or keep ratios (--keep 576,288,144,64,32 or --keep "
+          "50%,25%,12.5%)");
+  }
+  void validate(const OptimizeOptions& o, const std::vector<PlanTemplate>& templates,
+                int64_t) const override {
+    for (const auto& t : templates) {
+      const bool ratio = t.param() == TemplateParam::kKeepPercent;
+      if (ratio && o.keep_ratios.empty())
+        throw InvalidArgument("optimize --method grid: template '" + t.text() +
+                              "' varies the keep ratio of each image's N_v (--keep-as ratio, the default for "
+                              "models whose images make their own N_v): give ratios (--keep 50%,25%) or "
+                              "--keep-as count");
+      if (!ratio && o.keeps.empty())
+        throw InvalidArgument("optimize --method grid: template '" + t.text() +
+                              "' varies K: give counts (--keep 64,32)");
+    }
   }
   SearchOutcome run(const OptimizeOptions& o, PlanEvaluator& ev, const OptimizeLog& log) const override {
     return search_grid(o, ev, log);

@@ -31,6 +31,13 @@ class PlanSearchMethod final : public SearchMethod {
     // checked whichever search runs.
     for (const auto& e : search_registry())
       if (e.plan) e.plan->add_flags(flags, options_);
+    flags
+        .option(
+            "--keep-as", &options_.keep_as,
+            "min-k/budget/grid: one-stage templates vary a count K or a keep ratio of each image's own N_v "
+            "('fastv:layer=2' becomes 'fastv:layer=2,keep={P}%'): auto (ratio for models whose images make "
+            "their own N_v — LLaVA-NeXT, Qwen2-VL, Qwen2.5-VL —, count for LLaVA-1.5), ratio or count")
+        ->capture_default_str();
   }
 
   void run(const SearchFlags& flags, std::ostream& out) override {

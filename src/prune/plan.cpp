@@ -147,7 +147,10 @@ ParsedStage parse_stage(const std::string& text) {
 
 int64_t resolve_keep(const PruneStage& stage, int64_t n_visual) {
   if (stage.keep_percent <= 0) return stage.keep;
-  return std::max<int64_t>(1, std::llround(stage.keep_percent / 100.0 * static_cast<double>(n_visual)));
+  // In integers of 10⁻⁶ %, so that a share written in decimals rounds as written: 1.4 % of 250 is 3.5 → 4,
+  // where doubles give 1.4 / 100 · 250 = 3.4999999999999996 → 3.
+  const int64_t micro = std::llround(stage.keep_percent * 1e6);  // ≤ 10⁸
+  return std::max<int64_t>(1, (micro * n_visual + 50'000'000) / 100'000'000);
 }
 
 std::string PruningPlan::to_string() const {

@@ -135,7 +135,11 @@ TEST(OptimizeOptionsJson, TheLayoutEarlierRunsWroteStillReads) {
   EXPECT_EQ(o.k_min, 16);
   EXPECT_EQ(o.k_step, 16);
   EXPECT_EQ(o.min_family_n, 5);
-  EXPECT_EQ(to_json(o).dump(), old.dump()) << "the same keys, written back unchanged";
+  EXPECT_EQ(o.keep_as, "auto");
+  nlohmann::json now = old;  // issue 47's keys join at their defaults
+  now["keep_as"] = "auto";
+  now["keep_ratios"] = nlohmann::json::array();
+  EXPECT_EQ(to_json(o).dump(), now.dump()) << "the same keys, written back unchanged, plus the new ones";
   OptimizeOptions g;
   g.method = "grid";
   g.templates = {"divprune:layer=0"};

@@ -51,6 +51,16 @@ TEST(Plan, KeepAsAShareOfEachImagesTokens) {
   EXPECT_EQ(resolve_keep(p.stages[0], 3), 1);
   EXPECT_EQ(resolve_keep(p.stages[1], 4), 1);
   EXPECT_EQ(resolve_keep(PruneStage{0, 7, "random", {}}, 100), 7);  // a count stays a count
+  // Decimal shares round as written: 1.4 % of 250 is 3.5 → 4 (doubles: 1.4 / 100 · 250 = 3.4999…96), 12.5 %
+  // of 4 is 0.5 → 1, 0.1 % of 2928 is 2.928 → 3.
+  const auto share = [](const char* text, int64_t n) {
+    return resolve_keep(parse_plan(text, 16).stages.at(0), n);
+  };
+  EXPECT_EQ(share("divprune:keep=1.4%", 250), 4);
+  EXPECT_EQ(share("divprune:keep=12.5%", 4), 1);
+  EXPECT_EQ(share("divprune:keep=0.1%", 2928), 3);
+  EXPECT_EQ(share("divprune:keep=25.3%", 100), 25);
+  EXPECT_EQ(share("divprune:keep=25.5%", 100), 26);
   for (const char* bad : {"divprune:keep=0%", "divprune:keep=101%", "divprune:keep=x%", "divprune:keep=%"})
     EXPECT_THROW(parse_plan(bad, 16), InvalidArgument) << bad;
   EXPECT_EQ(error_of("divprune:keep=100%"), "");

@@ -1,15 +1,20 @@
 // The tiny random Qwen2.5-VL (init-random's "tiny-qwen2.5-vl") through the code every family shares (issue
 // 44's family checks, tests/model/family_checks.h): evaluation batched and pruned, a min-K search, and a
 // served chat completion equal to generate(). Its images keep their aspect ratio: the 48×40 noise images make
-// 6 visual tokens (smart_resize to 56×84 px: 2 × 3 merged), the served 200×200 PNG 49 (196×196 px: 7 × 7).
+// 6 visual tokens (smart_resize to 56×84 px: 2 × 3 merged), the served 200×200 PNG 49 (196×196 px: 7 × 7). A
+// min-K search over a keep ratio (issue 47) prunes each image to its share of its own tokens.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
 #include "eval/eval_fixture.h"
 #include "model/family_checks.h"
+#include "model/n_visual_varies.h"
 #include "model/qwen2_vl/presets.h"
+#include "optimize/optimize.h"
 #include "serve/server_fixture.h"
 #include "test_util.h"
 
@@ -32,6 +37,68 @@ TEST(Qwen2VlPipeline, EvaluatesAndSearchesThroughTheSameCode) {
   testing::write_own_answers_dataset(m, dir, testing::write_noise_images(dir, 6), "q");
   testing::expect_evaluates_and_searches(m, tiny_qwen_dir(), dir,
                                          "answers are the model's own, batched or not");
+}
+
+// K of an image of n visual tokens under a keep ratio of p ‰, by hand: round half up of p·n/1000, at least 1.
+int64_t ratio_keep(int64_t p, int64_t n) { return std::max<int64_t>(1, (p * n + 500) / 1000); }
+
+// `vispco optimize --method min-k --scorer fastv` on Qwen: the template becomes a keep ratio (--keep-as
+// auto), the search's answer is a keep=P% plan, and that plan keeps round(P · N_v) tokens of each image — 6
+// of the 48×40 images, 16 of the 100×100 ones (112 px: 4 × 4).
+TEST(Qwen2VlPipeline, MinKSearchesAKeepRatioOfEachImagesOwnTokens) {
+  testing::TempDir tmp;
+  const auto dir = tmp.path() / "ds";
+  auto m = load_tiny_qwen();
+  ASSERT_TRUE(n_visual_varies(m.shape()));
+  std::vector<std::string> images = testing::write_noise_images(dir, 3);  // 48×40: N_v 6
+  for (int i = 0; i < 3; ++i) {                                           // 100×100: N_v 16
+    images.push_back("images/big" + std::to_string(i) + ".png");
+    std::ofstream(dir / images.back(), std::ios::binary) << testing::test_png(100, 10 + i);
+  }
+  testing::write_own_answers_dataset(m, dir, images, "r");
+  const auto ds = eval::load_dataset(dir.string());
+  const auto hash = eval::model_folder_hash(tiny_qwen_dir());
+  eval::EvalOptions eo;
+  eo.store_path = tmp.str("store.sqlite");
+  eo.batch_size = 3;
+  const auto mean_kept = [&](const std::string& plan) {
+    return eval::evaluate_plan(m, hash, ds, eo, parse_plan(plan, m.shape()), ScorerEnv{}).mean_n_visual_kept;
+  };
+  const auto none = eval::evaluate_plan(m, hash, ds, eo, PruningPlan{}, ScorerEnv{});
+  EXPECT_DOUBLE_EQ(none.mean_n_visual, (3 * 6 + 3 * 16) / 6.0);
+  // 37.5 % of 6 is 2.25 → 2, of 16 is 6: a mean of 4 (a count K = 6 would keep 6 and 6).
+  EXPECT_DOUBLE_EQ(mean_kept("fastv:layer=2,keep=37.5%"), (3 * 2 + 3 * 6) / 6.0);
+
+  optimize::ModelEvalSettings st;
+  st.store_path = eo.store_path;
+  st.batch_size = 3;
+  optimize::ModelPlanEvaluator ev(m, hash, ds, ds, st);
+  optimize::OptimizeOptions o;
+  o.method = "min-k";
+  o.templates = {"fastv:layer=2"};
+  o.epsilon = 0.0;
+  o.min_speedup = 0;  // the tiny model's timings are noise: ε alone decides
+  const auto r = optimize::run_optimize(o, ev);
+  EXPECT_EQ(r.options.templates, std::vector<std::string>{"fastv:layer=2,keep={P}%"});
+  ASSERT_TRUE(r.search.chosen) << r.search.chosen_reason;
+  const optimize::EvalPoint& c = r.search.points.at(*r.search.chosen);
+  const int64_t p = c.param;
+  std::printf("min-k over keep ratios chose %s (%zu probes)\n", c.plan.c_str(),
+              r.to_json()["details"]["probes"].size());
+  ASSERT_GE(p, 1);
+  ASSERT_LE(p, 1000);
+  const std::string share = std::to_string(p / 10) + (p % 10 ? "." + std::to_string(p % 10) : "");
+  EXPECT_EQ(c.plan, "fastv:layer=2,keep=" + share + "%");
+  EXPECT_DOUBLE_EQ(c.keep_ratio, p / 1000.0);
+  EXPECT_EQ(c.keep, ratio_keep(p, m.shape().n_visual_tokens)) << "K at the nominal N_v";
+  EXPECT_DOUBLE_EQ(c.accuracy, 1.0) << "ε = 0 against the model's own answers";
+  EXPECT_DOUBLE_EQ(mean_kept(c.plan), (3 * ratio_keep(p, 6) + 3 * ratio_keep(p, 16)) / 6.0) << c.plan;
+  EXPECT_EQ(r.to_json()["details"]["param"], "keep ratio");
+  ASSERT_TRUE(r.test);
+  EXPECT_EQ(r.test->chosen.plan, c.plan);
+  // The search's rule: the answer is within ε and the next smaller ratio probed, if any, is not.
+  for (const auto& probe : r.to_json()["details"]["probes"])
+    if (probe["keep"].get<int64_t>() == p - 1) EXPECT_FALSE(probe["within_epsilon"].get<bool>());
 }
 
 TEST(Qwen2VlPipeline, ServesChatCompletionsAsGenerateAnswers) {
