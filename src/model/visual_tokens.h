@@ -13,9 +13,10 @@ namespace vispco {
 /// (dynamic resolution, tiling, unpadding): rows are then zero-padded at the end to the longest, N_max.
 struct VisualTokens {
   at::Tensor embeds;  ///< [B, N_max, D] projected visual tokens, compute dtype
-  at::Tensor
-      cls_attention;  ///< [B, N_max] fp32 head-averaged [CLS] attention at the feature layer (when asked)
-  at::Tensor keys;    ///< [B, N_max, D_v] feature-layer keys (when asked)
+  /// [B, N_max] fp32 head-averaged [CLS] attention at the feature layer (when asked); for a tower without
+  /// [CLS] (Qwen2-VL), the attention each token receives in its last block (model/qwen2_vl/vision_received.h)
+  at::Tensor cls_attention;
+  at::Tensor keys;  ///< [B, N_max, D_v] feature-layer keys (when asked)
   /// One layout per image (its N_v and grid); empty when every image has the shape's default layout
   /// (ModelShape::default_layout(), N_max = N_v).
   std::vector<VisualLayout> layouts;

@@ -39,6 +39,7 @@ modeling_qwen2_vl.py; models/qwen2_5_vl/modeling_qwen2_5_vl.py), sharing no code
 
 Usage:
   python3 qwen2_vl_reference.py MODEL_DIR IMAGE.ppm IDS STEPS [--mask-from-layer L --masked POSITIONS] [--pixels]
+                                [--visionzip]
     IMAGE.ppm  the ORIGINAL image, binary P6; the reference does the smart resize
     IDS        prompt token ids, comma-separated, holding config.image_token_id exactly once (normally as
                <|vision_start|><|image_pad|><|vision_end|>); it is expanded to N_v copies as the processor does
@@ -48,9 +49,17 @@ Usage:
                every token keeps its own three positions. (Done by dropping those rows before layer L, which gives
                every other token exactly what key-masking gives it; the last prompt position cannot be masked.)
     --pixels   also print pixel_values
+    --visionzip  also print the last ViT block's VisionZip-like signal (there is no [CLS] token): for each
+               merged token, visionzip_received = the mean over its m*m patches of the attention each patch
+               receives in that block (softmax over the keys it may see, averaged over heads, then the column
+               mean over the queries that may see the patch: the whole image in a full-attention block, its
+               window in a windowed one), and visionzip_keys = the mean of its patches' keys of that block
+               (heads concatenated, after the qkv projection with its bias, before the rotary). The full
+               [H, N, N] softmax in float64, merged-grid order.
   Prints one JSON object: pixel_shape [n_patches, C*T_p*p*p], grid_thw [t, h, w] (patches), n_v, resized_hw,
   image_embeds [N_v][D], position_ids [3][T] (the expanded prompt), first_logits [V] (last prompt position),
-  greedy [STEPS], and pixel_values with --pixels.
+  greedy [STEPS], pixel_values with --pixels, visionzip_received [N_v] and visionzip_keys [N_v][width] with
+  --visionzip.
 
   python3 qwen2_vl_reference.py --make-random OUT_DIR --arch qwen2|qwen2.5 --seed S [--new-layout] [--shards N]
                                 [--tie 0|1]
@@ -67,7 +76,8 @@ Usage:
   python3 qwen2_vl_reference.py --self-check
     Makes both architectures (both key layouts), runs a 100x60 and a 250x180 image and checks: grids and N_v from
     smart_resize, pixel and embedding shapes, the window-reordered vision tower against a plain per-window
-    attention mask, positions, an empty mask == the unmasked run bit for bit, masking from L == masking keys with
+    attention mask, the last-block signal's shapes and sums (and, with the last block windowed, reordered ==
+    masked), positions, an empty mask == the unmasked run bit for bit, masking from L == masking keys with
     -inf in an additive mask, and that a mask changes the logits only when it removes something.
 """
 import argparse
@@ -271,9 +281,10 @@ def attention_segments(q, k, v, lengths):
     return torch.cat(outs, 1).transpose(0, 1).reshape(q.shape[1], -1)
 
 
-def vision_tower(W, vc, is25, pixels, grid, window_mask=None):
+def vision_tower(W, vc, is25, pixels, grid, window_mask=None, signal=None):
     """pixel_values [N, C*T_p*p*p] -> image embeddings [N_v, D] in merged-grid (row-major) order.
-    window_mask: for the self-check only, a [N, N] bool of allowed pairs used instead of reordering."""
+    window_mask: for the self-check only, a [N, N] bool of allowed pairs used instead of reordering.
+    signal: a dict to receive the last block's VisionZip-like signal per merged token (last_block_signal)."""
     gt, gh, gw = grid
     m = vc.get("spatial_merge_size", 2)
     width = vc["hidden_size"] if is25 else vc["embed_dim"]
@@ -303,6 +314,13 @@ def vision_tower(W, vc, is25, pixels, grid, window_mask=None):
             h = layer_norm(x, W[p + "norm1.weight"], W[p + "norm1.bias"], 1e-6)
         qkv = linear(W, p + "attn.qkv", h).reshape(n, 3, heads, hd).permute(1, 2, 0, 3)  # [3, H, N, hd]
         q, k, v = qkv[0] * cos + rotate_half(qkv[0]) * sin, qkv[1] * cos + rotate_half(qkv[1]) * sin, qkv[2]
+        if signal is not None and i == vc["depth"] - 1:
+            if window_mask is not None and i not in full_blocks:
+                allowed = window_mask
+            else:
+                allowed = segment_pair_mask(full if i in full_blocks else windows)
+            patch_order = None if order is None else (order[:, None] * unit + torch.arange(unit)).flatten()
+            signal.update(last_block_signal(q, k, qkv[1], allowed, patch_order, unit))
         if window_mask is not None and i not in full_blocks:
             s = (q @ k.transpose(-1, -2)) * hd ** -0.5
             s = s.masked_fill(~window_mask, float("-inf"))
@@ -326,6 +344,30 @@ def vision_tower(W, vc, is25, pixels, grid, window_mask=None):
     if order is not None:
         x = x[torch.argsort(order)]
     return x
+
+
+def segment_pair_mask(lengths):
+    """[N, N] bool: pairs of positions inside the same consecutive segment (cu_seqlens)."""
+    seg = torch.repeat_interleave(torch.arange(len(lengths)), torch.tensor(lengths))
+    return seg[:, None] == seg[None, :]
+
+
+def last_block_signal(q, k, k_plain, allowed, patch_order, unit):
+    """VisionZip's signal for a tower without [CLS] (vispco's Qwen adaptation), the plain way: the full
+    [H, N, N] softmax of one block (q, k [H, N, hd] after the rotary; allowed [N, N] the pairs that attend),
+    averaged over heads; each patch's received attention = the mean of its column over the queries allowed to
+    see it; keys = k_plain [H, N, hd] (before the rotary) with the heads concatenated. Both put back in
+    pixel_values order (patch_order [N]: the original patch at each sequence position, or None) and averaged
+    over each merged token's m*m consecutive patches -> received [N_v], keys [N_v, width], merged-grid order."""
+    n, hd = q.shape[1], q.shape[-1]
+    s = ((q @ k.transpose(-1, -2)) * hd ** -0.5).masked_fill(~allowed, float("-inf"))
+    probs = s.softmax(-1).mean(0)  # [N, N]: query i's head-mean attention to key j
+    received = probs.sum(0) / allowed.sum(0)
+    keys = k_plain.transpose(0, 1).reshape(n, -1)
+    if patch_order is not None:
+        received = torch.zeros_like(received).index_copy(0, patch_order, received)
+        keys = torch.zeros_like(keys).index_copy(0, patch_order, keys)
+    return {"received": received.reshape(n // unit, unit).mean(1), "keys": keys.reshape(n // unit, unit, -1).mean(1)}
 
 
 def window_pair_mask(grid, m, window_merged):
@@ -428,7 +470,8 @@ def run(model_dir, image_path, ids_text, steps, mask_layer=None, masked=(), key_
     W = load_weights(model_dir)
     pixels, grid, resized = preprocess(read_ppm(image_path), vc, pre)
     m = vc.get("spatial_merge_size", 2)
-    embeds = vision_tower(W, vc, is25, pixels, grid)
+    signal = {}
+    embeds = vision_tower(W, vc, is25, pixels, grid, signal=signal)
     n_v = embeds.shape[0]
     ids, at = expand_prompt([int(t) for t in ids_text.split(",")], ids_cfg["image_token_id"], n_v)
     n_prompt = len(ids)
@@ -462,7 +505,7 @@ def run(model_dir, image_path, ids_text, steps, mask_layer=None, masked=(), key_
         greedy.append(ids[-1])
     return {"pixel_shape": list(pixels.shape), "grid_thw": list(grid), "n_v": n_v, "resized_hw": list(resized),
             "image_embeds": embeds, "position_ids": pos0, "first_logits": first, "greedy": greedy,
-            "pixel_values": pixels}
+            "pixel_values": pixels, "visionzip_received": signal["received"], "visionzip_keys": signal["keys"]}
 
 
 # ------------------------------------------------------------------------------------------------ random models
@@ -629,9 +672,26 @@ def self_check():
                       pos[:, 2 + n_v].tolist() == [3, 3 + lh - 1, 3 + lw - 1] and
                       pos[:, 3 + n_v].tolist() == [3 + max(lh, lw)] * 3,
                       f"{name}: M-RoPE positions (image at 3, text after at {3 + max(lh, lw)})")
+                W = load_weights(model)
+                pixels, grid_, _ = preprocess(read_ppm(path), vc, pre)
+                sig = {}
+                vision_tower(W, vc, is25, pixels, grid_, signal=sig)
+                check(list(sig["received"].shape) == [n_v] and list(sig["keys"].shape) == [n_v, 32] and
+                      abs(sig["received"].sum().item() * 4 - 1) < 1e-12,
+                      f"{name}: last-block signal [N_v], [N_v, 32]; received sums to 1 over the patches")
                 if is25:
-                    W = load_weights(model)
-                    pixels, grid_, _ = preprocess(read_ppm(path), vc, pre)
+                    # The last block windowed: the window-reordered signal == the plain per-window mask's, and
+                    # each window's patches receive 1 in all.
+                    last_windowed = dict(vc, fullatt_block_indexes=[1])
+                    wm = window_pair_mask(grid_, 2, vc["window_size"] // 2 // 14)
+                    a, b = {}, {}
+                    vision_tower(W, last_windowed, is25, pixels, grid_, signal=a)
+                    vision_tower(W, last_windowed, is25, pixels, grid_, window_mask=wm, signal=b)
+                    diff = max((a[k] - b[k]).abs().max().item() for k in a)
+                    n_windows = len(window_index(*grid_, 2, vc["window_size"] // 2 // 14)[1])
+                    check(diff < 1e-12 and abs(a["received"].sum().item() * 4 - n_windows) < 1e-12,
+                          f"{name}: windowed last block: reordered signal == per-window mask (max diff "
+                          f"{diff:.1e}), received sums to {n_windows} window(s)")
                     ref = vision_tower(W, vc, is25, pixels, grid_,
                                        window_mask=window_pair_mask(grid_, 2, vc["window_size"] // 2 // 14))
                     diff = (ref - r["image_embeds"]).abs().max().item()
@@ -681,13 +741,15 @@ def main():
     ap.add_argument("--mask-from-layer", type=int)
     ap.add_argument("--masked", default="")
     ap.add_argument("--pixels", action="store_true")
+    ap.add_argument("--visionzip", action="store_true")
     a = ap.parse_args()
     masked = [int(t) for t in a.masked.split(",") if t.strip()]
     if masked and a.mask_from_layer is None:
         raise SystemExit("--masked needs --mask-from-layer")
     torch.set_num_threads(1)
     r = run(a.model_dir, a.image, a.ids, a.steps, a.mask_from_layer, masked)
-    out = {k: (v.tolist() if torch.is_tensor(v) else v) for k, v in r.items() if k != "pixel_values" or a.pixels}
+    wanted = {"pixel_values": a.pixels, "visionzip_received": a.visionzip, "visionzip_keys": a.visionzip}
+    out = {k: (v.tolist() if torch.is_tensor(v) else v) for k, v in r.items() if wanted.get(k, True)}
     print(json.dumps(out))
 
 

@@ -138,8 +138,7 @@ VisualTokens Qwen2VlModel::encode_images(const at::Tensor& pixels, bool want_cls
   return encode_image_list(pixels.unbind(0), want_cls_attention);
 }
 
-VisualTokens Qwen2VlModel::encode_image_list(const std::vector<at::Tensor>& pixels,
-                                             bool /*want_cls_attention*/) {
+VisualTokens Qwen2VlModel::encode_image_list(const std::vector<at::Tensor>& pixels, bool want_cls_attention) {
   if (pixels.empty()) throw InvalidArgument("encode_image_list: no images");
   const auto& v = cfg_.vision;
   const int64_t m = v.spatial_merge_size,
@@ -152,7 +151,15 @@ VisualTokens Qwen2VlModel::encode_image_list(const std::vector<at::Tensor>& pixe
                             "] (its preprocess), got " + std::to_string(p.dim()) + "-d");
     const int64_t gt = p.size(0), rows_m = p.size(1), cols_m = p.size(2);
     VisualTokens row;
-    row.embeds = net_->visual->forward(p.reshape({-1, f}), gt, rows_m * m, cols_m * m).unsqueeze(0);
+    QwenAttentionSignal signal;  // the last block's received attention and keys per merged token
+    row.embeds =
+        net_->visual
+            ->forward(p.reshape({-1, f}), gt, rows_m * m, cols_m * m, want_cls_attention ? &signal : nullptr)
+            .unsqueeze(0);
+    if (want_cls_attention) {
+      row.cls_attention = signal.received.unsqueeze(0);  // [1, N_v] fp32
+      row.keys = signal.keys.unsqueeze(0);               // [1, N_v, E]
+    }
     row.layouts = {{row.embeds.size(1), rows_m, cols_m}};
     rows.push_back(std::move(row));
   }

@@ -47,8 +47,11 @@ class Qwen2VlModel final : public FamilyModelOf<Qwen2VlConfig, Qwen2VlNet> {
   /// @param pixels [B, grid_t, H/2, W/2, 4, F], images of one size (otherwise use encode_image_list).
   VisualTokens encode_images(const at::Tensor& pixels, bool want_cls_attention) override;
   /// Each image through the tower on its own: [1, N_v, D] each, rows padded to the longest,
-  /// VisualTokens::layouts = (N_v, H/2 rows, W/2 columns). No [CLS] attention or keys (VisionZip's [CLS]
-  /// signal does not exist in this tower). @throws InvalidArgument for pixels not made by preprocess().
+  /// VisualTokens::layouts = (N_v, H/2 rows, W/2 columns). The tower has no [CLS] token: with
+  /// want_cls_attention, cls_attention [B, N_max] fp32 is instead the attention each merged token's patches
+  /// receive in the last ViT block (head mean, mean over queries, mean over its 4 patches) and keys
+  /// [B, N_max, E] that block's pre-rotary keys averaged the same way (Qwen2VisionTransformerImpl::forward's
+  /// signal), zero-padded like the embeddings. @throws InvalidArgument for pixels not made by preprocess().
   VisualTokens encode_image_list(const std::vector<at::Tensor>& pixels, bool want_cls_attention) override;
   /// One panel: the merged grid over the whole image (the resize keeps the aspect ratio, so no padding).
   std::vector<TokenPanel> token_panels(int64_t height, int64_t width) const override;

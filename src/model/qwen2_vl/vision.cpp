@@ -37,7 +37,7 @@ Qwen2VisionTransformerImpl::Qwen2VisionTransformerImpl(const Qwen2VisionConfig& 
 }
 
 at::Tensor Qwen2VisionTransformerImpl::forward(const at::Tensor& pixel_values, int64_t grid_t, int64_t grid_h,
-                                               int64_t grid_w) {
+                                               int64_t grid_w, QwenAttentionSignal* signal) {
   const int64_t m = cfg.spatial_merge_size, unit = m * m;
   const auto positions = qwen_patch_positions(grid_t, grid_h, grid_w, m);  // checks the grid
   const int64_t n = grid_t * grid_h * grid_w;
@@ -64,11 +64,16 @@ at::Tensor Qwen2VisionTransformerImpl::forward(const at::Tensor& pixel_values, i
   auto emb = at::cat({angles, angles}, 1);  // [N_p, D_h]
   const QwenVisionRotary rot{emb.cos().to(x.device(), at::kFloat), emb.sin().to(x.device(), at::kFloat)};
 
+  QwenAttentionSignal last;  // per patch, in the blocks' order (signal only)
   for (int64_t i = 0; i < cfg.depth; ++i)
-    x = blocks[i]->as<QwenVisionBlockImpl>()->forward(x, rot, cfg.full_attention_block(i) ? frames : windows);
-  auto out = merger->forward(x);                                                            // [N_v, D]
-  if (window_order.defined()) out = at::empty_like(out).index_copy_(0, window_order, out);  // argsort
-  return out;
+    x = blocks[i]->as<QwenVisionBlockImpl>()->forward(
+        x, rot, cfg.full_attention_block(i) ? frames : windows,
+        signal != nullptr && i == cfg.depth - 1 ? &last : nullptr);
+  if (signal != nullptr) {
+    signal->received = qwen_merged_token_mean(last.received, unit, window_order);              // [N_v]
+    signal->keys = qwen_merged_token_mean(last.keys, unit, window_order).to(x.scalar_type());  // [N_v, E]
+  }
+  return qwen_merged_grid_order(merger->forward(x), window_order);  // [N_v, D]
 }
 
 std::vector<std::string> qwen_visual_checkpoint_keys(const std::string& name) {

@@ -48,9 +48,18 @@ struct Qwen2VisionTransformerImpl : torch::nn::Module {
   /// @param grid_t,grid_h,grid_w the patch grid (grid_h, grid_w multiples of m).
   /// @return image embeddings [N_v, D] in merged-grid row-major order (N_v = N_p / m², D = out_hidden_size),
   /// in the weights' dtype (the compute dtype: fp32 or bf16) and device.
+  /// @param signal when given, also the image's VisionZip-like signal (vision_received.h) from the LAST
+  /// block, per merged token in the same merged-grid order as the result: received [N_v] fp32 = the mean over
+  /// the token's m² patches of the attention each patch receives (head mean, mean over the queries that see
+  /// it: the whole frame in a full-attention block — every Qwen2-VL block and the last block of the published
+  /// Qwen2.5-VL configs — or the patch's own window when the last block is windowed); keys [N_v, E] = the
+  /// mean of the m² patches' keys of that block (heads concatenated, after the k projection, before the
+  /// rotary), in the weights' dtype. Costs one more pass over the last block's scores, in bounded query
+  /// chunks (received_attention); nothing without it.
   /// @throws c10::Error (TORCH_CHECK) naming the expected shape when pixel_values does not fit the grid;
   /// InvalidArgument for a grid that is not a multiple of m.
-  at::Tensor forward(const at::Tensor& pixel_values, int64_t grid_t, int64_t grid_h, int64_t grid_w);
+  at::Tensor forward(const at::Tensor& pixel_values, int64_t grid_t, int64_t grid_h, int64_t grid_w,
+                     QwenAttentionSignal* signal = nullptr);
 
   torch::nn::Conv3d proj{nullptr};  // patch_embed.proj: weight [E, C, T, P, P], no bias
   torch::nn::ModuleList blocks{nullptr};

@@ -60,7 +60,8 @@ QwenVisionAttentionImpl::QwenVisionAttentionImpl(const Qwen2VisionConfig& cfg) :
 }
 
 at::Tensor QwenVisionAttentionImpl::forward(const at::Tensor& x, const QwenVisionRotary& rot,
-                                            const std::vector<int64_t>& segments) {
+                                            const std::vector<int64_t>& segments,
+                                            QwenAttentionSignal* signal) {
   const int64_t N = x.size(0), E = x.size(1), Dh = E / n_heads;
   auto qkv_out = linear_forward(qkv, x).view({N, 3, n_heads, Dh});
   // apply_rotary_pos_emb_vision: q and k rotated in fp32, then back to the compute dtype.
@@ -72,6 +73,10 @@ at::Tensor QwenVisionAttentionImpl::forward(const at::Tensor& x, const QwenVisio
   };
   auto q = rotate(qkv_out.select(1, 0)), k = rotate(qkv_out.select(1, 1));
   auto v = qkv_out.select(1, 2);
+  if (signal != nullptr) {
+    signal->received = received_attention(q, k, segments);
+    signal->keys = qkv_out.select(1, 1).reshape({N, E});
+  }
   return linear_forward(proj, segment_attention(q, k, v, segments));
 }
 
@@ -104,8 +109,8 @@ QwenVisionBlockImpl::QwenVisionBlockImpl(const Qwen2VisionConfig& cfg) {
 }
 
 at::Tensor QwenVisionBlockImpl::forward(const at::Tensor& x, const QwenVisionRotary& rot,
-                                        const std::vector<int64_t>& segments) {
-  auto h = x + attn->forward(norm1(x), rot, segments);
+                                        const std::vector<int64_t>& segments, QwenAttentionSignal* signal) {
+  auto h = x + attn->forward(norm1(x), rot, segments, signal);
   return h + mlp->forward(norm2(h));
 }
 

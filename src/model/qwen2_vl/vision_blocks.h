@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/qwen2_vl/vision_config.h"
+#include "model/qwen2_vl/vision_received.h"
 
 namespace vispco {
 
@@ -46,8 +47,12 @@ TORCH_MODULE(QwenVisionNorm);
 struct QwenVisionAttentionImpl : torch::nn::Module {
   explicit QwenVisionAttentionImpl(const Qwen2VisionConfig& cfg);
   /// @param x [N_p, E] normed hidden states @param rot tables for the N_p patches @param segments lengths of
-  /// the attention segments (segment_attention) @return [N_p, E].
-  at::Tensor forward(const at::Tensor& x, const QwenVisionRotary& rot, const std::vector<int64_t>& segments);
+  /// the attention segments (segment_attention) @param signal when given, also this block's per-patch
+  /// VisionZip signal (vision_received.h): received [N_p] fp32 (received_attention over the same segments,
+  /// from the rotated q, k) and keys [N_p, E] (before the rotary); nothing extra is computed without it.
+  /// @return [N_p, E].
+  at::Tensor forward(const at::Tensor& x, const QwenVisionRotary& rot, const std::vector<int64_t>& segments,
+                     QwenAttentionSignal* signal = nullptr);
   torch::nn::Linear qkv{nullptr}, proj{nullptr};
   int64_t n_heads;
 };
@@ -69,8 +74,9 @@ TORCH_MODULE(QwenVisionMlp);
 /// One pre-norm block: x + attn(norm1(x)), then + mlp(norm2(·)).
 struct QwenVisionBlockImpl : torch::nn::Module {
   explicit QwenVisionBlockImpl(const Qwen2VisionConfig& cfg);
-  /// @param x [N_p, E] @param rot, segments as QwenVisionAttentionImpl::forward @return [N_p, E].
-  at::Tensor forward(const at::Tensor& x, const QwenVisionRotary& rot, const std::vector<int64_t>& segments);
+  /// @param x [N_p, E] @param rot, segments, signal as QwenVisionAttentionImpl::forward @return [N_p, E].
+  at::Tensor forward(const at::Tensor& x, const QwenVisionRotary& rot, const std::vector<int64_t>& segments,
+                     QwenAttentionSignal* signal = nullptr);
   QwenVisionNorm norm1{nullptr}, norm2{nullptr};
   QwenVisionAttention attn{nullptr};
   QwenVisionMlp mlp{nullptr};

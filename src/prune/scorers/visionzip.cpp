@@ -5,7 +5,9 @@
 // paper's settings (54+10 for 64, 108+20 for 128, 162+30 for 192): M = round(K·10/64), option contextual=M.
 // Deviations: the merge averages the projected tokens (after the projector, where our hook sits) rather than
 // the tower's outputs, and a contextual token is the mean of its target and members (the paper's "average");
-// the authors' release adds the target to the members' mean instead.
+// the authors' release adds the target to the members' mean instead. Towers without a [CLS] token (Qwen2-VL,
+// Qwen2.5-VL) give, in place of the [CLS] attention and keys, their last block's received attention and keys
+// per merged token (model/qwen2_vl/vision_received.h), as VisionZip's adaptations to such towers do.
 #include <ATen/ATen.h>
 
 #include <cmath>
@@ -56,13 +58,14 @@ class VisionZipScorer : public Scorer {
   std::vector<std::string> option_names() const override { return {"contextual"}; }
   std::vector<std::string> selection_option_names() const override { return {"contextual"}; }
   bool provides_scores() const override { return true; }
-  // The tower's head-mean [CLS] attention to each patch, [B, N] (the dominant tokens' ranking).
+  // The tower's head-mean [CLS] attention to each patch (or, without [CLS], the attention each visual token
+  // receives in the last block), [B, N] (the dominant tokens' ranking).
   at::Tensor score(const ScoreInput& in) const override {
     if (!in.cls_attention.defined())
       throw InvalidArgument(
-          "visionzip needs the vision tower's [CLS] attention, and this model's tower gives none (Qwen2-VL's "
-          "ViT "
-          "has no [CLS] token); use a pre-LLM scorer without it, e.g. divprune or cdpruner");
+          "visionzip needs the vision tower's [CLS] attention (or, for a tower without [CLS], the attention "
+          "its tokens receive), and this model's tower gives neither; use a pre-LLM scorer without it, e.g. "
+          "divprune or cdpruner");
     if (in.cls_attention.size(1) != in.visual_pos.size(1))
       throw InvalidArgument(
           "visionzip needs the tower's [CLS] attention over all N_v tokens (use it at layer=0, first)");

@@ -1,8 +1,11 @@
 // The tiny random Qwen2.5-VL (init-random's "tiny-qwen2.5-vl") through the code every family shares (issue
 // 44's family checks, tests/model/family_checks.h): evaluation batched and pruned, a min-K search, and a
 // served chat completion equal to generate(). Its images keep their aspect ratio: the 48×40 noise images make
-// 6 visual tokens (smart_resize to 56×84 px: 2 × 3 merged), the served 200×200 PNG 49 (196×196 px: 7 × 7). A
-// min-K search over a keep ratio (issue 47) prunes each image to its share of its own tokens.
+// 6 visual tokens (smart_resize to 56×84 px: 2 × 3 merged), the served 200×200 PNG 49 (196×196 px: 7 × 7).
+// A min-K search over a keep ratio (issue 47) prunes each image to its share of its own tokens; VisionZip
+// ranks by the last ViT block's received attention (the tower has no [CLS] token).
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -123,17 +126,26 @@ TEST(Qwen2VlPipeline, ServedUsageCountsEachImagesOwnTokens) {
   }
 }
 
-// VisionZip ranks by the tower's [CLS] attention, which Qwen's ViT does not have: one clear error.
-TEST(Qwen2VlPipeline, VisionZipSaysTheTowerHasNoCls) {
+// VisionZip without a [CLS] token: it ranks by the attention each merged token's patches receive in the
+// tower's last block. On a 100×100 image (16 tokens), contextual=0 keeps the top 4 of encode_image_list's
+// signal; the default keep=4 (3 dominant + 1 contextual) keeps 4. (Parity of the signal itself with the
+// float64 reference: test_qwen_visionzip_reference.cpp.)
+TEST(Qwen2VlPipeline, VisionZipKeepsTheTokensTheLastBlockAttendsToMost) {
   auto m = load_tiny_qwen();
   const VlmRequest req{m.preprocess(io::decode_image_rgb(testing::test_png(100, 2))), m.prompt_ids("What?")};
-  PlanHook hook(parse_plan("visionzip:keep=4", m.shape()), m.shape());
-  try {
-    generate(m, {req}, testing::greedy(1), &hook);
-    ADD_FAILURE() << "no error";
-  } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("no [CLS] token"), std::string::npos) << e.what();
+  at::Tensor received;
+  {
+    c10::InferenceMode guard;
+    received = m.encode_image_list({req.pixels}, /*want_cls_attention=*/true).cls_attention[0].cpu();
   }
+  ASSERT_EQ(received.numel(), 16);
+  const auto top = std::get<0>(std::get<1>(received.topk(4)).sort());
+  PlanHook hook(parse_plan("visionzip:keep=4,contextual=0", m.shape()), m.shape());
+  const auto out = generate(m, {req}, testing::greedy(1), &hook);
+  EXPECT_TRUE(at::nonzero(hook.traces().back().kept[0].cpu()).squeeze(1).equal(top));
+  EXPECT_EQ(out.stats.n_visual_kept, 4);
+  PlanHook merging(parse_plan("visionzip:keep=4", m.shape()), m.shape());
+  EXPECT_EQ(generate(m, {req}, testing::greedy(1), &merging).stats.n_visual_kept, 4);
 }
 
 }  // namespace
