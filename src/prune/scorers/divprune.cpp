@@ -4,24 +4,42 @@
 // repeatedly the token whose distance to the chosen set is largest.
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <limits>
+#include <vector>
+
 #include "prune/scorers/scorers.h"
 
 namespace vispco {
 
 std::vector<int64_t> max_min_diverse_subset(const at::Tensor& dist, int64_t k) {
   const int64_t n = dist.size(0);
-  auto d = dist.to(at::kFloat).contiguous();
+  const auto d = dist.to(at::kFloat).contiguous();
+  const float* row = d.data_ptr<float>();  // row i at row + i·n
   std::vector<int64_t> chosen;
-  // Seed: largest nearest-neighbour distance (the diagonal excluded).
-  auto off_diag = d + at::eye(n, d.options()) * std::numeric_limits<float>::max();
-  chosen.push_back(std::get<0>(off_diag.min(1)).argmax().item<int64_t>());
-  auto to_set = d[chosen[0]].clone();  // [N] distance of each token to the chosen set
+  // Seed: largest nearest-neighbour distance (the diagonal excluded); the first of equal ones, as argmax.
+  int64_t seed = 0;
+  float seed_nn = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < n; ++i) {
+    float nn = std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < n; ++j)
+      if (j != i) nn = std::min(nn, row[i * n + j]);
+    if (nn > seed_nn) seed_nn = nn, seed = i;
+  }
+  chosen.push_back(seed);
+  // Distance of each token to the chosen set; a chosen token is marked −1 (distances are ≥ 0 up to
+  // rounding), so it is never picked twice even when duplicates have distance 0. Plain loops: K·N work
+  // without K² tensor calls (those cost ~1 s at N = 1024, K = 256).
+  std::vector<float> to_set(row + seed * n, row + (seed + 1) * n);
+  to_set[seed] = -1.0f;
   while (static_cast<int64_t>(chosen.size()) < k) {
-    auto masked = to_set.clone();
-    for (auto c : chosen) masked[c] = -1.0f;  // never pick a token twice (duplicates have distance 0)
-    const int64_t next = masked.argmax().item<int64_t>();
+    int64_t next = 0;
+    for (int64_t j = 1; j < n; ++j)
+      if (to_set[j] > to_set[next]) next = j;
     chosen.push_back(next);
-    to_set = at::minimum(to_set, d[next]);
+    const float* r = row + next * n;
+    for (int64_t j = 0; j < n; ++j) to_set[j] = std::min(to_set[j], r[j]);
+    to_set[next] = -1.0f;
   }
   return chosen;
 }
