@@ -94,7 +94,8 @@ void register_data(CLI::App& app) {
               "SynthVQA-HR: high-resolution scenes (672x672, 672x336, 336x672, 1008x336, 336x1008) with tiny "
               "objects and small text (with --seed/--count; the hr-* splits imply it)");
   s->add_option("--out", synth->out, "Output folder")->required();
-  s->add_option("--threads", synth->n_threads, "Worker threads (0 = all cores)")
+  s->add_option("--threads", synth->n_threads,
+                "Worker threads (0 = the CPUs this process may use: affinity, cgroup quota)")
       ->check(CLI::NonNegativeNumber);
   s->callback([synth, seed, count] { run_synth(*synth, seed->count() > 0, count->count() > 0); });
 

@@ -73,7 +73,9 @@ void register_finetune(CLI::App& app) {
   cmd->add_option("--data-seed", a->o.data_seed,
                   "SynthVQA seed of the training scenes (disjoint from calib/test)")
       ->capture_default_str();
-  cmd->add_option("--threads", a->threads, "Intra-op threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("--threads", a->threads,
+                  "Intra-op threads (0 = the CPUs this process may use: affinity, cgroup quota)")
+      ->capture_default_str();
   cmd->add_option("--progress", a->progress, "Progress of the training steps: auto|bar|lines|off")
       ->capture_default_str();
   cmd->callback([a] {

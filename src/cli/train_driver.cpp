@@ -16,7 +16,9 @@ void add_train_flags(CLI::App* cmd, TrainFlags& f, const std::string& what) {
   cmd->add_option("--max-minutes", f.max_minutes,
                   "Stop (with a checkpoint) after this many minutes; 0 = no limit")
       ->capture_default_str();
-  cmd->add_option("--threads", f.threads, "Intra-op threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("--threads", f.threads,
+                  "Intra-op threads (0 = the CPUs this process may use: affinity, cgroup quota)")
+      ->capture_default_str();
   cmd->add_option("--device", f.device,
                   "cpu | cuda[:N] (fp32 either way; a checkpoint written on one device resumes on another)")
       ->capture_default_str();

@@ -5,9 +5,8 @@
 #include <dlfcn.h>
 #include <torch/cuda.h>
 
-#include <thread>
-
 #include "core/cpu_features.h"
+#include "core/cpu_quota.h"
 #include "core/errors.h"
 
 namespace vispco {
@@ -64,7 +63,7 @@ c10::Device parse_device(const std::string& name) {
 
 void apply_threads(const RunContext& ctx) {
   int n = ctx.n_threads;
-  if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (n <= 0) n = default_thread_count();  // affinity mask and cgroup CPU quota (core/cpu_quota.h)
   at::set_num_threads(n);
   // Debian's LibTorch hands fp32 GEMMs to OpenBLAS, whose thread count ignores at::set_num_threads: with
   // --threads 1 a second OpenBLAS worker still ran (and spun in sched_yield between calls). Give it the same

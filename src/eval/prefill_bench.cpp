@@ -36,7 +36,8 @@ void PrefillBenchConfig::validate() const {
   if (repeats < 1) throw InvalidArgument("repeats must be ≥ 1 (got " + std::to_string(repeats) + ")");
   if (batch < 1) throw InvalidArgument("batch must be ≥ 1 image (got " + std::to_string(batch) + ")");
   if (n_threads < 0)
-    throw InvalidArgument("threads must be ≥ 0, 0 = all cores (got " + std::to_string(n_threads) + ")");
+    throw InvalidArgument("threads must be ≥ 0, 0 = the default count (got " + std::to_string(n_threads) +
+                          ")");
   if (n_layers < 0)
     throw InvalidArgument("layers must be ≥ 0, 0 = full depth (got " + std::to_string(n_layers) + ")");
   if (decode_tokens == 1 || decode_tokens < 0)

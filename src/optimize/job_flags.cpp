@@ -74,7 +74,10 @@ void add_job_flags(SearchFlags& flags, JobFlags& j) {
   flags.option("--store", &j.store, "SQLite result store (default: <out>/results.sqlite)");
   flags.option("--dtype", &j.dtype, kDtypeFlagHelp)->capture_default_str();
   flags.option("--device", &j.device, "cpu | cuda[:N]")->capture_default_str();
-  flags.option("--threads", &j.threads, "Intra-op threads (0 = all cores)")->capture_default_str();
+  flags
+      .option("--threads", &j.threads,
+              "Intra-op threads (0 = the CPUs this process may use: affinity, cgroup quota)")
+      ->capture_default_str();
   flags.option("--progress", &j.progress, "Per-evaluation progress on stderr: auto | bar | lines | off")
       ->capture_default_str();
   flags.option("--gnuplot", &j.gnuplot, "gnuplot program")->capture_default_str();

@@ -2,6 +2,7 @@
 #include "serve/scheduler.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <cmath>
@@ -227,6 +228,10 @@ int64_t BatchScheduler::prompt_tokens(const Pending& p) const {
 }
 
 void BatchScheduler::worker() {
+  // The worker is the compute thread: its intra-op pool takes the count apply_threads set (--threads, or the
+  // fitted default of core/cpu_quota.h). OpenMP's thread count is per calling thread and a new thread starts
+  // from libgomp's own default (every CPU of the affinity mask), so set it here before the first kernel.
+  at::init_num_threads();
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     std::vector<std::unique_ptr<Pending>> group;

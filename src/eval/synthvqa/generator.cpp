@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/cpu_quota.h"
 #include "core/errors.h"
 #include "core/hash.h"
 #include "eval/synthvqa/families.h"
@@ -113,7 +114,7 @@ std::vector<Row> run_samples(SynthKind kind, uint64_t seed, size_t count, int n_
       next = count;
     }
   };
-  const int n = n_threads > 0 ? n_threads : std::max(1u, std::thread::hardware_concurrency());
+  const int n = n_threads > 0 ? n_threads : default_thread_count();
   std::vector<std::thread> pool;
   for (int t = 1; t < n; ++t) pool.emplace_back(worker);
   worker();

@@ -307,7 +307,9 @@ class VisPcoMethod final : public SearchMethod {
     flags.option("--dtype", &a.dtype, "Compute dtype of the VLM: fp32 | bf16 (g_φ is always fp32)")
         ->capture_default_str();
     flags.option("--device", &a.device, "cpu | cuda[:N]")->capture_default_str();
-    flags.option("--threads", &a.threads, "Intra-op threads per process (0 = all cores)")
+    flags
+        .option("--threads", &a.threads,
+                "Intra-op threads per process (0 = the CPUs this process may use: affinity, cgroup quota)")
         ->capture_default_str();
     flags.flag("--skip-eval", &a.skip_eval, "Train and save the predictor only");
     flags.flag(
