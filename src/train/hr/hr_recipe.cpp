@@ -26,7 +26,8 @@ const JsonFields<HrRecipe>& hr_fields() {
   return fields;
 }
 
-// Only the optimiser fields (and, for the tower, glyph_weight) of a stage mean something here.
+// Only the optimiser fields (and glyph_weight for the tower, answer_grounding for the decoder) mean
+// something.
 void check_plain(const StageSettings& s, const std::string& where, bool tower) {
   validate_stage(s, where);
   StageSettings rest = s;
@@ -38,9 +39,10 @@ void check_plain(const StageSettings& s, const std::string& where, bool tower) {
   rest.weight_decay = d.weight_decay;
   rest.clip = d.clip;
   if (tower) rest.glyph_weight = d.glyph_weight;
+  if (!tower) rest.answer_grounding = d.answer_grounding;
   if (!(rest == d))
     throw InvalidArgument("HR recipe: " + where + " takes only steps, batch, lr, warmup, weight_decay, clip" +
-                          (tower ? " and glyph_weight" : ""));
+                          (tower ? " and glyph_weight" : " and answer_grounding"));
 }
 
 }  // namespace

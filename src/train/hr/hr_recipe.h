@@ -18,7 +18,9 @@ struct HrRecipe {
   /// Stage 1: tower + patch heads. Only the optimiser fields (steps, batch = images, each 1 + tiles views,
   /// lr, warmup, weight_decay, clip) may be set; glyph_weight weighs the character head as in recipe.h.
   StageSettings tower{.steps = 600, .batch = 4, .lr = 3e-4};
-  /// Stage 2: projector + image_newline + decoder; only the optimiser fields may be set (batch = images).
+  /// Stage 2: projector + image_newline + decoder; the optimiser fields (batch = images) and
+  /// answer_grounding, the weight of the answer-row attention loss (train/hr/hr_grounding.h; 0 = token loss
+  /// alone).
   StageSettings decoder{.steps = 1200, .batch = 4, .lr = 3e-4};
   int64_t turns = 6;                 ///< question/answer turns per image in stage 2, ≥ 1
   uint64_t seed = 1;                 ///< patch heads, image_newline and question sampling

@@ -8,10 +8,14 @@
 #include <torch/optim/adamw.h>
 #include <torch/serialize.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <tuple>
 
 #include "core/atomic_dir.h"
 #include "core/default_dtype.h"
@@ -30,9 +34,13 @@
 #include "model/llava_next/pack.h"
 #include "model/llava_next/presets.h"
 #include "model/vlm.h"
+#include "train/conversation_loss.h"
+#include "train/grounding.h"
 #include "train/heldout_probe.h"
+#include "train/hr/hr_grounding.h"
 #include "train/hr/hr_questions.h"
 #include "train/hr/hr_views.h"
+#include "train/losses/answer_grounding_loss.h"
 #include "train/losses/patch_head_loss.h"
 #include "train/losses/token_loss.h"
 
@@ -92,14 +100,18 @@ void write_init_folder(const std::string& base_dir, const std::string& dir, uint
   write_next_preprocessor_config(dir, cfg);
 }
 
-// One image's conversation: the sample's own question first, then other questions of its scene.
-std::vector<std::pair<std::string, std::string>> conversation_of(const SynthSample& s, uint64_t seed,
-                                                                 uint64_t index, int64_t turns) {
-  std::vector<std::pair<std::string, std::string>> out{{s.question, s.answer}};
+// One image's conversation: the sample's own question first, then other questions of its scene. The first
+// turn's QaPair is the one of hr_all_questions() with the sample's question text (its objects, for
+// grounding; none when no question matches).
+std::vector<QaPair> conversation_of(const SynthSample& s, uint64_t seed, uint64_t index, int64_t turns) {
+  QaPair first{s.family, s.question, s.answer, {}};
+  for (const auto& q : hr_all_questions(s.scene))
+    if (q.question == s.question && q.answer == s.answer) first.objects = q.objects;
+  std::vector<QaPair> out{first};
   eval::synthvqa::Rng rng(eval::synthvqa::sample_seed(seed, index));
   for (const auto& q : sample_hr_questions(s.scene, rng, static_cast<size_t>(turns))) {
     if (static_cast<int64_t>(out.size()) >= turns) break;
-    if (q.question != s.question) out.push_back({q.question, q.answer});
+    if (q.question != s.question) out.push_back(q);
   }
   return out;
 }
@@ -188,8 +200,10 @@ struct HrTrainer::State {
     return loss.item<double>();
   }
 
-  // Token loss of one image's conversation; backward of loss / batch (one image's graph at a time).
-  double decoder_image(const SynthSample& smp, uint64_t index, int64_t batch) {
+  // Token loss of one image's conversation, plus answer_grounding × the answer-row attention loss
+  // (hr_grounding.h) when the recipe sets it; backward of loss / batch (one image's graph at a time). Returns
+  // {total, answer}.
+  std::pair<double, double> decoder_image(const SynthSample& smp, uint64_t index, int64_t batch) {
     const auto& tok = vlm->tokenizer();
     const auto px = vlm->preprocess(smp.rgb);
     const AnyresGeometry g = anyres_geometry(smp.scene.height, smp.scene.width, cfg);
@@ -204,13 +218,14 @@ struct HrTrainer::State {
     const auto visual =
         pack_image_features(net->multi_modal_projector->forward(feats), net->image_newline, g).unsqueeze(0);
     VlmRequest req;
-    std::vector<int64_t> answer_pos;
+    std::vector<int64_t> answer_pos, answer_rows;  // prompt indices: answer tokens; each turn's answer row
     const auto turns = conversation_of(smp, recipe.seed, index, recipe.turns);
     for (size_t t = 0; t < turns.size(); ++t) {
-      const auto prompt = t == 0 ? llava_prompt_ids(tok, turns[t].first, cfg.llava.image_token_index)
-                                 : llava_followup_ids(tok, turns[t].first);
+      const auto prompt = t == 0 ? llava_prompt_ids(tok, turns[t].question, cfg.llava.image_token_index)
+                                 : llava_followup_ids(tok, turns[t].question);
       req.prompt_ids.insert(req.prompt_ids.end(), prompt.begin(), prompt.end());
-      auto ans = tok.encode(turns[t].second, false);
+      answer_rows.push_back(static_cast<int64_t>(req.prompt_ids.size()) - 1);
+      auto ans = tok.encode(turns[t].answer, false);
       ans.push_back(tok.eos_id());
       for (auto id : ans) {
         answer_pos.push_back(static_cast<int64_t>(req.prompt_ids.size()));
@@ -223,18 +238,68 @@ struct HrTrainer::State {
         answer_targets(reqs, {answer_pos}, cfg.llava.image_token_index, visual.size(1), state.hidden.size(1));
     auto& lm = vlm->language_model();
     KvCache cache(cfg.llava.text.num_hidden_layers);
-    auto loss = token_loss(lm->logits(lm->forward(state, cache, nullptr)), target);
+    const double w = recipe.decoder.answer_grounding;
+    std::unique_ptr<AttentionRowRecorder> rec;
+    at::Tensor attention_target;
+    if (w > 0) std::tie(rec, attention_target) = answer_grounding_of(smp, turns, req, answer_rows, g, state);
+    auto token = token_loss(lm->logits(lm->forward(state, cache, rec.get())), target);
+    auto loss = token;
+    double answer = 0;
+    if (rec) {
+      auto a = attention_target_loss(rec->recorded(), attention_target.to(token.device()));
+      answer = a.item<double>();
+      loss = loss + w * a;
+    }
     (loss / double(batch)).backward();
-    return loss.item<double>();
+    return {loss.item<double>(), answer};
   }
 
-  double decoder_step(const StageSettings& st) {
-    double sum = 0;
+  // The recorder of the answer-grounded layer at each turn's answer row and its target [1, H, R, T]: head 0
+  // on the turn's objects (hr_turn_grounding), zero rows where a turn has none.
+  std::pair<std::unique_ptr<AttentionRowRecorder>, at::Tensor> answer_grounding_of(
+      const SynthSample& smp, const std::vector<QaPair>& turns, const VlmRequest& req,
+      const std::vector<int64_t>& answer_rows, const AnyresGeometry& g, const TokenState& state) {
+    const auto& ids = req.prompt_ids;
+    const auto img = std::find(ids.begin(), ids.end(), cfg.llava.image_token_index) - ids.begin();
+    const int64_t n_v = g.n_tokens(), T = state.hidden.size(1);
+    if (img == static_cast<int64_t>(ids.size()) || ids.front() != vlm->tokenizer().bos_id() ||
+        T != static_cast<int64_t>(ids.size()) + n_v - 1)
+      throw InvalidArgument("HR answer grounding: the prompt is not BOS … <image> … of " + std::to_string(T) +
+                            " positions");
+    const auto seq = [&](int64_t i) { return i < img ? i : i + n_v - 1; };  // prompt index → position
+    const int64_t R = static_cast<int64_t>(answer_rows.size());
+    auto rows = at::empty({1, R}, at::kLong);
+    const int64_t H = cfg.llava.text.num_attention_heads;
+    auto target = at::zeros({1, H, R, T}, at::kFloat);
+    auto ta = target.accessor<float, 4>();
+    for (int64_t r = 0; r < R; ++r) {
+      rows[0][r] = seq(answer_rows[size_t(r)]);
+      const auto gr = hr_turn_grounding(turns[size_t(r)], smp.scene, g, side());
+      const size_t shares = gr.objects.size() + (gr.sink ? 1 : 0);
+      if (shares == 0) continue;
+      for (const auto& tokens : gr.objects)
+        for (auto k : tokens) ta[0][0][r][img + k] += 1.0f / float(shares * tokens.size());
+      if (gr.sink) ta[0][0][r][0] += 1.0f / float(shares);  // BOS
+    }
+    // The LLaVA-1.5 recipe's grounded layer (3), or L − 2 in shallower decoders (the recorder needs a later
+    // one).
+    const int64_t L = cfg.llava.text.num_hidden_layers;
+    std::set<int64_t> layers;
+    for (int64_t l : ConversationOptions{}.answer_grounding_layers) layers.insert(std::min(l, L - 2));
+    if (L < 2) throw InvalidArgument("HR answer grounding needs a decoder of ≥ 2 layers");
+    return {std::make_unique<AttentionRowRecorder>(layers, rows.to(state.hidden.device())), target};
+  }
+
+  // Mean {total, answer-grounding} loss over the step's images.
+  std::pair<double, double> decoder_step(const StageSettings& st) {
+    double sum = 0, answer = 0;
     for (int64_t b = 0; b < st.batch; ++b) {
       const auto index = uint64_t(step * st.batch + b);
-      sum += decoder_image(make_hr_sample(stage_seed(1), index), index, st.batch);
+      const auto [l, a] = decoder_image(make_hr_sample(stage_seed(1), index), index, st.batch);
+      sum += l;
+      answer += a;
     }
-    return sum / double(st.batch);
+    return {sum / double(st.batch), answer / double(st.batch)};
   }
 
   // Foreground accuracy of each patch head on the views of kTowerProbeImages unseen images.
@@ -344,14 +409,21 @@ StepReport HrTrainer::step() {
   Stopwatch sw;
   s.opt->zero_grad();
   s.net->train();
-  const double loss = s.stage == 0 ? s.tower_step(st) : s.decoder_step(st);
+  double loss = 0, answer = 0;
+  if (s.stage == 0)
+    loss = s.tower_step(st);
+  else
+    std::tie(loss, answer) = s.decoder_step(st);
   s.net->eval();
   torch::nn::utils::clip_grad_norm_(s.trainable(), st.clip);
   s.opt->step();
   StepReport r;
   r.stage = s.stage == 0 ? "hr-tower" : "hr-decoder";
   r.loss = loss;
-  if (s.stage == 1) r.token_loss = loss;
+  if (s.stage == 1) {
+    r.answer_loss = answer;
+    r.token_loss = loss - s.recipe.decoder.answer_grounding * answer;
+  }
   r.lr = lr;
   r.step = ++s.step;
   r.steps = st.steps;

@@ -38,6 +38,11 @@ TEST(HrRecipe, RefusesFieldsTheHrTrainerDoesNotImplement) {
   j["turns"] = 0;
   EXPECT_THROW(hr_recipe_from_json(j), InvalidArgument);
   j = to_json(HrRecipe{});
+  j["decoder"]["answer_grounding"] = 0.5;  // the decoder's answer-row attention loss
+  EXPECT_EQ(hr_recipe_from_json(j).decoder.answer_grounding, 0.5);
+  j["tower"]["answer_grounding"] = 0.5;  // a decoder-only field
+  EXPECT_THROW(hr_recipe_from_json(j), InvalidArgument);
+  j = to_json(HrRecipe{});
   j["tower"]["stepz"] = 3;
   EXPECT_ANY_THROW(hr_recipe_from_json(j));
 }

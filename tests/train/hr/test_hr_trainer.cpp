@@ -94,6 +94,26 @@ TEST(HrTraining, ResumeGivesTheSameNextStepLossAndRefusesAnotherRecipe) {
   EXPECT_THROW(HrTrainer(other, base, run, RunContext{}), InvalidArgument);
 }
 
+TEST(HrTraining, AnswerGroundingAddsAGradientWithoutChangingTheForward) {
+  ::vispco::testing::TempDir tmp;
+  const auto base = write_base(tmp);
+  auto plain = micro_hr_recipe(), grounded = plain;
+  grounded.decoder.answer_grounding = 1.0;
+  HrTrainer a(plain, base, tmp.str("plain"), RunContext{}),
+      b(grounded, base, tmp.str("grounded"), RunContext{});
+  a.step();  // the tower step: the same in both runs
+  b.step();
+  const auto ra = a.step(), rb = b.step();  // the first decoder step, from equal weights on equal data
+  // Recording the attention rows leaves the forward as it was: the token losses agree.
+  EXPECT_NEAR(rb.token_loss, ra.token_loss, 1e-5 * ra.token_loss);
+  EXPECT_EQ(ra.answer_loss, 0.0);
+  // A cross-entropy of attention rows to a target spread over a few of ~1,000 positions is well above 0.
+  EXPECT_GT(rb.answer_loss, 1.0);
+  a.export_model(tmp.str("a"), at::kFloat);
+  b.export_model(tmp.str("b"), at::kFloat);
+  EXPECT_GT(max_diff(tmp.str("a"), tmp.str("b"), "language_model."), 0.0);  // the extra loss moved weights
+}
+
 TEST(HrTraining, ABaseModelOfAnotherFamilyIsRefused) {
   ::vispco::testing::TempDir tmp;
   const auto base = write_base(tmp);

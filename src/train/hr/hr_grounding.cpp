@@ -1,0 +1,80 @@
+// Answer grounding on LLaVA-NeXT's packed visual tokens (see hr_grounding.h).
+#include "train/hr/hr_grounding.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/errors.h"
+#include "model/llava_next/pack.h"
+#include "train/hr/hr_views.h"
+
+namespace vispco::train {
+
+using namespace eval::synthvqa;
+
+std::vector<int64_t> hr_feature_to_token(const AnyresGeometry& g) {
+  const int64_t rows = (1 + g.n_tiles()) * g.n_base();
+  std::vector<int64_t> out(static_cast<size_t>(rows), -1);
+  const auto index = anyres_pack_index(g);
+  const auto a = index.accessor<int64_t, 1>();
+  for (int64_t k = 0; k < index.size(0); ++k)
+    if (a[k] < rows) out[static_cast<size_t>(a[k])] = k;
+  return out;
+}
+
+std::vector<int64_t> hr_object_tokens(const Scene& scene, const SceneObject& o, const AnyresGeometry& g,
+                                      int64_t side, bool centre_only) {
+  const auto views = hr_views(scene, side);
+  if (static_cast<int64_t>(views.size()) != 1 + g.n_tiles())
+    throw InvalidArgument("hr_object_tokens: the scene has " + std::to_string(views.size() - 1) +
+                          " tiles, the geometry " + std::to_string(g.n_tiles()));
+  const int64_t n = g.grid;
+  const double cell = double(side) / double(n);
+  const auto to_token = hr_feature_to_token(g);
+  std::vector<int64_t> out;
+  auto add = [&](size_t v, int64_t r, int64_t c) {
+    const int64_t t = to_token[v * size_t(n * n) + size_t(r * n + c)];
+    if (t >= 0) out.push_back(t);
+  };
+  for (size_t v = 0; v < views.size(); ++v) {
+    const HrView& w = views[v];
+    if (!centre_only) {
+      const double rr = 0.75 * o.radius;
+      for (int64_t r = 0; r < n; ++r)
+        for (int64_t c = 0; c < n; ++c) {
+          const double dx = w.x0 + (c + 0.5) * cell * w.sx - o.x, dy = w.y0 + (r + 0.5) * cell * w.sy - o.y;
+          if (dx * dx + dy * dy <= rr * rr) add(v, r, c);
+        }
+    }
+    if (v == 0) continue;  // the centre patch of the tile that holds the centre
+    const auto c = static_cast<int64_t>(std::floor((o.x - w.x0) / (cell * w.sx)));
+    const auto r = static_cast<int64_t>(std::floor((o.y - w.y0) / (cell * w.sy)));
+    if (r >= 0 && r < n && c >= 0 && c < n) add(v, r, c);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+HrTurnGrounding hr_turn_grounding(const QaPair& q, const Scene& scene, const AnyresGeometry& g,
+                                  int64_t side) {
+  const bool count = q.family == "large_count" || q.family == "tiny_count";
+  const bool named = q.family == "large_color" || q.family == "tiny_color" || q.family == "large_shape" ||
+                     q.family == "tiny_shape";
+  HrTurnGrounding out;
+  if (!count && !named) return out;
+  for (int i : q.objects) {
+    if (i < 0 || i >= static_cast<int>(scene.objects.size()))
+      throw InvalidArgument("hr_turn_grounding: object " + std::to_string(i) + " outside a scene of " +
+                            std::to_string(scene.objects.size()));
+    auto tokens = hr_object_tokens(scene, scene.objects[size_t(i)], g, side, count);
+    if (!tokens.empty()) out.objects.push_back(std::move(tokens));
+  }
+  out.sink = count;
+  return out;
+}
+
+}  // namespace vispco::train
