@@ -59,12 +59,58 @@ std::vector<int64_t> hr_object_tokens(const Scene& scene, const SceneObject& o, 
   return out;
 }
 
+std::vector<int64_t> hr_glyph_tokens(const Scene& scene, const SceneText& t, size_t c,
+                                     const AnyresGeometry& g, int64_t side) {
+  if (c >= t.text.size())
+    throw InvalidArgument("hr_glyph_tokens: character " + std::to_string(c) + " of a " +
+                          std::to_string(t.text.size()) + "-character text");
+  const auto views = hr_views(scene, side);
+  if (static_cast<int64_t>(views.size()) != 1 + g.n_tiles())
+    throw InvalidArgument("hr_glyph_tokens: the scene has " + std::to_string(views.size() - 1) +
+                          " tiles, the geometry " + std::to_string(g.n_tiles()));
+  const int64_t n = g.grid;
+  const double cell = double(side) / double(n);
+  const double x0 = t.x + double(t.w) * double(c) / double(t.text.size()),
+               x1 = t.x + double(t.w) * double(c + 1) / double(t.text.size());
+  const double y0 = t.y, y1 = t.y + t.h, xm = (x0 + x1) / 2, ym = (y0 + y1) / 2;
+  const auto to_token = hr_feature_to_token(g);
+  std::vector<int64_t> out;
+  auto add = [&](size_t v, int64_t r, int64_t col) {
+    if (r < 0 || r >= n || col < 0 || col >= n) return;
+    const int64_t k = to_token[v * size_t(n * n) + size_t(r * n + col)];
+    if (k >= 0) out.push_back(k);
+  };
+  for (size_t v = 1; v < views.size(); ++v) {  // tiles: 1 canvas px per view px
+    const HrView& w = views[v];
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t col = 0; col < n; ++col) {
+        const double px = w.x0 + (col + 0.5) * cell, py = w.y0 + (r + 0.5) * cell;
+        if (px >= x0 && px < x1 && py >= y0 && py < y1) add(v, r, col);
+      }
+    add(v, static_cast<int64_t>(std::floor((ym - w.y0) / cell)),
+        static_cast<int64_t>(std::floor((xm - w.x0) / cell)));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 HrTurnGrounding hr_turn_grounding(const QaPair& q, const Scene& scene, const AnyresGeometry& g,
                                   int64_t side) {
   const bool count = q.family == "large_count" || q.family == "tiny_count";
   const bool named = q.family == "large_color" || q.family == "tiny_color" || q.family == "large_shape" ||
                      q.family == "tiny_shape";
   HrTurnGrounding out;
+  if (q.family == "text") {
+    for (const auto& t : scene.texts)
+      if (t.text == q.answer &&
+          (scene.texts.size() == 1 || q.question.find(" " + t.color + " ") != std::string::npos)) {
+        for (size_t c = 0; c < t.text.size(); ++c)
+          out.glyphs.push_back(hr_glyph_tokens(scene, t, c, g, side));
+        break;
+      }
+    return out;
+  }
   if (!count && !named) return out;
   for (int i : q.objects) {
     if (i < 0 || i >= static_cast<int>(scene.objects.size()))

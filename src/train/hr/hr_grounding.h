@@ -32,12 +32,24 @@ std::vector<int64_t> hr_object_tokens(const eval::synthvqa::Scene& scene,
                                       const eval::synthvqa::SceneObject& o, const AnyresGeometry& g,
                                       int64_t side, bool centre_only = false);
 
+/// The tile tokens (ascending, no duplicates) that show character `c` of scene text `t`: the patches of every
+/// tile whose centre lies in the character's slice of the text box (the box split evenly among the
+/// characters, hr_patch_labels' rule), plus the patch holding the slice's centre — so a narrow glyph (8–10 px
+/// wide, patches every 14 px) has one. The base view shows the text 2–3× smaller, illegible by design: none
+/// of its tokens.
+/// @throws InvalidArgument when c is outside the text (and as hr_object_tokens).
+std::vector<int64_t> hr_glyph_tokens(const eval::synthvqa::Scene& scene, const eval::synthvqa::SceneText& t,
+                                     size_t c, const AnyresGeometry& g, int64_t side);
+
 /// Where a turn's answer row should look: objects (each a list of token indices within the image span) that
 /// share the row's mass evenly, each spread evenly over its tokens, plus one share on BOS when `sink`.
 struct HrTurnGrounding {
   std::vector<std::vector<int64_t>> objects;
   bool sink = false;
-  bool empty() const { return objects.empty() && !sink; }
+  /// Text answers: [character of the answer] → its glyph tokens (hr_glyph_tokens); the row predicting each
+  /// answer token then looks at the glyphs that token spells (the LLaVA-1.5 recipe's text_glyphs).
+  std::vector<std::vector<int64_t>> glyphs;
+  bool empty() const { return objects.empty() && !sink && glyphs.empty(); }
 };
 
 /// The answer grounding of an HR question (the trainer puts it on head 0 of decoder layer 3, the LLaVA-1.5

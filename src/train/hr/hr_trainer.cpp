@@ -116,6 +116,10 @@ std::vector<QaPair> conversation_of(const SynthSample& s, uint64_t seed, uint64_
   return out;
 }
 
+// The head of the grounded layer that reads a text answer's glyphs: the LLaVA-1.5 recipe's glyph_head
+// (configs/synthvqa-small.json), whose decoder this one starts from.
+constexpr int64_t kGlyphHead = 3;
+
 }  // namespace
 
 struct HrTrainer::State {
@@ -219,6 +223,7 @@ struct HrTrainer::State {
         pack_image_features(net->multi_modal_projector->forward(feats), net->image_newline, g).unsqueeze(0);
     VlmRequest req;
     std::vector<int64_t> answer_pos, answer_rows;  // prompt indices: answer tokens; each turn's answer row
+    std::vector<GlyphRow> glyph_rows;              // text turns: the row predicting each glyph-spelling token
     const auto turns = conversation_of(smp, recipe.seed, index, recipe.turns);
     for (size_t t = 0; t < turns.size(); ++t) {
       const auto prompt = t == 0 ? llava_prompt_ids(tok, turns[t].question, cfg.llava.image_token_index)
@@ -226,6 +231,19 @@ struct HrTrainer::State {
       req.prompt_ids.insert(req.prompt_ids.end(), prompt.begin(), prompt.end());
       answer_rows.push_back(static_cast<int64_t>(req.prompt_ids.size()) - 1);
       auto ans = tok.encode(turns[t].answer, false);
+      if (turns[t].family ==
+          "text") {  // token j spells the characters decode() adds (teacher_forced_batch.cpp)
+        const size_t n_chars = turns[t].answer.size();
+        size_t begin = 0;
+        for (size_t j = 0; j < ans.size(); ++j) {
+          const size_t end = std::min(
+              n_chars, tok.decode(std::vector<int64_t>(ans.begin(), ans.begin() + long(j) + 1)).size());
+          if (end > begin)
+            glyph_rows.push_back(
+                {static_cast<int64_t>(req.prompt_ids.size() + j) - 1, t, begin, end, ans[j]});
+          begin = std::max(begin, end);
+        }
+      }
       ans.push_back(tok.eos_id());
       for (auto id : ans) {
         answer_pos.push_back(static_cast<int64_t>(req.prompt_ids.size()));
@@ -241,7 +259,9 @@ struct HrTrainer::State {
     const double w = recipe.decoder.answer_grounding;
     std::unique_ptr<AttentionRowRecorder> rec;
     at::Tensor attention_target;
-    if (w > 0) std::tie(rec, attention_target) = answer_grounding_of(smp, turns, req, answer_rows, g, state);
+    if (w > 0)
+      std::tie(rec, attention_target) =
+          answer_grounding_of(smp, turns, req, answer_rows, glyph_rows, g, state);
     auto token = token_loss(lm->logits(lm->forward(state, cache, rec.get())), target);
     auto loss = token;
     double answer = 0;
@@ -254,11 +274,13 @@ struct HrTrainer::State {
     return {loss.item<double>(), answer};
   }
 
-  // The recorder of the answer-grounded layer at each turn's answer row and its target [1, H, R, T]: head 0
-  // on the turn's objects (hr_turn_grounding), zero rows where a turn has none.
+  // The recorder of the answer-grounded layer at each turn's answer row and at each glyph row, and its target
+  // [1, H, R, T]: at answer rows head 0 on the turn's objects (hr_turn_grounding), at the glyph row of a text
+  // token head kGlyphHead on the glyphs it spells (each glyph an equal share); zero rows where there is none.
   std::pair<std::unique_ptr<AttentionRowRecorder>, at::Tensor> answer_grounding_of(
       const SynthSample& smp, const std::vector<QaPair>& turns, const VlmRequest& req,
-      const std::vector<int64_t>& answer_rows, const AnyresGeometry& g, const TokenState& state) {
+      const std::vector<int64_t>& answer_rows, const std::vector<GlyphRow>& glyph_rows,
+      const AnyresGeometry& g, const TokenState& state) {
     const auto& ids = req.prompt_ids;
     const auto img = std::find(ids.begin(), ids.end(), cfg.llava.image_token_index) - ids.begin();
     const int64_t n_v = g.n_tokens(), T = state.hidden.size(1);
@@ -267,19 +289,32 @@ struct HrTrainer::State {
       throw InvalidArgument("HR answer grounding: the prompt is not BOS … <image> … of " + std::to_string(T) +
                             " positions");
     const auto seq = [&](int64_t i) { return i < img ? i : i + n_v - 1; };  // prompt index → position
-    const int64_t R = static_cast<int64_t>(answer_rows.size());
+    const int64_t n_answer = static_cast<int64_t>(answer_rows.size());
+    const int64_t R = n_answer + static_cast<int64_t>(glyph_rows.size());
     auto rows = at::empty({1, R}, at::kLong);
-    const int64_t H = cfg.llava.text.num_attention_heads;
+    const int64_t H = cfg.llava.text.num_attention_heads, glyph_head = std::min<int64_t>(kGlyphHead, H - 1);
     auto target = at::zeros({1, H, R, T}, at::kFloat);
     auto ta = target.accessor<float, 4>();
-    for (int64_t r = 0; r < R; ++r) {
+    std::vector<HrTurnGrounding> grounding;
+    for (const auto& q : turns) grounding.push_back(hr_turn_grounding(q, smp.scene, g, side()));
+    for (int64_t r = 0; r < n_answer; ++r) {
       rows[0][r] = seq(answer_rows[size_t(r)]);
-      const auto gr = hr_turn_grounding(turns[size_t(r)], smp.scene, g, side());
+      const auto& gr = grounding[size_t(r)];
       const size_t shares = gr.objects.size() + (gr.sink ? 1 : 0);
       if (shares == 0) continue;
       for (const auto& tokens : gr.objects)
         for (auto k : tokens) ta[0][0][r][img + k] += 1.0f / float(shares * tokens.size());
       if (gr.sink) ta[0][0][r][0] += 1.0f / float(shares);  // BOS
+    }
+    for (size_t i = 0; i < glyph_rows.size(); ++i) {
+      const GlyphRow& gl = glyph_rows[i];
+      const int64_t r = n_answer + static_cast<int64_t>(i);
+      rows[0][r] = seq(gl.row);
+      const auto& glyphs = grounding[gl.turn].glyphs;
+      size_t n = 0;
+      for (size_t c = gl.begin; c < gl.end && c < glyphs.size(); ++c) n += glyphs[c].empty() ? 0 : 1;
+      for (size_t c = gl.begin; c < gl.end && c < glyphs.size(); ++c)
+        for (auto k : glyphs[c]) ta[0][glyph_head][r][img + k] += 1.0f / float(n * glyphs[c].size());
     }
     // The LLaVA-1.5 recipe's grounded layer (3), or L − 2 in shallower decoders (the recorder needs a later
     // one).

@@ -70,6 +70,31 @@ TEST(HrGrounding, LargeObjectCoversBaseAndTilePatches) {
   EXPECT_EQ(hr_object_tokens(s, s.objects[1], geometry(), 336, true), (std::vector<int64_t>{1176}));
 }
 
+TEST(HrGrounding, GlyphsAreTheTilePatchesInTheirSliceOfTheTextBox) {
+  // "K7" in the box (350, 20, 30 × 12): character 0 spans x ∈ [350, 365), character 1 [365, 380), y ∈ [20,
+  // 32). Right tile patch centres: x = 336 + 7 + 14·c (343, 357, 371), y = 7 + 14·r (row 1: 21). Character 0
+  // → patch (1, 1) (x 357), token 576 + 49 + 24 + 1 = 650; character 1 → (1, 2) (x 371), token 651. The slice
+  // centres (357.5, 26) and (372.5, 26) fall in the same patches; the left tile and the base view add
+  // nothing.
+  Scene s = scene();
+  s.texts.push_back({"K7", "black", 9, 350, 20, 30, 12});
+  const auto g = geometry();
+  EXPECT_EQ(hr_glyph_tokens(s, s.texts[0], 0, g, 336), (std::vector<int64_t>{650}));
+  EXPECT_EQ(hr_glyph_tokens(s, s.texts[0], 1, g, 336), (std::vector<int64_t>{651}));
+  EXPECT_THROW(hr_glyph_tokens(s, s.texts[0], 2, g, 336), InvalidArgument);
+  // A glyph narrower than a patch with no patch centre in its slice still gets the patch holding its centre:
+  // "ABC" in (350, 20, 12 × 12), 4 px a character: slice 0 is [350, 354), between the centres 343 and 357;
+  // its centre (352, 26) lies in patch (1, 1) (x ∈ [350, 364)).
+  s.texts.push_back({"ABC", "white", 9, 350, 20, 12, 12});
+  EXPECT_EQ(hr_glyph_tokens(s, s.texts[1], 0, g, 336), (std::vector<int64_t>{650}));
+  // A text question grounds the glyphs of the text whose string is the answer, of the asked ink.
+  const auto by_ink = hr_turn_grounding({"text", "What does the white text say?", "ABC", {}}, s, g, 336);
+  ASSERT_EQ(by_ink.glyphs.size(), 3u);
+  EXPECT_TRUE(by_ink.objects.empty());
+  const auto first = hr_turn_grounding({"text", "What does the black text say?", "K7", {}}, s, g, 336);
+  EXPECT_EQ(first.glyphs, (std::vector<std::vector<int64_t>>{{650}, {651}}));
+}
+
 TEST(HrGrounding, TurnTargetsByFamily) {
   const auto s = scene();
   const auto g = geometry();
@@ -80,7 +105,9 @@ TEST(HrGrounding, TurnTargetsByFamily) {
   const auto count = hr_turn_grounding({"large_count", "How many …?", "2", {0, 1}}, s, g, 336);
   EXPECT_EQ(count.objects, (std::vector<std::vector<int64_t>>{{947}, {1176}}));  // centre tokens only
   EXPECT_TRUE(count.sink);
-  EXPECT_TRUE(hr_turn_grounding({"text", "What does the text say?", "K7", {}}, s, g, 336).empty());
+  EXPECT_TRUE(
+      hr_turn_grounding({"text", "What does the text say?", "K7", {}}, s, g, 336).empty());  // no text
+  EXPECT_TRUE(hr_turn_grounding({"spatial", "?", "left", {0, 1}}, s, g, 336).empty());
   EXPECT_THROW(hr_turn_grounding({"tiny_color", "?", "red", {2}}, s, g, 336), InvalidArgument);
   Scene tall = s;
   tall.height = 672;  // two tile rows: not this geometry's tiles
