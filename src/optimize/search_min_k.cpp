@@ -115,9 +115,17 @@ SearchOutcome search_min_k(const OptimizeOptions& o, PlanEvaluator& ev, const Op
                   r.probes.at(0).accuracy, r.threshold, reference);
   }
   out.chosen_reason = buf;
+  // K = N_v (keep ratio 100 %) prunes nothing: when it is the answer, no pruning plan of the template meets
+  // ε, whatever its measured time (a no-op plan's speedup is timing noise around 1).
+  if (r.chosen && *r.chosen == t.param_max()) {
+    out.chosen_reason = at_text(*r.chosen) + " keeps every visual token; every smaller " +
+                        (ratio ? "keep ratio" : "K") + " probed misses ε, so no pruning plan of " + t.text() +
+                        " is chosen: keep the unpruned model";
+    out.chosen.reset();
+  }
   // Never slower than unpruned: the search's answer is the smallest K within ε, and prefill time grows with
   // K, so when the answer is not faster no candidate meets both (under monotonicity): nothing is chosen.
-  if (r.chosen) {
+  if (out.chosen) {
     const PlanCheck& c = out.checks.at(*out.chosen);
     if (!c.faster) {
       out.chosen_reason = at_text(*r.chosen) + " meets ε but " + c.rejection() + "; every smaller " +

@@ -94,6 +94,17 @@ TEST(OptimizeJob, MinKChoosesTheSearchAnswerAndComparesOnTest) {
   EXPECT_NE(r.summary().find("retention"), std::string::npos);
 }
 
+TEST(OptimizeJob, MinKAnswerKeepingEveryTokenIsNoPlan) {
+  // Only K = N_v = 16 is within ε (every smaller K loses half the accuracy): the search's answer prunes
+  // nothing, so min-K chooses no plan — even though the ideal engine's time at K = 16 equals unpruned's.
+  FakeEvaluator ev([](const std::string& t, int64_t k) { return t == "none" || k == 16 ? 0.8 : 0.4; });
+  const OptimizeReport r = run_optimize(min_k_opts("fastv:layer=2", 0.05), ev);
+  EXPECT_FALSE(r.search.chosen);
+  EXPECT_NE(r.search.chosen_reason.find("K=16 keeps every visual token"), std::string::npos)
+      << r.search.chosen_reason;
+  EXPECT_EQ(ev.calls.count("test fastv:layer=2,keep=16"), 0u);  // nothing chosen: no test run of it
+}
+
 TEST(OptimizeJob, MinKReportsNonMonotonePoints) {
   // A dip at K = 12 (0.2) under a curve that is otherwise within ε from K = 8 on.
   const FakeEvaluator::AccuracyFn acc = [](const std::string& t, int64_t k) {
