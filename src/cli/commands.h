@@ -50,7 +50,8 @@ inline constexpr const char* kDtypeHelp = optimize::kDtypeFlagHelp;
 /// defaults shown by --help). @param dtype_help the --dtype text @param threads_help the --threads text
 void add_compute_flags(CLI::App* cmd, std::string* dtype, std::string* device, int* threads,
                        const char* dtype_help = kDtypeHelp,
-                       const char* threads_help = "Intra-op threads (0 = all cores)");
+                       const char* threads_help =
+                           "Intra-op threads (0 = the CPUs this process may use: affinity, cgroup quota)");
 
 /// Adds option `name` bound to an unsigned count (e.g. a size_t member of an options struct): the text must
 /// be a whole number ≥ 0, else parsing fails with "NAME: must be a whole number ≥ 0, got 'TEXT'" (CLI11 would

@@ -16,7 +16,7 @@ struct TrainFlags {
   std::string export_dir;  ///< model folder written on completion ("" = <out>/model)
   std::string device = "cpu";
   double max_minutes = 0;    ///< stop with a checkpoint after this many minutes, 0 = no limit
-  int threads = 0;           ///< intra-op threads, 0 = all cores
+  int threads = 0;           ///< intra-op threads, 0 = the CPUs this process may use (core/cpu_quota.h)
   bool export_only = false;  ///< export the checkpoint's weights without training
 };
 

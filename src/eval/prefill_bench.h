@@ -49,7 +49,7 @@ struct PrefillBenchConfig {
   int64_t batch = 1;
   /// Timed repetitions after one warm-up run; the median is reported. ≥ 1.
   int repeats = 3;
-  /// Intra-op threads; 0 = all cores.
+  /// Intra-op threads; 0 = the CPUs this process may use (affinity, cgroup quota: core/cpu_quota.h).
   int n_threads = 0;
   /// 0 = the preset's full depth; N ≥ 1 truncates the decoder to min(N, L) layers and the vision tower to
   /// min(N, n_vision_layers_used()) layers, keeping every width (a quick run; FLOPs follow the truncation).
