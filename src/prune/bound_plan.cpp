@@ -79,7 +79,7 @@ BoundPlan BoundPlan::bind(const std::string& text, const ModelShape& shape, cons
   s->text = s->key = s->auto_plan.to_string();
   for (const auto k : s->predictor->meta.ladder)  // every rung binds (e.g. a gate file) before any sample
     s->rungs.emplace(
-        k, bind(k >= shape.n_visual_tokens ? PruningPlan{} : s->auto_plan.at(k, shape), shape, env));
+        k, bind(s->auto_plan.full(k, shape) ? PruningPlan{} : s->auto_plan.at(k, shape), shape, env));
   return BoundPlan(std::move(s));
 }
 
@@ -125,7 +125,7 @@ std::vector<int64_t> BoundPlan::predict_keep(VisionLanguageModel& model, const V
 BoundPlan BoundPlan::at_keep(int64_t keep) const {
   const auto& s = auto_state("at_keep");
   if (auto it = s.rungs.find(keep); it != s.rungs.end()) return it->second;
-  return bind(keep >= s.shape.n_visual_tokens ? PruningPlan{} : s.auto_plan.at(keep, s.shape), s.shape,
+  return bind(s.auto_plan.full(keep, s.shape) ? PruningPlan{} : s.auto_plan.at(keep, s.shape), s.shape,
               s.env);
 }
 

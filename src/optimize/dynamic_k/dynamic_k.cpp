@@ -173,6 +173,7 @@ nlohmann::json DynamicKReport::to_json() const {
       {"method", "dynamic-k"},
       {"template", options.template_text},
       {"ladder", ladder},
+      {"ladder_unit", options.permille ? "permille" : "count"},
       {"epsilon", options.epsilon},
       {"epsilon_absolute", options.epsilon_absolute},
       {"target", options.target},
@@ -212,9 +213,10 @@ nlohmann::json DynamicKReport::to_json() const {
 }
 
 std::string DynamicKReport::summary() const {
+  const std::string keep_name = options.permille ? "keep ‰" : "K";
   std::ostringstream s;
   s << "dynamic K for " << options.template_text << ": tau " << fmt("%.3f", tau) << ", test accuracy "
-    << pct(test_dynamic.accuracy) << " % at mean K " << fmt("%.1f", test_dynamic.mean_keep)
+    << pct(test_dynamic.accuracy) << " % at mean " << keep_name << " " << fmt("%.1f", test_dynamic.mean_keep)
     << ", FLOPs ratio " << fmt("%.3f", test_dynamic.flops_ratio) << "\n";
   s << "static at the same FLOPs: " << pct(static_accuracy_at_dynamic_flops)
     << " %; static FLOPs for the same accuracy: "
@@ -226,9 +228,11 @@ std::string DynamicKReport::summary() const {
 }
 
 std::string DynamicKReport::to_markdown() const {
+  const std::string keep_name = options.permille ? "keep ‰" : "K";
   std::ostringstream s;
   s << "# vispco optimize --method dynamic-k\n\n";
-  s << "- template: `" << options.template_text << "`, ladder K ∈ {";
+  s << "- template: `" << options.template_text << "`, ladder "
+    << (options.permille ? "keep ratio (‰ of each image's N_v)" : "K") << " ∈ {";
   for (size_t i = 0; i < ladder.size(); ++i) s << (i ? ", " : "") << ladder[i];
   s << "}, label target: " << options.target << ", ε = " << options.epsilon
     << (options.epsilon_absolute ? " (absolute)" : " (relative)") << "\n";
@@ -250,7 +254,8 @@ std::string DynamicKReport::to_markdown() const {
                        ? 100 * predict_ms_per_sample / unpruned_prefill_ms_per_sample
                        : 0)
     << " % of the unpruned prefill (" << fmt("%.1f", unpruned_prefill_ms_per_sample) << " ms)\n\n";
-  s << "## Test split\n\n| plan | accuracy % | mean K | LLM FLOPs ratio |\n|---|---:|---:|---:|\n";
+  s << "## Test split\n\n| plan | accuracy % | mean " << keep_name
+    << " | LLM FLOPs ratio |\n|---|---:|---:|---:|\n";
   for (size_t i = 0; i < test_static.size(); ++i) {
     const auto& p = test_static[i];
     s << "| " << p.name << (static_cast<int>(i) == static_chosen_rung ? " (chosen on validation)" : "")
@@ -269,9 +274,11 @@ std::string DynamicKReport::to_markdown() const {
     const double saving = 1 - test_dynamic.flops_ratio / static_flops_at_dynamic_accuracy;
     s << " (dynamic uses " << fmt("%.1f", 100 * std::abs(saving)) << (saving >= 0 ? " % fewer)" : " % more)");
   }
-  s << ".\n\n## Per family (test)\n\n| family | n | unpruned % | dynamic % | retention | mean K | FLOPs "
+  s << ".\n\n## Per family (test)\n\n| family | n | unpruned % | dynamic % | retention | mean " << keep_name
+    << " | FLOPs "
        "ratio | "
-       "oracle mean K |\n|---|---:|---:|---:|---:|---:|---:|---:|\n";
+       "oracle mean "
+    << keep_name << " |\n|---|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& [fam, f] : test_dynamic.per_family) {
     const auto& o = test_oracle.per_family.at(fam);
     s << "| " << fam << " | " << f.n << " | " << pct(f.unpruned_accuracy) << " | " << pct(f.accuracy) << " | "
@@ -311,7 +318,8 @@ DynamicKReport run_dynamic_k(VisionLanguageModel& model, const std::string& mode
   options.validate();
   Stopwatch wall;
   const auto& shape = model.shape();
-  const LadderPlan lp = ladder_plan(options.ladder, options.template_text, shape, "dynamic-k");
+  const LadderPlan lp =
+      ladder_plan(options.ladder, options.template_text, shape, "dynamic-k", options.permille);
   const AutoKeepPlan& plan = lp.plan;
   DynamicKReport rep;
   rep.options = options;
@@ -341,6 +349,7 @@ DynamicKReport run_dynamic_k(VisionLanguageModel& model, const std::string& mode
   KPredictorMeta meta;
   meta.template_text = plan.template_text;
   meta.ladder = rep.ladder;
+  meta.ladder_unit = options.permille ? "permille" : "count";
   meta.target = options.target;
   meta.n_features = k_feature_width(shape);
   meta.hidden = options.hidden;
@@ -406,7 +415,7 @@ DynamicKReport run_dynamic_k(VisionLanguageModel& model, const std::string& mode
 
   // Static rungs: the one chosen on validation is the smallest K within ε there.
   for (int r = 0; r < R; ++r) {
-    rep.test_static.push_back({"static K=" + std::to_string(rep.ladder[r]),
+    rep.test_static.push_back({"static " + plan.keep_text(rep.ladder[r]),
                                assignment_figures(te.table, constant_rungs(te.table, r))});
     if (rep.static_chosen_rung < 0 &&
         within(assignment_figures(va.table, constant_rungs(va.table, r)).accuracy, va_full.accuracy, options))

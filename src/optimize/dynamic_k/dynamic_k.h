@@ -24,8 +24,12 @@ namespace vispco::optimize {
 struct DynamicKOptions {
   /// One-stage K template, e.g. "divprune:layer=0" (no keep=).
   std::string template_text;
-  /// Rungs, ascending; N_v is appended when missing (it is the unpruned rung). Values in [1, N_v].
+  /// Rungs, ascending; the full rung is appended when missing (it runs unpruned). Counts K in [1, N_v], or,
+  /// with `permille`, keep ratios in ‰ of each image's own N_v in [1, 1000].
   std::vector<int64_t> ladder = {16, 24, 32, 48, 64, 96, 144, 192, 288, 576};
+  /// The ladder is keep ratios in ‰ (models whose images make their own N_v: `--keep-as auto|ratio`); the
+  /// predictor file says so (KPredictorMeta::ladder_unit) and keep=auto then keeps a share of each image.
+  bool permille = false;
   /// Accuracy loss allowed on validation: relative (default) or absolute (accuracy fraction).
   double epsilon = 0.01;
   bool epsilon_absolute = false;

@@ -12,18 +12,20 @@
 namespace vispco::optimize {
 
 LadderPlan ladder_plan(const std::vector<int64_t>& ladder, const std::string& template_text,
-                       const ModelShape& shape, const std::string& who) {
-  const int64_t n_v = shape.n_visual_tokens;
+                       const ModelShape& shape, const std::string& who, bool permille) {
+  const int64_t full = permille ? 1000 : shape.n_visual_tokens;
+  const std::string full_name = permille ? "1000 ‰ (keep ratios in ‰ of each image's N_v)" : "N_v";
   LadderPlan out;
   for (const int64_t k : ladder) {
-    if (k > n_v)
-      throw InvalidArgument(who + ": ladder value " + std::to_string(k) +
-                            " exceeds N_v = " + std::to_string(n_v));
+    if (k > full)
+      throw InvalidArgument(who + ": ladder value " + std::to_string(k) + " exceeds " + full_name + " = " +
+                            std::to_string(full));
     out.ladder.push_back(k);
   }
-  if (out.ladder.back() != n_v) out.ladder.push_back(n_v);
-  if (out.ladder.size() < 2) throw InvalidArgument(who + ": the ladder needs a rung below N_v");
+  if (out.ladder.empty() || out.ladder.back() != full) out.ladder.push_back(full);
+  if (out.ladder.size() < 2) throw InvalidArgument(who + ": the ladder needs a rung below " + full_name);
   out.plan = parse_auto_keep(auto_keep_text(template_text), shape);
+  out.plan.permille = permille;
   return out;
 }
 
@@ -34,8 +36,10 @@ LadderEval evaluate_ladder(VisionLanguageModel& m, const std::string& model_hash
   const auto& shape = m.shape();
   const size_t n = limit == 0 ? ds.samples.size() : std::min(limit, ds.samples.size());
   if (n == 0) throw InvalidArgument("dynamic-k: a split has no samples");
-  if (ladder.empty() || ladder.back() != shape.n_visual_tokens)
-    throw InvalidArgument("dynamic-k: the ladder must end at N_v = " + std::to_string(shape.n_visual_tokens));
+  if (ladder.empty() || !plan.full(ladder.back(), shape))
+    throw InvalidArgument(
+        "dynamic-k: the ladder must end at " +
+        (plan.permille ? std::string("1000 ‰") : "N_v = " + std::to_string(shape.n_visual_tokens)));
   LadderEval out;
   LadderTable& t = out.table;
   t.ladder = ladder;
@@ -72,8 +76,8 @@ LadderEval evaluate_ladder(VisionLanguageModel& m, const std::string& model_hash
       t.llm_flops[i][r] = it->second;
     }
     if (log)
-      log("K=" + std::to_string(ladder[r]) + " accuracy " + std::to_string(rep.metrics.overall.accuracy()) +
-          " (" + std::to_string(rep.n_evaluated) + " new, " + std::to_string(rep.n_from_store) + " stored)");
+      log(plan.keep_text(ladder[r]) + " accuracy " + std::to_string(rep.metrics.overall.accuracy()) + " (" +
+          std::to_string(rep.n_evaluated) + " new, " + std::to_string(rep.n_from_store) + " stored)");
   }
   for (size_t i = 0; i < n; ++i)
     for (size_t r = 0; r < R; ++r) t.agree[i][r] = pred[i][r] == pred[i][R - 1] ? 1 : 0;

@@ -23,18 +23,20 @@ struct LadderEval {
 
 /// The rungs and plan of a ladder experiment (dynamic-k, coverage).
 struct LadderPlan {
-  std::vector<int64_t> ladder;  ///< ascending K, N_v last
-  AutoKeepPlan plan;            ///< the template as a keep=auto plan
+  std::vector<int64_t> ladder;  ///< ascending keep values, the full one (N_v, or 1000 ‰) last
+  AutoKeepPlan plan;            ///< the template as a keep=auto plan (plan.permille: a keep-ratio ladder)
 };
 
-/// `ladder` with N_v appended when missing, and `template_text` (a one-stage template without keep) parsed as
-/// a keep=auto plan for `shape`. @param who the start of error messages, e.g. "dynamic-k"
-/// @throws InvalidArgument for a ladder value above N_v, a ladder with no rung below N_v, or a template that
-/// does not fit the model.
+/// `ladder` with the full rung appended when missing — N_v for counts, 1000 for keep ratios in ‰ of each
+/// image's own N_v (`permille`) — and `template_text` (a one-stage template without keep) parsed as a
+/// keep=auto plan for `shape`. @param who the start of error messages, e.g. "dynamic-k"
+/// @throws InvalidArgument for a ladder value above the full one, a ladder with no rung below it, or a
+/// template that does not fit the model.
 LadderPlan ladder_plan(const std::vector<int64_t>& ladder, const std::string& template_text,
-                       const ModelShape& shape, const std::string& who);
+                       const ModelShape& shape, const std::string& who, bool permille = false);
 
-/// Evaluates `plan` at every K of `ladder` (the last rung must be N_v: it runs unpruned, plan "none") on the
+/// Evaluates `plan` at every keep value of `ladder` (the last rung must be the full one, plan.full(): it runs
+/// unpruned, plan "none"; keep ratios resolve per image) on the
 /// first `limit` samples (0 = all) in batches of `batch`, greedy as `vispco eval`. Per-sample LLM FLOPs come
 /// from the analytic model at each sample's own prompt length. @param log one line per rung (may be empty)
 /// @throws InvalidArgument (empty split, a ladder not ending at N_v), what eval::evaluate throws.

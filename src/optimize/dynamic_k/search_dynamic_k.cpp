@@ -12,6 +12,7 @@
 #include "model/vlm.h"
 #include "optimize/dynamic_k/dynamic_k.h"
 #include "optimize/job_flags.h"
+#include "optimize/plan_template.h"
 #include "optimize/plots.h"
 #include "optimize/searches.h"
 #include "prune/auto_keep/auto_keep.h"
@@ -19,14 +20,25 @@
 namespace vispco::optimize {
 namespace {
 
+// The default count ladder's shares of LLaVA-1.5's 576 tokens, in ‰ (16/576 = 2.8 %, …, 288/576 = 50 %).
+const std::vector<int64_t> kPermilleLadder = {28, 42, 56, 83, 111, 167, 250, 333, 500, 1000};
+
 class DynamicKMethod final : public SearchMethod {
  public:
   void add_flags(SearchFlags& flags) override {
     add_job_flags(flags, job_);
     flags.option("--train", &train_,
                  "dynamic-k: fresh scenes to label and train the K predictor on (--calib validates)");
-    flags.option("--ladder", &ladder_,
-                 "dynamic-k: comma-separated K rungs (default 16,24,32,48,64,96,144,192,288,576)");
+    flags.option(
+        "--ladder", &ladder_,
+        "dynamic-k: comma-separated rungs: counts K (default 16,24,32,48,64,96,144,192,288,576) or, "
+        "for a keep-ratio ladder, ‰ of each image's N_v (default 28,42,56,83,111,167,250,333,500,1000)");
+    flags
+        .option(
+            "--keep-as", &keep_as_,
+            "dynamic-k: the ladder and keep=auto are counts K or keep ratios of each image's own N_v (the "
+            "same auto rule)")
+        ->capture_default_str();
     flags.option("--target", &target_, "dynamic-k: label target: correct | agree (with the unpruned answer)")
         ->capture_default_str();
     flags.option("--hidden", &hidden_, "dynamic-k: predictor hidden width")->capture_default_str();
@@ -43,6 +55,9 @@ class DynamicKMethod final : public SearchMethod {
     if (templates.size() != 1)
       throw InvalidArgument("optimize --method dynamic-k: give exactly one --template");
     o.template_text = templates[0];
+    const ModelShape shape = load_model_shape(a.model);
+    o.permille = keep_as_ratio(parse_keep_as(keep_as_), shape);
+    if (o.permille) o.ladder = kPermilleLadder;
     if (!ladder_.empty()) o.ladder = parse_int_list(ladder_, "--ladder");
     std::tie(o.epsilon, o.epsilon_absolute) = job_epsilon(a, flags);
     o.target = target_;
@@ -68,7 +83,6 @@ class DynamicKMethod final : public SearchMethod {
     for (const auto& [path, flag] :
          {std::pair{a.model, "--model"}, {train_, "--train"}, {a.calib, "--calib"}, {a.test, "--test"}})
       require_path(path, flag);
-    const ModelShape shape = load_model_shape(a.model);
     parse_auto_keep(auto_keep_text(o.template_text), shape);
     if (!a.no_plots) check_gnuplot(a.gnuplot);
     DtypeChoice dtype_choice;
@@ -91,7 +105,7 @@ class DynamicKMethod final : public SearchMethod {
 
  private:
   JobFlags job_;
-  std::string train_, ladder_, target_ = "correct";
+  std::string train_, ladder_, target_ = "correct", keep_as_ = "auto";
   int64_t hidden_ = 64, predictor_steps_ = 600, limit_train_ = 0;
 };
 

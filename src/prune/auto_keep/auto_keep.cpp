@@ -16,11 +16,23 @@ const std::string kAuto = "keep=auto";
 
 bool is_auto_keep(const std::string& plan_text) { return plan_text.find(kAuto) != std::string::npos; }
 
+// p ‰ as a percentage with one decimal, exactly: 253 → "25.3", 1000 → "100.0".
+std::string permille_percent(int64_t p) { return std::to_string(p / 10) + "." + std::to_string(p % 10); }
+
 PruningPlan AutoKeepPlan::at(int64_t keep, const ModelShape& shape) const {
   const bool has_colon = template_text.find(':') != std::string::npos;
-  auto plan = parse_plan(template_text + (has_colon ? "," : ":") + "keep=" + std::to_string(keep), shape);
+  const std::string value = permille ? permille_percent(keep) + "%" : std::to_string(keep);
+  auto plan = parse_plan(template_text + (has_colon ? "," : ":") + "keep=" + value, shape);
   plan.validate(shape);
   return plan;
+}
+
+bool AutoKeepPlan::full(int64_t keep, const ModelShape& shape) const {
+  return keep >= (permille ? 1000 : shape.n_visual_tokens);
+}
+
+std::string AutoKeepPlan::keep_text(int64_t keep) const {
+  return permille ? "keep " + permille_percent(keep) + "%" : "K=" + std::to_string(keep);
 }
 
 std::string auto_keep_text(const std::string& template_text) {
@@ -65,8 +77,7 @@ std::string default_k_predictor_path(const std::string& model_dir) {
   return (std::filesystem::path(model_dir) / "k_predictor.safetensors").string();
 }
 
-KPredictor load_plan_predictor(const AutoKeepPlan& plan, const std::string& model_dir,
-                               const ModelShape& shape) {
+KPredictor load_plan_predictor(AutoKeepPlan& plan, const std::string& model_dir, const ModelShape& shape) {
   const std::string path =
       plan.predictor_file.empty() ? default_k_predictor_path(model_dir) : plan.predictor_file;
   auto p = load_k_predictor(path);
@@ -76,7 +87,12 @@ KPredictor load_plan_predictor(const AutoKeepPlan& plan, const std::string& mode
                       plan.template_text +
                       " (train one with `vispco optimize --method dynamic-k --template " +
                       plan.template_text + "`, or name it with keep=auto:file=PATH)");
-  if (m.ladder.back() != shape.n_visual_tokens || m.ladder.front() < 1)
+  plan.permille = m.ladder_unit == "permille";
+  if (plan.permille && (m.ladder.back() != 1000 || m.ladder.front() < 1))
+    throw ConfigError("K predictor '" + path +
+                      "': its keep-ratio ladder must run from ≥ 1 ‰ to 1000 ‰, got " +
+                      std::to_string(m.ladder.front()) + "–" + std::to_string(m.ladder.back()) + " ‰");
+  if (!plan.permille && (m.ladder.back() != shape.n_visual_tokens || m.ladder.front() < 1))
     throw ConfigError("K predictor '" + path + "': its ladder ends at " + std::to_string(m.ladder.back()) +
                       " but this model has N_v = " + std::to_string(shape.n_visual_tokens));
   if (m.n_features != k_feature_width(shape) || m.features != kKFeatureRecipe)

@@ -19,8 +19,16 @@ namespace vispco {
 struct AutoKeepPlan {
   std::string template_text;   ///< canonical one-stage template without keep, e.g. "divprune:layer=0"
   std::string predictor_file;  ///< the file= option; "" = default_k_predictor_path(model folder)
-  /// The static plan at K (the template with keep=K). @throws InvalidArgument when it does not fit `shape`.
+  /// Keep values are ratios in ‰ of each image's own N_v (a "permille" ladder), not counts K. Set from the
+  /// predictor's ladder by load_plan_predictor.
+  bool permille = false;
+  /// The static plan at a keep value: the template with keep=K, or with keep=P% (P = keep/10, one decimal)
+  /// when permille. @throws InvalidArgument when it does not fit `shape`.
   PruningPlan at(int64_t keep, const ModelShape& shape) const;
+  /// Whether the keep value keeps every visual token (K ≥ N_v, or ≥ 1000 ‰): that rung runs unpruned.
+  bool full(int64_t keep, const ModelShape& shape) const;
+  /// How a keep value reads in logs and reports: "K=64" or "keep 25.0%".
+  std::string keep_text(int64_t keep) const;
   /// "T,keep=auto" (with ":file=…" when set).
   std::string to_string() const;
 };
@@ -36,10 +44,9 @@ AutoKeepPlan parse_auto_keep(const std::string& plan_text, const ModelShape& sha
 /// `<model_dir>/k_predictor.safetensors`.
 std::string default_k_predictor_path(const std::string& model_dir);
 
-/// Loads the plan's predictor and checks that it was made for this template, this model (ladder ends at
-/// N_v, feature width) and this feature recipe. @throws IoError, FormatError, ConfigError (a mismatch,
-/// naming what the file was trained for).
-KPredictor load_plan_predictor(const AutoKeepPlan& plan, const std::string& model_dir,
-                               const ModelShape& shape);
+/// Loads the plan's predictor, checks that it was made for this template, this model (a count ladder ends at
+/// N_v, a permille ladder at 1000; feature width) and this feature recipe, and sets plan.permille from its
+/// ladder. @throws IoError, FormatError, ConfigError (a mismatch, naming what the file was trained for).
+KPredictor load_plan_predictor(AutoKeepPlan& plan, const std::string& model_dir, const ModelShape& shape);
 
 }  // namespace vispco

@@ -16,9 +16,9 @@ namespace vispco {
 namespace {
 
 nlohmann::json meta_json(const KPredictorMeta& m) {
-  return {{"template", m.template_text}, {"ladder", m.ladder}, {"target", m.target},
-          {"n_features", m.n_features},  {"hidden", m.hidden}, {"tau", m.tau},
-          {"features", m.features}};
+  return {{"template", m.template_text}, {"ladder", m.ladder},          {"target", m.target},
+          {"n_features", m.n_features},  {"hidden", m.hidden},          {"tau", m.tau},
+          {"features", m.features},      {"ladder_unit", m.ladder_unit}};
 }
 
 KPredictorMeta meta_from_json(const nlohmann::json& j) {
@@ -30,6 +30,7 @@ KPredictorMeta meta_from_json(const nlohmann::json& j) {
   m.hidden = j.at("hidden").get<int64_t>();
   m.tau = j.at("tau").get<double>();
   m.features = j.at("features").get<std::string>();
+  m.ladder_unit = j.value("ladder_unit", std::string("count"));
   return m;
 }
 
@@ -98,8 +99,10 @@ KPredictor load_k_predictor(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw FormatError("'" + path + "': K predictor metadata is malformed: " + e.what());
   }
-  if (m.n_features < 1 || m.hidden < 1 || m.ladder.size() < 2 || !(m.tau > 0 && m.tau < 1))
-    throw FormatError("'" + path + "': K predictor metadata out of range (features, hidden, ladder or tau)");
+  if (m.n_features < 1 || m.hidden < 1 || m.ladder.size() < 2 || !(m.tau > 0 && m.tau < 1) ||
+      (m.ladder_unit != "count" && m.ladder_unit != "permille"))
+    throw FormatError("'" + path +
+                      "': K predictor metadata out of range (features, hidden, ladder, tau or ladder_unit)");
   KPredictor p(m);
   torch::NoGradGuard no_grad;
   auto load = [&](const std::string& name, at::Tensor dst) {

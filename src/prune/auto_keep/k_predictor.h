@@ -17,13 +17,17 @@ namespace vispco {
 
 /// What a predictor file knows besides its weights (a plain value; equality over all fields).
 struct KPredictorMeta {
-  std::string template_text;       ///< plan template it predicts K for, canonical ("divprune:layer=0")
-  std::vector<int64_t> ladder;     ///< [R] ascending K values; ladder.back() = N_v
-  std::string target = "correct";  ///< label target (optimize/dynamic_k/ladder_table.h KTarget name)
-  int64_t n_features = 0;          ///< F, input width
-  int64_t hidden = 64;             ///< H, hidden width of both hidden layers
-  double tau = 0.5;                ///< safety threshold in (0, 1)
-  std::string features = "";       ///< feature recipe name (prune/auto_keep/k_features.h kKFeatureRecipe)
+  std::string template_text;  ///< plan template it predicts K for, canonical ("divprune:layer=0")
+  /// [R] ascending rungs; the last one keeps every visual token: counts K ending at N_v (ladder_unit
+  /// "count"), or keep ratios in ‰ of each image's own N_v ending at 1000 ("permille"; issue 47: models whose
+  /// images make their own N_v).
+  std::vector<int64_t> ladder;
+  std::string ladder_unit = "count";  ///< "count" | "permille"; files written before it existed: "count"
+  std::string target = "correct";     ///< label target (optimize/dynamic_k/ladder_table.h KTarget name)
+  int64_t n_features = 0;             ///< F, input width
+  int64_t hidden = 64;                ///< H, hidden width of both hidden layers
+  double tau = 0.5;                   ///< safety threshold in (0, 1)
+  std::string features = "";          ///< feature recipe name (prune/auto_keep/k_features.h kKFeatureRecipe)
   bool operator==(const KPredictorMeta&) const = default;
 };
 

@@ -17,7 +17,9 @@
 #include "model/family_checks.h"
 #include "model/n_visual_varies.h"
 #include "model/qwen2_vl/presets.h"
+#include "optimize/dynamic_k/dynamic_k.h"
 #include "optimize/optimize.h"
+#include "prune/bound_plan.h"
 #include "serve/server_fixture.h"
 #include "test_util.h"
 
@@ -102,6 +104,47 @@ TEST(Qwen2VlPipeline, MinKSearchesAKeepRatioOfEachImagesOwnTokens) {
   // The search's rule: the answer is within ε and the next smaller ratio probed, if any, is not.
   for (const auto& probe : r.to_json()["details"]["probes"])
     if (probe["keep"].get<int64_t>() == p - 1) EXPECT_FALSE(probe["within_epsilon"].get<bool>());
+}
+
+// `optimize --method dynamic-k` on Qwen (issue 47): the ladder is keep ratios in ‰ of each image's own N_v,
+// the predictor file says so, and keep=auto then runs keep=P% plans — each image keeps its share of its own
+// tokens (25 % of 6 is 1.5 → 2, of 16 is 4), and the keep=auto run end to end equals the ladder table.
+TEST(Qwen2VlPipeline, DynamicKPredictsAKeepRatio) {
+  testing::TempDir tmp;
+  const auto dir = tmp.path() / "ds";
+  auto m = load_tiny_qwen();
+  std::vector<std::string> images = testing::write_noise_images(dir, 3);  // 48×40: N_v 6
+  for (int i = 0; i < 3; ++i) {                                           // 100×100: N_v 16
+    images.push_back("images/big" + std::to_string(i) + ".png");
+    std::ofstream(dir / images.back(), std::ios::binary) << testing::test_png(100, 20 + i);
+  }
+  testing::write_own_answers_dataset(m, dir, images, "d");
+  const auto ds = eval::load_dataset(dir.string());
+  optimize::DynamicKOptions o;
+  o.template_text = "fastv:layer=2";
+  o.permille = true;
+  o.ladder = {250, 500};
+  o.epsilon = 0.5;
+  o.training.steps = 20;
+  o.coverage_draws = 0;
+  o.store_path = tmp.str("store.sqlite");
+  o.batch_size = 3;
+  const auto hash = eval::model_folder_hash(tiny_qwen_dir());
+  const auto rep = optimize::run_dynamic_k(m, tiny_qwen_dir(), hash, ds, ds, ds, o, tmp.str("out"), true, {});
+  EXPECT_EQ(rep.ladder, (std::vector<int64_t>{250, 500, 1000})) << "the full rung appended";
+  EXPECT_EQ(rep.test_static.front().name, "static keep 25.0%");
+  EXPECT_TRUE(rep.end_to_end.at("matches_table").get<bool>()) << rep.end_to_end.dump();
+  const auto bound = BoundPlan::bind("fastv:layer=2,keep=auto:file=" + rep.predictor_path, m.shape(),
+                                     ScorerEnv{tiny_qwen_dir()});
+  EXPECT_EQ(bound.predictor_meta().ladder_unit, "permille");
+  const BoundPlan quarter = bound.at_keep(250);
+  EXPECT_EQ(quarter.text(), "fastv:layer=2,keep=25%");
+  EXPECT_TRUE(bound.at_keep(1000).unpruned());
+  eval::EvalOptions eo;
+  eo.store_path = o.store_path;
+  eo.batch_size = 3;
+  EXPECT_DOUBLE_EQ(eval::evaluate_plan(m, hash, ds, eo, quarter.plan(), ScorerEnv{}).mean_n_visual_kept,
+                   (3 * ratio_keep(250, 6) + 3 * ratio_keep(250, 16)) / 6.0);
 }
 
 TEST(Qwen2VlPipeline, ServesChatCompletionsAsGenerateAnswers) {

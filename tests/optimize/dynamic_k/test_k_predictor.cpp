@@ -152,5 +152,34 @@ TEST(AutoKeepPlan, RefusesAPredictorMadeForAnotherTemplateOrModel) {
   EXPECT_THROW(load_plan_predictor(plan, tmp.str(), cfg), IoError) << "no default file in the folder";
 }
 
+TEST(AutoKeepPlan, APermilleLadderKeepsAShareOfEachImage) {
+  // A keep-ratio ladder (issue 47): rungs in ‰ of each image's own N_v, ending at 1000; loading its predictor
+  // makes the plan's keep values shares.
+  const ModelShape cfg = preset_shape("tiny", 0);  // N_v = 16
+  testing::TempDir tmp;
+  auto m = meta(2 * cfg.hidden_size + 2);
+  m.features = "visual-mean+question-mean+cls-entropy+cls-top10-v1";
+  m.ladder = {125, 250, 1000};
+  m.ladder_unit = "permille";
+  KPredictor p(m);
+  save_k_predictor(tmp / "k.safetensors", p);
+  EXPECT_EQ(load_k_predictor(tmp / "k.safetensors")->meta, m) << "the unit round-trips";
+  auto plan = parse_auto_keep("divprune:keep=auto:file=" + tmp / "k.safetensors", cfg);
+  EXPECT_FALSE(plan.permille);
+  EXPECT_NO_THROW(load_plan_predictor(plan, tmp.str(), cfg));
+  EXPECT_TRUE(plan.permille);
+  EXPECT_EQ(plan.at(125, cfg).to_string(), "divprune:layer=0,keep=12.5%");
+  EXPECT_EQ(plan.at(125, cfg).stages.at(0).keep, 2) << "12.5 % of the nominal 16 tokens";
+  EXPECT_EQ(plan.keep_text(125), "keep 12.5%");
+  EXPECT_TRUE(plan.full(1000, cfg));
+  EXPECT_FALSE(plan.full(999, cfg));
+  EXPECT_FALSE(plan.full(16, cfg)) << "16 ‰ is not N_v";
+  m.ladder = {125, 250, 900};  // no full rung
+  KPredictor short_ladder(m);
+  save_k_predictor(tmp / "short.safetensors", short_ladder);
+  plan.predictor_file = tmp / "short.safetensors";
+  EXPECT_THROW(load_plan_predictor(plan, tmp.str(), cfg), ConfigError);
+}
+
 }  // namespace
 }  // namespace vispco::optimize
