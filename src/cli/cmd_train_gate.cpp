@@ -16,7 +16,6 @@
 #include "eval/synthvqa/generator.h"
 #include "eval/synthvqa/splits.h"
 #include "io/image.h"
-#include "model/llava/llava.h"
 #include "train/gate_train.h"
 
 namespace vispco::cli {

@@ -109,8 +109,11 @@ QuantMode parse_quant(const std::string& name) {
   throw InvalidArgument("unknown --quant '" + name + "' (valid: none, int8)");
 }
 
-QuantReport quantize_int8(LlavaNetImpl& net, bool tower) {
-  for (const auto& p : net.parameters())
+namespace {
+
+// Engine choice and the decoder's layers (quantize_int8 and quantize_int8_decoder).
+QuantReport quantize_decoder_layers(LlamaForCausalLM& lm, const torch::nn::Module& whole) {
+  for (const auto& p : whole.parameters())
     if (!p.device().is_cpu())
       throw InvalidArgument("--quant int8 runs on the CPU only (LibTorch's quantized kernels)");
   QuantReport rep;
@@ -123,7 +126,6 @@ QuantReport quantize_int8(LlavaNetImpl& net, bool tower) {
   const bool x86 = detect_cpu_features().avx2;
   reduce_range = engine == at::kFBGEMM || engine == at::kX86 || (x86 && !detect_cpu_features().int8_dot());
   rep.activation_bits = reduce_range ? 7 : 8;
-  auto& lm = net.language_model;
   for (const auto& m : *lm->model->layers) {
     auto& layer = *m->as<LlamaDecoderLayerImpl>();
     auto& a = *layer.self_attn;
@@ -132,6 +134,19 @@ QuantReport quantize_int8(LlavaNetImpl& net, bool tower) {
       quantize_layer(*l, rep);
   }
   if (lm->lm_head) quantize_layer(lm->lm_head, rep);
+  return rep;
+}
+
+}  // namespace
+
+QuantReport quantize_int8_decoder(LlamaForCausalLM& lm, const torch::nn::Module& whole) {
+  QuantReport rep = quantize_decoder_layers(lm, whole);
+  any_quantized = true;
+  return rep;
+}
+
+QuantReport quantize_int8(LlavaNetImpl& net, bool tower) {
+  QuantReport rep = quantize_decoder_layers(net.language_model, net);
   if (tower) {
     for (const auto& m : *net.vision_tower->vision_model->layers) {
       auto& layer = *m->as<ClipEncoderLayerImpl>();

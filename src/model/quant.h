@@ -12,6 +12,7 @@
 namespace vispco {
 
 struct LlavaNetImpl;
+class LlamaForCausalLM;
 
 /// Which weights are int8.
 enum class QuantMode { kNone, kInt8 };
@@ -37,6 +38,11 @@ struct QuantReport {
 /// makes it LibTorch's global quantized engine.
 /// @throws InvalidArgument on a CUDA model or when LibTorch has no quantized engine.
 QuantReport quantize_int8(LlavaNetImpl& net, bool tower);
+
+/// As quantize_int8 without the tower, for the decoder every family shares (Qwen2-VL/Qwen2.5-VL, LLaVA-NeXT):
+/// its q/k/v/o, gate/up/down and untied lm_head. @param whole the model's whole network (its parameters must
+/// be on the CPU). @throws InvalidArgument on a CUDA model or when LibTorch has no quantized engine.
+QuantReport quantize_int8_decoder(LlamaForCausalLM& lm, const torch::nn::Module& whole);
 
 /// y = linear(x) through the layer's int8 weights when quantize_int8 replaced it, else its float weights
 /// (dense_linear: a one-row input takes the matrix–vector path).

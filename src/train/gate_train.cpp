@@ -13,6 +13,7 @@
 #include "io/tokenizer.h"
 #include "model/answer_targets.h"
 #include "model/generate.h"
+#include "model/visual_tokens.h"
 
 namespace vispco::train {
 
@@ -39,17 +40,22 @@ nlohmann::json to_json(const GateTrainOptions& o) {
           {"seed", o.seed}};
 }
 
-GateLoss gate_loss(VisionLanguageModel& m, TokenGate& gate, const std::vector<GateExample>& batch,
-                   double l1) {
-  if (batch.empty()) throw InvalidArgument("gate_loss: empty batch");
-  const auto& cfg = m.config();
+namespace {
+
+// One prefill group's loss parts: examples whose images share a layout (N_v and grid), so one state holds
+// them.
+struct GroupLoss {
+  at::Tensor task;       ///< scalar: mean answer-token cross-entropy of the group
+  at::Tensor mean_gate;  ///< scalar: mean gate over the group's visual tokens
+  int64_t n_tokens = 0;  ///< answer tokens (and EOS) of the group
+  int64_t n_gates = 0;   ///< visual tokens of the group
+};
+
+GroupLoss group_loss(VisionLanguageModel& m, TokenGate& gate, const std::vector<GateExample>& batch,
+                     const at::Tensor& visual, const VisualLayout& layout) {
   const auto& tok = m.tokenizer();
   const auto dev = m.context().device;
   const int64_t B = static_cast<int64_t>(batch.size());
-  std::vector<at::Tensor> px;
-  for (const auto& e : batch) px.push_back(e.pixels);
-  // Visual tokens without autograd (frozen tower and projector), then a normal tensor for the graph.
-  auto visual = m.encode_images(at::stack(px)).embeds.clone();  // [B, N_v, D]
   const int64_t n_v = visual.size(1);
   std::vector<VlmRequest> reqs(B);
   std::vector<std::vector<int64_t>> answer_pos(B);  // indices into prompt_ids of the answer tokens and EOS
@@ -63,9 +69,9 @@ GateLoss gate_loss(VisionLanguageModel& m, TokenGate& gate, const std::vector<Ga
     }
     reqs[b].prompt_ids = std::move(ids);
   }
-  auto state = build_prefill_state(m, reqs, visual);
+  auto state = build_prefill_state(m, reqs, visual, layout);
   const int64_t T = state.hidden.size(1);
-  auto target = answer_targets(reqs, answer_pos, cfg.image_token_index, n_v, T);
+  auto target = answer_targets(reqs, answer_pos, m.shape().image_token_id, n_v, T);
   auto question = gate->cfg.use_question ? pooled_question(state) : at::Tensor();
   auto log_g = gate->log_gate(visual.to(at::kFloat), question);  // [B, N_v]
   auto vis_pos = at::nonzero(state.visual).select(1, 1).view({B, n_v});
@@ -73,10 +79,64 @@ GateLoss gate_loss(VisionLanguageModel& m, TokenGate& gate, const std::vector<Ga
   GateKeyHook hook(at::ones({B, T}, log_g.options()).scatter(1, vis_pos, log_g.exp()));
   auto& lm = m.language_model();
   auto logits = lm->logits(lm->forward_gated(state, hook));  // [B, T, V] fp32
-  auto task = torch::nn::functional::cross_entropy(
+  GroupLoss out;
+  out.task = torch::nn::functional::cross_entropy(
       logits.view({B * T, -1}), target.view({-1}).to(dev),
       torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100));
-  auto mean_gate = log_g.exp().mean();
+  out.mean_gate = log_g.exp().mean();
+  out.n_tokens = target.ne(-100).sum().item<int64_t>();
+  out.n_gates = B * n_v;
+  return out;
+}
+
+}  // namespace
+
+GateLoss gate_loss(VisionLanguageModel& m, TokenGate& gate, const std::vector<GateExample>& batch,
+                   double l1) {
+  if (batch.empty()) throw InvalidArgument("gate_loss: empty batch");
+  std::vector<at::Tensor> px;
+  for (const auto& e : batch) px.push_back(e.pixels);
+  // Visual tokens without autograd (frozen tower and projector), then normal tensors for the graph. Images of
+  // one layout share a prefill; a batch of several layouts (dynamic resolution) runs one prefill per layout.
+  const auto vt = m.encode_image_list(px);
+  std::vector<GroupLoss> groups;
+  if (!vt.ragged()) {
+    groups.push_back(group_loss(m, gate, batch, vt.embeds.clone(), vt.layout(0, m.shape())));
+  } else {
+    std::vector<std::pair<VisualLayout, std::vector<int64_t>>> by_layout;  // in order of first appearance
+    for (int64_t b = 0; b < static_cast<int64_t>(batch.size()); ++b) {
+      const auto l = vt.layout(b, m.shape());
+      auto it = std::find_if(by_layout.begin(), by_layout.end(), [&](const auto& g) { return g.first == l; });
+      if (it == by_layout.end()) it = by_layout.insert(by_layout.end(), {l, {}});
+      it->second.push_back(b);
+    }
+    for (const auto& [layout, rows] : by_layout) {
+      std::vector<GateExample> examples;
+      std::vector<at::Tensor> visual;
+      for (auto b : rows) {
+        examples.push_back(batch[static_cast<size_t>(b)]);
+        visual.push_back(vt.row(b, m.shape()).embeds);
+      }
+      groups.push_back(group_loss(m, gate, examples, at::cat(visual).clone(), layout));
+    }
+  }
+  at::Tensor task, mean_gate;
+  if (groups.size() == 1) {
+    task = groups[0].task;
+    mean_gate = groups[0].mean_gate;
+  } else {  // the means over the whole batch: each group's weighted by its answer tokens / visual tokens
+    int64_t n_tokens = 0, n_gates = 0;
+    for (const auto& g : groups) {
+      n_tokens += g.n_tokens;
+      n_gates += g.n_gates;
+    }
+    task = at::zeros({}, groups[0].task.options());
+    mean_gate = at::zeros({}, groups[0].mean_gate.options());
+    for (const auto& g : groups) {
+      task = task + g.task * (double(g.n_tokens) / double(n_tokens));
+      mean_gate = mean_gate + g.mean_gate * (double(g.n_gates) / double(n_gates));
+    }
+  }
   GateLoss out;
   out.total = task + l1 * mean_gate;
   out.task = task.item<double>();
@@ -89,13 +149,13 @@ TokenGate train_gate(VisionLanguageModel& m, const GateTrainOptions& o,
                      const std::function<void(const GateStepReport&)>& on_step) {
   o.validate();
   GateConfig gc;
-  gc.d_model = m.config().text.hidden_size;
+  gc.d_model = m.shape().hidden_size;
   gc.hidden = o.hidden;
   gc.use_question = o.use_question;
   gc.temperature = o.temperature;
   TokenGate gate(gc, o.seed);
   gate->to(m.context().device);
-  for (auto& p : m.net()->parameters()) p.requires_grad_(false);
+  for (auto& p : m.network().parameters()) p.requires_grad_(false);
   torch::optim::Adam opt(gate->parameters(), torch::optim::AdamOptions(o.lr));
   for (int64_t step = 0; step < o.steps; ++step) {
     Stopwatch sw;

@@ -14,14 +14,19 @@
 
 #include "core/errors.h"
 #include "eval/eval_fixture.h"
+#include "io/image.h"
 #include "model/family_checks.h"
+#include "model/generate.h"
 #include "model/n_visual_varies.h"
+#include "model/quant.h"
 #include "model/qwen2_vl/presets.h"
 #include "optimize/dynamic_k/dynamic_k.h"
 #include "optimize/optimize.h"
 #include "prune/bound_plan.h"
+#include "prune/gate.h"
 #include "serve/server_fixture.h"
 #include "test_util.h"
+#include "train/gate_train.h"
 
 namespace vispco {
 namespace {
@@ -145,6 +150,70 @@ TEST(Qwen2VlPipeline, DynamicKPredictsAKeepRatio) {
   eo.batch_size = 3;
   EXPECT_DOUBLE_EQ(eval::evaluate_plan(m, hash, ds, eo, quarter.plan(), ScorerEnv{}).mean_n_visual_kept,
                    (3 * ratio_keep(250, 6) + 3 * ratio_keep(250, 16)) / 6.0);
+}
+
+// The learned gate on Qwen (issue 47): a training batch of two image sizes runs one prefill per layout, and
+// its loss is the batch mean — each part weighted by its answer tokens (task) and visual tokens (gate),
+// counted here by hand — of the two images' losses alone; a trained gate then prunes each image to its share.
+TEST(Qwen2VlPipeline, TrainsTheLearnedGateOnImagesOfDifferentSizes) {
+  auto m = load_tiny_qwen();
+  const auto small = m.preprocess(io::decode_image_rgb(testing::test_png(48, 1)));  // fewer tokens
+  const auto big = m.preprocess(io::decode_image_rgb(testing::test_png(100, 2)));   // 112 px: N_v 16
+  const std::vector<train::GateExample> batch{{small, "what?", "one two"}, {big, "and this?", "three"}};
+  GateConfig gc;
+  gc.d_model = m.shape().hidden_size;
+  gc.hidden = 8;
+  TokenGate gate(gc, 5);
+  const auto both = train::gate_loss(m, gate, batch, 0.5);
+  const auto a = train::gate_loss(m, gate, {batch[0]}, 0.5), b = train::gate_loss(m, gate, {batch[1]}, 0.5);
+  const double na = double(m.tokenizer().encode("one two", false).size() + 1),
+               nb = double(m.tokenizer().encode("three", false).size() + 1);  // answer tokens + EOS
+  const double va = double(m.encode_image_list({small}).embeds.size(1)),
+               vb = double(m.encode_image_list({big}).embeds.size(1));
+  EXPECT_EQ(vb, 16);
+  ASSERT_NE(va, vb) << "two layouts in one batch";
+  EXPECT_NEAR(both.task, (a.task * na + b.task * nb) / (na + nb), 1e-5 * both.task);
+  EXPECT_NEAR(both.l1, (a.l1 * va + b.l1 * vb) / (va + vb), 1e-6);
+  EXPECT_NEAR(both.total.item<double>(), both.task + 0.5 * both.l1, 1e-5);
+
+  // Training with a strong L1 weight lowers the mean gate; the gate file then runs as a keep-ratio plan.
+  train::GateTrainOptions o;
+  o.steps = 8;
+  o.batch = 2;
+  o.l1 = 5.0;
+  o.lr = 1e-2;
+  o.hidden = 8;
+  double first = 0, last = 0;
+  auto trained = train::train_gate(
+      m, o, [&](int64_t) { return batch; },
+      [&](const train::GateStepReport& r) { (r.step == 1 ? first : last) = r.l1; });
+  EXPECT_LT(last, first) << "mean gate " << first << " → " << last;
+  testing::TempDir tmp;
+  save_gate(tmp / "gate.safetensors", trained);
+  const auto plan = parse_plan("gate:keep=50%,file=" + tmp / "gate.safetensors", m.shape());
+  const auto bound = BoundPlan::bind(plan, m.shape(), ScorerEnv{tiny_qwen_dir()});
+  const auto hook = bound.hook(0);
+  const auto res = generate(m, {VlmRequest{big, m.prompt_ids("q")}}, GenerationConfig{}, hook.get());
+  EXPECT_EQ(res.stats.n_visual_kept, 8) << "50 % of the 100×100 image's 16 tokens";
+}
+
+// int8 weights for Qwen's decoder (issue 47): every q/k/v/o, gate/up/down of each layer and the untied head —
+// counted from the preset's config — and the first logits stay within 5 % of the float model's largest.
+TEST(Qwen2VlPipeline, Int8DecoderStaysCloseToFloat) {
+  auto f = load_tiny_qwen(), q = load_tiny_qwen();
+  const auto& text = find_qwen2_vl_preset("tiny-qwen2.5-vl").config.text;
+  const auto rep = quantize_int8_decoder(q.language_model(), q.network());
+  EXPECT_EQ(rep.n_layers, 7 * text.num_hidden_layers + (text.tie_word_embeddings ? 0 : 1));
+  const auto px = f.preprocess(io::decode_image_rgb(testing::test_png(100, 4)));
+  GenerationConfig gc;
+  gc.max_new_tokens = 1;
+  const auto a = generate(f, {{px, f.prompt_ids("What?")}}, gc, nullptr, true);
+  const auto b = generate(q, {{px, q.prompt_ids("What?")}}, gc, nullptr, true);
+  const double scale = a.step_logits[0].abs().max().item<double>();
+  const double diff = (a.step_logits[0] - b.step_logits[0]).abs().max().item<double>();
+  std::printf("int8 tiny Qwen decoder: first logits max |diff| %.3e of max |logit| %.3e\n", diff, scale);
+  EXPECT_LE(diff, 0.05 * scale);
+  EXPECT_GT(diff, 0.0) << "the int8 path ran";
 }
 
 TEST(Qwen2VlPipeline, ServesChatCompletionsAsGenerateAnswers) {
