@@ -52,14 +52,14 @@ nlohmann::json BudgetPlan::to_json() const {
 }
 
 BudgetPlan budget_plan(const PlanTemplate& tmpl, const ModelShape& shape, const std::vector<int64_t>& n_texts,
-                       double budget) {
+                       double budget, const std::vector<FlopsSpec>& images) {
   if (!(budget > 0.0 && budget <= 1.0))
     throw InvalidArgument("budget search: the FLOPs ratio budget must be in (0, 1], got " +
                           std::to_string(budget));
   if (n_texts.empty()) throw InvalidArgument("budget search: no prompts to cost");
   BudgetPlan r;
   r.template_text = tmpl.text();
-  const auto ratio = [&](int64_t p) { return plan_flops_ratio(tmpl.at(p), shape, n_texts).llm; };
+  const auto ratio = [&](int64_t p) { return plan_flops_ratio(tmpl.at(p), shape, n_texts, images).llm; };
   std::vector<int64_t> params;  // the parameters whose plan fits the model (pool: K = s² only)
   for (int64_t p = tmpl.param_min(); p <= tmpl.param_max(); ++p)
     if (tmpl.valid_at(p)) params.push_back(p);
@@ -72,7 +72,7 @@ BudgetPlan budget_plan(const PlanTemplate& tmpl, const ModelShape& shape, const 
     r.param = *b.best;
     r.param_text = tmpl.param_text(*b.best);
     r.plan = tmpl.at(*b.best);
-    r.flops = plan_flops_ratio(*r.plan, shape, n_texts);
+    r.flops = plan_flops_ratio(*r.plan, shape, n_texts, images);
     if (r.flops.llm > budget)  // cannot happen: the bisection compared this very value
       throw InvalidArgument("budget search: internal error, chosen plan exceeds the budget");
   }

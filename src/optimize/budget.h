@@ -43,9 +43,10 @@ struct BudgetPlan {
 };
 
 /// Bisects the template's parameter against the FLOPs model so that the LLM FLOPs ratio (FlopsRatio::llm)
-/// over prompts of lengths `n_texts` is ≤ `budget`.
-/// @param budget in (0, 1]. @throws InvalidArgument for a budget outside (0, 1] or an empty `n_texts`.
+/// over prompts of lengths `n_texts` (and, when given, of images of these FLOPs specs: plan_flops.h) is
+/// ≤ `budget`. @param budget in (0, 1]. @throws InvalidArgument for a budget outside (0, 1] or an empty
+/// `n_texts`.
 BudgetPlan budget_plan(const PlanTemplate& tmpl, const ModelShape& shape, const std::vector<int64_t>& n_texts,
-                       double budget);
+                       double budget, const std::vector<FlopsSpec>& images = {});
 
 }  // namespace vispco::optimize

@@ -261,7 +261,9 @@ std::vector<FlopsCurve> flops_curves(const SearchOutcome& s, PlanEvaluator& ev) 
       if (q.template_text == p.template_text) ks.insert(q.param);
     for (const int64_t k : ks)
       if (t.valid_at(k))
-        c.points.emplace_back(k, plan_flops_ratio(t.at(k), shape, ev.text_lengths(Split::kCalib)).llm);
+        c.points.emplace_back(
+            k, plan_flops_ratio(t.at(k), shape, ev.text_lengths(Split::kCalib), ev.image_flops(Split::kCalib))
+                   .llm);
     out.push_back(std::move(c));
   }
   return out;

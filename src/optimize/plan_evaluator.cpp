@@ -11,6 +11,9 @@
 #include "eval/plan_evaluation.h"
 #include "eval/result_store.h"
 #include "eval/run_key.h"
+#include "io/image.h"
+#include "model/n_visual_varies.h"
+#include "model/vlm.h"
 #include "optimize/plan_template.h"
 
 namespace vispco::optimize {
@@ -19,6 +22,17 @@ namespace {
 double extra_number(const eval::SampleResult& r, const char* key) {
   const auto it = r.extra.find(key);
   return it != r.extra.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+// The FLOPs spec of a sample's image at its own size (FamilyModel::image_flops); the model's default-size
+// spec when the image cannot be read here (evaluation then reports the image itself, or skips it when asked).
+FlopsSpec image_flops_of(VisionLanguageModel& m, const std::string& path) {
+  try {
+    const cv::Mat rgb = io::load_image_rgb(path);
+    return m.family().image_flops(rgb.rows, rgb.cols);
+  } catch (const Error&) {
+    return m.shape().flops;
+  }
 }
 
 }  // namespace
@@ -56,7 +70,8 @@ nlohmann::json EvalPoint::to_json() const {
 
 void fill_plan_figures(EvalPoint& point, const PruningPlan& plan, const ModelShape& shape, Split split,
                        const std::vector<int64_t>& n_text, const std::vector<std::string>& family,
-                       const std::string& template_text, int64_t param) {
+                       const std::string& template_text, int64_t param,
+                       const std::vector<FlopsSpec>& images) {
   point.plan = plan.to_string();
   point.template_text = plan.empty() ? "none" : template_text;
   point.param = plan.empty() ? shape.n_visual_tokens : param;
@@ -64,11 +79,15 @@ void fill_plan_figures(EvalPoint& point, const PruningPlan& plan, const ModelSha
       !plan.empty() && is_keep_ratio_template(template_text) ? static_cast<double>(param) / 1000.0 : 0.0;
   point.keep = plan.empty() ? shape.n_visual_tokens : plan.stages.back().keep;
   point.split = split_name(split);
-  point.flops = plan_flops_ratio(plan, shape, n_text);
-  std::map<std::string, std::vector<int64_t>> by_family;
-  for (size_t i = 0; i < n_text.size() && i < family.size(); ++i) by_family[family[i]].push_back(n_text[i]);
-  for (const auto& [name, lengths] : by_family)
-    point.per_family[name].flops_ratio = plan_flops_ratio(plan, shape, lengths).llm;
+  point.flops = plan_flops_ratio(plan, shape, n_text, images);
+  std::map<std::string, std::pair<std::vector<int64_t>, std::vector<FlopsSpec>>> by_family;
+  for (size_t i = 0; i < n_text.size() && i < family.size(); ++i) {
+    auto& [lengths, specs] = by_family[family[i]];
+    lengths.push_back(n_text[i]);
+    if (!images.empty()) specs.push_back(images[i]);
+  }
+  for (const auto& [name, f] : by_family)
+    point.per_family[name].flops_ratio = plan_flops_ratio(plan, shape, f.first, f.second).llm;
 }
 
 ModelPlanEvaluator::ModelPlanEvaluator(VisionLanguageModel& model, std::string model_hash,
@@ -89,6 +108,7 @@ ModelPlanEvaluator::ModelPlanEvaluator(VisionLanguageModel& model, std::string m
       const auto& s = ds.samples[i];
       d.n_text.push_back(static_cast<int64_t>(model_.prompt_ids(s.question).size()) - 1);  // − placeholder
       d.family.push_back(s.family);
+      if (n_visual_varies(model_.shape())) d.images.push_back(image_flops_of(model_, s.image_path));
     }
   };
   fill(calib_, calib, settings_.limit_calib, "calibration");
@@ -96,6 +116,10 @@ ModelPlanEvaluator::ModelPlanEvaluator(VisionLanguageModel& model, std::string m
 }
 
 const std::vector<int64_t>& ModelPlanEvaluator::text_lengths(Split split) const { return data(split).n_text; }
+
+const std::vector<FlopsSpec>& ModelPlanEvaluator::image_flops(Split split) const {
+  return data(split).images;
+}
 
 EvalPoint ModelPlanEvaluator::evaluate(const PruningPlan& plan, Split split, const std::string& template_text,
                                        int64_t param) {
@@ -109,7 +133,7 @@ EvalPoint ModelPlanEvaluator::evaluate(const PruningPlan& plan, Split split, con
   const eval::EvalReport rep = eval::evaluate_plan(model_, model_hash_, *d.dataset, o, plan, settings_.env);
 
   EvalPoint p;
-  fill_plan_figures(p, plan, model_.shape(), split, d.n_text, d.family, template_text, param);
+  fill_plan_figures(p, plan, model_.shape(), split, d.n_text, d.family, template_text, param, d.images);
   p.n = rep.rows.size();
   p.accuracy = rep.metrics.overall.accuracy();
   p.mean_prefill_ms = rep.mean_prefill_ms;

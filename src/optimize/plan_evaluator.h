@@ -73,6 +73,13 @@ class PlanEvaluator {
   virtual const ModelShape& shape() const = 0;
   /// Text tokens per selected sample of the split (BOS included, image placeholder excluded).
   virtual const std::vector<int64_t>& text_lengths(Split split) const = 0;
+  /// FLOPs specs of the split's images, one per selected sample (their own N_v and vision FLOPs), or empty:
+  /// every image at the shape's default size (plan_flops.h). Empty unless the model's images make their own
+  /// N_v.
+  virtual const std::vector<FlopsSpec>& image_flops(Split) const {
+    static const std::vector<FlopsSpec> none;
+    return none;
+  }
   /// Evaluates `plan` (validated against shape()) on the split. `template_text`/`param` are recorded in the
   /// point. @throws what the underlying evaluation throws.
   virtual EvalPoint evaluate(const PruningPlan& plan, Split split, const std::string& template_text = "",
@@ -113,6 +120,9 @@ class ModelPlanEvaluator : public PlanEvaluator {
                      const eval::Dataset& test, ModelEvalSettings settings);
   const ModelShape& shape() const override { return model_.shape(); }
   const std::vector<int64_t>& text_lengths(Split split) const override;
+  /// Models whose images make their own N_v (model/n_visual_varies.h): each sample's image FLOPs spec
+  /// (FamilyModel::image_flops at its size, read from the image; the default size where it cannot be read).
+  const std::vector<FlopsSpec>& image_flops(Split split) const override;
   EvalPoint evaluate(const PruningPlan& plan, Split split, const std::string& template_text = "",
                      int64_t param = 0) override;
   std::vector<std::string> complete_plans(Split split) override;
@@ -124,6 +134,7 @@ class ModelPlanEvaluator : public PlanEvaluator {
     size_t limit = 0;
     std::vector<int64_t> n_text;      // per selected sample
     std::vector<std::string> family;  // per selected sample
+    std::vector<FlopsSpec> images;    // per selected sample, or empty (default image size)
   };
   const SplitData& data(Split s) const { return s == Split::kCalib ? calib_ : test_; }
 
@@ -135,9 +146,10 @@ class ModelPlanEvaluator : public PlanEvaluator {
 
 /// Fills `point` (plan, template, param, keep, split, flops and per-family flops) for a plan from prompt
 /// lengths and families — the part every PlanEvaluator shares. Accuracy and timings are left to the caller.
-/// @param n_text, family one entry per sample of the split.
+/// @param n_text, family one entry per sample of the split @param images per sample, or empty (plan_flops.h).
 void fill_plan_figures(EvalPoint& point, const PruningPlan& plan, const ModelShape& shape, Split split,
                        const std::vector<int64_t>& n_text, const std::vector<std::string>& family,
-                       const std::string& template_text, int64_t param);
+                       const std::string& template_text, int64_t param,
+                       const std::vector<FlopsSpec>& images = {});
 
 }  // namespace vispco::optimize

@@ -32,8 +32,13 @@ struct FlopsRatio {
 /// FLOPs ratio of `plan` over prompts with the given text lengths (one entry per sample: each sample is
 /// costed at its own N_t, and the ratio is of the sums, i.e. of the mean FLOPs per sample).
 /// @param n_texts text tokens per prompt, each ≥ 0, at least one.
-/// @throws InvalidArgument for an empty list, a negative length or a plan that does not fit `shape`.
+/// @param images empty (every image at the shape's default size, shape.flops), or one FlopsSpec per prompt
+/// (FamilyModel::image_flops of its image: its own N_v and vision FLOPs; models whose images make their own
+/// N_v, issue 47): each stage then keeps resolve_keep(stage, that N_v) tokens — a keep ratio of the image's
+/// own tokens, a count at most them.
+/// @throws InvalidArgument for an empty list, a negative length, images of another count, or a plan that
+/// does not fit `shape`.
 FlopsRatio plan_flops_ratio(const PruningPlan& plan, const ModelShape& shape,
-                            const std::vector<int64_t>& n_texts);
+                            const std::vector<int64_t>& n_texts, const std::vector<FlopsSpec>& images = {});
 
 }  // namespace vispco::optimize

@@ -31,7 +31,8 @@ SearchOutcome search_budget(const OptimizeOptions& o, PlanEvaluator& ev, const O
   nlohmann::json candidates = nlohmann::json::array();
   for (const std::string& text : o.templates) {
     const PlanTemplate t = PlanTemplate::parse(text, shape);
-    const BudgetPlan bp = budget_plan(t, shape, ev.text_lengths(Split::kCalib), o.flops_budget);
+    const BudgetPlan bp =
+        budget_plan(t, shape, ev.text_lengths(Split::kCalib), o.flops_budget, ev.image_flops(Split::kCalib));
     nlohmann::json c = bp.to_json();
     if (!bp.plan) {
       char buf[200];

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "cost/flops.h"
 #include "model/llava/presets.h"
 #include "model/n_visual_varies.h"
 #include "optimize/optimize.h"
@@ -126,6 +127,35 @@ double step_at_375(const std::string& tmpl, int64_t p) {
   if (tmpl == "none") return 0.8;
   EXPECT_EQ(tmpl, "fastv:layer=2,keep={P}%");
   return p >= 375 ? 0.8 : 0.5;
+}
+
+// FLOPs per image (issue 47): with one FlopsSpec per prompt, each image keeps its share of its own N_v (a
+// count at most its N_v), and the ratio is of the sums over the prompts — here against token counts worked by
+// hand and the cost model's prefill_flops (cost/flops.h) per prompt.
+TEST(KeepRatioFlops, EachImageIsCostedAtItsOwnTokens) {
+  const ModelShape shape = varying_shape();  // nominal N_v 16, L 4
+  FlopsSpec small = shape.flops;
+  small.n_visual_tokens = 8;
+  small.vision_layers /= 2;
+  const auto llm = [&](const FlopsSpec& spec, std::vector<int64_t> tokens) {
+    const auto p = prefill_flops(spec, tokens);
+    return static_cast<double>(p.decoder_total + p.lm_head);
+  };
+  // keep=25 % from layer 2: the 8-token image keeps 2, the 16-token one 4; texts of 10 and 12 tokens.
+  const auto r =
+      plan_flops_ratio(parse_plan("fastv:layer=2,keep=25%", shape), shape, {10, 12}, {small, shape.flops});
+  const double plan = llm(small, {18, 18, 12, 12}) + llm(shape.flops, {28, 28, 16, 16});
+  const double full = llm(small, {18, 18, 18, 18}) + llm(shape.flops, {28, 28, 28, 28});
+  EXPECT_NEAR(r.llm, plan / full, 1e-12);
+  // Nominal costing (no specs) prices both images at 16 tokens: another figure.
+  EXPECT_GT(
+      std::abs(plan_flops_ratio(parse_plan("fastv:layer=2,keep=25%", shape), shape, {10, 12}).llm - r.llm),
+      1e-3);
+  // A count above an image's N_v keeps all of it: K = 12 on the 8-token image is unpruned there.
+  const auto c = plan_flops_ratio(parse_plan("fastv:layer=2,keep=12", shape), shape, {10}, {small});
+  EXPECT_DOUBLE_EQ(c.llm, 1.0);
+  EXPECT_THROW(plan_flops_ratio(parse_plan("fastv:layer=2,keep=12", shape), shape, {10, 12}, {small}),
+               InvalidArgument);
 }
 
 TEST(KeepRatioSearch, MinKBinarySearchFindsTheSmallestRatioWithinEpsilon) {

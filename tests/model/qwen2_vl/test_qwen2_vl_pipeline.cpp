@@ -83,6 +83,9 @@ TEST(Qwen2VlPipeline, MinKSearchesAKeepRatioOfEachImagesOwnTokens) {
   st.store_path = eo.store_path;
   st.batch_size = 3;
   optimize::ModelPlanEvaluator ev(m, hash, ds, ds, st);
+  std::vector<int64_t> image_n_v;  // FLOPs are costed per image, at each image's own N_v
+  for (const auto& spec : ev.image_flops(optimize::Split::kCalib)) image_n_v.push_back(spec.n_visual_tokens);
+  EXPECT_EQ(image_n_v, (std::vector<int64_t>{6, 6, 6, 16, 16, 16}));
   optimize::OptimizeOptions o;
   o.method = "min-k";
   o.templates = {"fastv:layer=2"};
