@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -154,7 +155,8 @@ DtypeChoice calibrated_cpu_dtype(const std::string& cache_file,
       cache[cache_key(c)] = {{"fp32", to_json(c.fp32)}, {"bf16", to_json(c.bf16)}};
       const std::filesystem::path path(cache_file);
       if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-      const std::string tmp = cache_file + ".tmp";
+      // A file of this process's own, renamed over the cache: concurrent runs never see half a file.
+      const std::string tmp = cache_file + "." + std::to_string(getpid()) + ".tmp";
       {
         std::ofstream out(tmp);
         out << cache.dump(2) << "\n";
