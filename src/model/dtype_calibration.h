@@ -40,9 +40,10 @@ double modelled_request_ms(const DtypeTiming& t);
 /// FILE"). Pure: no measuring.
 DtypeChoice choose_dtype_by_calibration(const DtypeCalibration& c, const std::string& source);
 
-/// Measures a calibration on this machine with the thread count in force (~0.3 s where bf16 has native
-/// kernels; up to ~2 s where LibTorch's bf16 GEMM is slow, which the early stop below bounds). Allocates
-/// ~200 MB of weights for the time it runs.
+/// Measures a calibration on this machine with the thread count in force: ~0.5 s on the AMX Xeon of
+/// docs/benchmarks.md; where LibTorch's bf16 GEMM is slow (AVX2-only CPUs, ~30× fp32) the bf16 prefill is
+/// timed once, not repeated, when its warm-up already takes 4× fp32's. Allocates ≤ 128 MiB of weights (8 fp32
+/// 2048² matrices) for the time it runs.
 DtypeCalibration measure_dtype_calibration();
 
 /// The CPU's model name from /proc/cpuinfo ("model name"), or "unknown-cpu".
