@@ -52,11 +52,12 @@ void register_bench(CLI::App& app) {
          "(fastv:layer=2, visionzip:layer=0) or a plan with {K} where K goes")
       ->delimiter(';');
   // auto by default: on CPUs without AVX512-BF16/AMX, LibTorch's bf16 matmul is ~30x slower than fp32
-  // (measured on a 2-core AVX2 machine: ~5 vs ~160 GFLOP/s), so auto picks fp32 there and bf16 where it is
-  // native.
-  add_compute_flags(
-      cmd, &o->dtype, &o->device, &o->cfg.n_threads,
-      "auto | fp32 | bf16 | fp16 (auto: bf16 on CUDA or where the CPU has AVX512-BF16/AMX, else fp32)");
+  // (measured on a 2-core AVX2 machine: ~5 vs ~160 GFLOP/s); auto times both on this machine (cached,
+  // model/dtype_calibration.h) and picks the faster.
+  add_compute_flags(cmd, &o->dtype, &o->device, &o->cfg.n_threads,
+                    "auto | fp32 | bf16 | fp16 (auto: bf16 on CUDA; on the CPU the faster of fp32 and bf16 "
+                    "as timed once on "
+                    "this machine and cached in ~/.cache/vispco)");
   cmd->add_option("--n-text", o->cfg.n_text,
                   "Text tokens in the prompt (BOS included), besides the N_v visual ones")
       ->capture_default_str();
@@ -77,6 +78,9 @@ void register_bench(CLI::App& app) {
   cmd->add_flag("--json", o->json, "Print one JSON object instead of the table");
   cmd->callback([o] {
     o->cfg.device = parse_device(o->device);
+    RunContext threads_ctx;
+    threads_ctx.n_threads = o->cfg.n_threads;
+    apply_threads(threads_ctx);  // a measured auto dtype (core/auto_dtype.h) times the thread count in force
     const DtypeChoice dtype_choice = choose_dtype(o->dtype, o->cfg.device);
     o->cfg.dtype = dtype_choice.dtype;
     if (!o->image_size.empty()) {

@@ -3,20 +3,35 @@
 #include <c10/util/Exception.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 
 #include "cli/commands.h"
 #include "core/allocator.h"
+#include "core/auto_dtype.h"
 #include "core/errors.h"
+#include "model/dtype_calibration.h"
 
 namespace {
 // First line of a LibTorch message, without its C++ backtrace.
 std::string first_line(const std::string& what) { return what.substr(0, what.find('\n')); }
+
+// Where `--dtype auto` keeps its calibration (model/dtype_calibration.h): $XDG_CACHE_HOME/vispco, else
+// ~/.cache/vispco; "" (measure every run) when neither variable is set.
+std::string dtype_cache_file() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg != nullptr && *xdg != '\0') return std::string(xdg) + "/vispco/dtype-calibration.json";
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && *home != '\0') return std::string(home) + "/.cache/vispco/dtype-calibration.json";
+  return "";
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   vispco::keep_large_buffers_in_heap();  // large tensor buffers stay in the heap (core/allocator.h)
+  // --dtype auto on the CPU: by a cached measurement of this machine (issue 51), not by CPU flags alone.
+  vispco::set_cpu_auto_dtype([file = dtype_cache_file()] { return vispco::calibrated_cpu_dtype(file); });
   CLI::App app{"vispco: visual-token pruning for vision-language models"};
   app.require_subcommand(1);
   vispco::cli::register_bench(app);

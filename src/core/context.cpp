@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <torch/cuda.h>
 
+#include "core/auto_dtype.h"
 #include "core/cpu_features.h"
 #include "core/cpu_quota.h"
 #include "core/errors.h"
@@ -29,6 +30,7 @@ DtypeChoice choose_dtype(const std::string& name, const c10::Device& device) {
     }
   }
   if (device.is_cuda()) return {c10::kBFloat16, "auto: CUDA device"};
+  if (const auto& measured = cpu_auto_dtype()) return measured();  // by measurement (core/auto_dtype.h)
   const CpuFeatures cpu = detect_cpu_features();
   if (cpu.native_bf16()) return {c10::kBFloat16, "auto: CPU has native bf16 (" + cpu.summary() + ")"};
   return {c10::kFloat, "auto: CPU has no AVX512-BF16/AMX-BF16 (" + cpu.summary() + "), where bf16 is slow"};
@@ -78,10 +80,10 @@ RunContext inference_context(const std::string& device, const std::string& dtype
                              DtypeChoice* choice) {
   RunContext ctx;
   ctx.device = parse_device(device);
+  ctx.n_threads = n_threads;
+  apply_threads(ctx);  // first: a measured "auto" (core/auto_dtype.h) times the thread count in force
   const DtypeChoice c = choose_dtype(dtype, ctx.device);
   ctx.dtype = c.dtype;
-  ctx.n_threads = n_threads;
-  apply_threads(ctx);
   if (choice != nullptr) *choice = c;
   return ctx;
 }

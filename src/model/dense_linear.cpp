@@ -2,6 +2,9 @@
 #include "model/dense_linear.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+
+#include "model/gemv/gemv.h"
 
 namespace vispco {
 namespace {
@@ -15,11 +18,18 @@ bool bf16_mv_sums_in_fp32() {
   return yes;
 }
 
+// Whether autograd would record this product (gemv records nothing).
+bool needs_grad(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  return at::GradMode::is_enabled() &&
+         (x.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
+}
+
 }  // namespace
 
 at::Tensor dense_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   if (!x.device().is_cpu() || x.dim() < 1 || weight.dim() != 2 || x.size(-1) == 0)
     return at::linear(x, weight, bias);
+  if (gemv_accepts(x, weight, bias) && !needs_grad(x, weight, bias)) return gemv(x, weight, bias);
   const int64_t in = x.size(-1), rows = x.numel() / in;
   const bool bf16 = x.scalar_type() == at::kBFloat16;
   const bool one_row = rows == 1 && (!bf16 || bf16_mv_sums_in_fp32());

@@ -10,19 +10,19 @@ namespace vispco {
 /// rows and slower at 616 (2 threads, AMX-BF16 Xeon, the 1.1B decoder's shapes).
 inline constexpr int64_t kDenseLinearFewRows = 64;
 
-/// y = x Wᵀ + b, as torch.nn.functional.linear, with two CPU paths for the few rows of a decode step, whose
-/// time is the read of every weight (issue 20; bench/bench_decode_bandwidth, docs/benchmarks.md; 2 threads,
-/// the 1.1B decoder's shapes):
-/// - one row (decode at batch 1, x [1, 1, in]): at::addmv / at::mv, LibTorch's matrix–vector kernel, which
-///   streams the weight at 20 GB/s in bf16 and 25 GB/s in fp32 where at::linear's one-row GEMM reaches 13
-///   and 11 GB/s — in bf16 only on CPUs with AVX-512 (BW, VL, DQ): elsewhere LibTorch 1.13's bf16
-///   matrix–vector kernel sums in bf16 (max error 1.25 against 0.12 for (W xᵀ)ᵀ at in = 300, AVX2 Xeon),
-///   so a bf16 row there takes the next path;
+/// y = x Wᵀ + b, as torch.nn.functional.linear, with CPU paths for the few rows of a decode step, whose time
+/// is the read of every weight (issues 20 and 51; bench/bench_decode_bandwidth, docs/benchmarks.md):
+/// - 1..kGemvMaxRows rows (decode at batch ≤ 4), fp32 or bf16, contiguous weight, no gradient recorded
+///   (autograd off, or no operand requiring grad): vispco's own gemv (model/gemv/gemv.h), one pass over the
+///   weight with AVX-512 / AVX512_BF16 / AVX2 loops chosen at run time, summing in fp32;
+/// - otherwise one row: at::addmv / at::mv, LibTorch's matrix–vector kernel — in bf16 only on CPUs with
+///   AVX-512 (BW, VL, DQ): elsewhere LibTorch 1.13's bf16 matrix–vector kernel sums in bf16 (max error 1.25
+///   against 0.12 for (W xᵀ)ᵀ at in = 300, AVX2 Xeon), so a bf16 row there takes the next path;
 /// - up to kDenseLinearFewRows rows in bf16 (batched decode): (W xᵀ)ᵀ through at::mm, 21–23 GB/s where
 ///   at::linear's x Wᵀ reaches 8–15 GB/s at 2–64 rows (in fp32 both forms are alike, so fp32 keeps
 ///   at::linear).
-/// Everything else (prefill, other devices) calls at::linear. Results agree with at::linear to rounding
-/// (another summation order), not bit for bit.
+/// Everything else (prefill, training, other devices) calls at::linear. Results agree with at::linear to
+/// rounding (another summation order), not bit for bit.
 /// @param x [..., in] @param weight [out, in], x's dtype @param bias [out] or undefined
 /// @return [..., out] in x's dtype, contiguous. @throws c10::Error on mismatched shapes or dtypes (as
 /// at::linear).
