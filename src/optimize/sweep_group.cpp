@@ -48,7 +48,8 @@ LaunchFromEnvironment launch_from_environment() {
     try {
       if (colon == std::string::npos) throw std::invalid_argument(h);
       const int64_t rank = std::stoll(h.substr(0, colon)), n = std::stoll(h.substr(colon + 1));
-      if (rank == out.env.rank && n > 0) out.test_exit_after_items = n;
+      if (n < 0) throw std::invalid_argument(h);
+      if (rank == out.env.rank) out.test_exit_after_items = n;
     } catch (const std::exception&) {
       throw InvalidArgument("VISPCO_TEST_EXIT_AFTER must be RANK:N (e.g. 2:1), got '" + h + "'");
     }

@@ -30,10 +30,10 @@ class SweepGroup {
  public:
   /// Joins the launch `env` describes (rank 0 starts the TCPStore at MASTER_ADDR:MASTER_PORT and waits for
   /// every rank). nullptr when env is one process.
-  /// @param test_exit_after_items SharingOptions::exit_after_items for this rank (tests), 0 = never
+  /// @param test_exit_after_items SharingOptions::exit_after_items for this rank (tests), −1 = never
   /// @throws InvalidArgument (bad flags), Error (rendezvous failed or timed out: one line with the address).
   static std::unique_ptr<SweepGroup> join(const LauncherEnv& env, const SweepFlags& flags,
-                                          int64_t test_exit_after_items = 0);
+                                          int64_t test_exit_after_items = -1);
   ~SweepGroup();
   eval::WorkSharing& sharing() { return *sharing_; }
   const LauncherEnv& env() const { return env_; }
@@ -47,11 +47,11 @@ class SweepGroup {
 };
 
 /// The launch this process belongs to, from the process environment, and the test hook
-/// VISPCO_TEST_EXIT_AFTER="RANK:N" (that rank ends itself after N items, holding a lease). Called by the
-/// commands' front ends only. @throws InvalidArgument (malformed variables, one line).
+/// VISPCO_TEST_EXIT_AFTER="RANK:N" (that rank ends itself after N ≥ 0 items, holding the next one's lease).
+/// Called by the commands' front ends only. @throws InvalidArgument (malformed variables, one line).
 struct LaunchFromEnvironment {
   LauncherEnv env;
-  int64_t test_exit_after_items = 0;
+  int64_t test_exit_after_items = -1;
 };
 LaunchFromEnvironment launch_from_environment();
 

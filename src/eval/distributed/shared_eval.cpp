@@ -62,8 +62,8 @@ void SharingOptions::validate() const {
     throw InvalidArgument("sharing: the wait timeout must be > 0 s, got " + std::to_string(wait_timeout_s));
   if (!(poll_s > 0))
     throw InvalidArgument("sharing: the poll interval must be > 0 s, got " + std::to_string(poll_s));
-  if (exit_after_items < 0)
-    throw InvalidArgument("sharing: exit_after_items must be ≥ 0, got " + std::to_string(exit_after_items));
+  if (exit_after_items < -1)
+    throw InvalidArgument("sharing: exit_after_items must be ≥ −1, got " + std::to_string(exit_after_items));
 }
 
 WorkSharing::WorkSharing(KvStore& store, SharingOptions options) : store_(store), options_(options) {
@@ -181,7 +181,7 @@ EvalReport evaluate_shared(VisionLanguageModel& model, const std::string& model_
       pause(so.poll_s);
       continue;
     }
-    if (so.exit_after_items > 0 && sharing.n_items_done() >= so.exit_after_items) {
+    if (so.exit_after_items >= 0 && sharing.n_items_done() >= so.exit_after_items) {
       std::fprintf(stderr, "%stest hook: ending the process while holding the lease on item %lld\n",
                    sharing.log_prefix().c_str(), static_cast<long long>(*item));
       std::fflush(stderr);

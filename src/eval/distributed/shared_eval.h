@@ -33,9 +33,9 @@ struct SharingOptions {
   double wait_timeout_s = 1800;
   /// Pause between polls of the store when no item is free, s, > 0.
   double poll_s = 0.05;
-  /// Test hook: after finishing this many items, lease one more and end the process (exit status 0, as a
-  /// worker that vanished) without finishing it; 0 = never.
-  int64_t exit_after_items = 0;
+  /// Test hook: after finishing this many items (≥ 0), lease one more and end the process (exit status 0,
+  /// as a worker that vanished) without finishing it; −1 = never.
+  int64_t exit_after_items = -1;
 
   /// @throws InvalidArgument naming the bad field and value.
   void validate() const;
