@@ -3,6 +3,7 @@
 // completions (counter of complete() calls, so rank 0 scans only when something arrived).
 #include "eval/distributed/work_queue.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -88,7 +89,11 @@ std::vector<std::pair<int64_t, std::string>> WorkQueue::collect() {
   const int64_t completions = store_.add(prefix_ + "completions", 0);
   if (completions == last_completions_) return out;
   last_completions_ = completions;
-  for (int64_t i = 0; i < n_items_; ++i) {
+  // Only items handed out so far, from the first one not collected: about one per rank in flight, so a
+  // collect costs O(ranks) store calls, not O(items).
+  const int64_t handed = std::min(n_items_, store_.add(prefix_ + "next", 0));
+  while (first_uncollected_ < n_items_ && collected_.count(first_uncollected_)) ++first_uncollected_;
+  for (int64_t i = first_uncollected_; i < handed; ++i) {
     if (collected_.count(i) || !store_.get(key("done", i))) continue;
     std::optional<std::string> payload = store_.get(key("result", i));
     if (!payload) continue;  // cannot happen (result before done), but never collect nothing

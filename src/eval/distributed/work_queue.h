@@ -53,7 +53,7 @@ class WorkQueue {
   int64_t lease_ms_;
   Clock now_;
   bool fresh_left_ = true;
-  int64_t serial_ = 0, n_retaken_ = 0, last_completions_ = -1;
+  int64_t serial_ = 0, n_retaken_ = 0, last_completions_ = -1, first_uncollected_ = 0;
   std::set<int64_t> known_done_, collected_;
   std::vector<int64_t> absent_since_;  // per item: when its lease key was first seen missing (−1: not)
 };
