@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "cli/commands.h"
+#include "cli/sweep_flags.h"
 #include "core/context.h"
 #include "core/errors.h"
 #include "eval/dataset.h"
@@ -48,19 +49,6 @@ std::pair<size_t, size_t> parse_shard(const std::string& text) {
   if (!std::regex_match(text, m, re))
     throw InvalidArgument("eval: --shard must be i/n with 0 ≤ i < n (e.g. 0/4), got '" + text + "'");
   return {std::stoul(m[1]), std::stoul(m[2])};
-}
-
-// The shared-sweep flags (they matter only under a launcher: torchrun, srun, mpirun).
-void add_sweep_flags(CLI::App* cmd, optimize::SweepFlags* f) {
-  cmd->add_option("--chunk", f->chunk, "Under a launcher: samples per work item handed out by rank 0")
-      ->capture_default_str();
-  cmd->add_option("--lease-timeout", f->lease_timeout_s,
-                  "Under a launcher: seconds after which an unfinished item is handed out again")
-      ->capture_default_str();
-  cmd->add_option(
-         "--dist-timeout", f->dist_timeout_s,
-         "Under a launcher: seconds to wait for the rendezvous at MASTER_ADDR:MASTER_PORT and for rank 0")
-      ->capture_default_str();
 }
 
 void run_eval(const EvalArgs& a) {

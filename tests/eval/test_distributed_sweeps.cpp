@@ -220,6 +220,41 @@ TEST(DistributedSweeps, MinKOnThreeRanksEqualsOneProcess) {
                      " --scorer random --k-min 4 --k-max 64 --k-step 20 --epsilon-abs 0.35");
 }
 
+// A JSON value without its timings (keys ending in "_ms"), for comparing runs.
+nlohmann::json without_timings(const nlohmann::json& j) {
+  if (j.is_object()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [k, v] : j.items())
+      if (k.size() < 3 || k.substr(k.size() - 3) != "_ms") out[k] = without_timings(v);
+    return out;
+  }
+  if (j.is_array()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& v : j) out.push_back(without_timings(v));
+    return out;
+  }
+  return j;
+}
+
+TEST(DistributedSweeps, ScorerTableOnThreeRanksEqualsOneProcess) {
+  if (!launcher_missing().empty()) GTEST_SKIP() << launcher_missing();
+  TempDir tmp;
+  const auto args = [&](const std::string& name) {
+    return "scorer-table --model " + model_dir() + " --data " + dataset() +
+           " --scorers random --keeps 4,64 --limit 6 --batch 2 --threads 1 --progress off --out " +
+           (tmp / (name + ".md")) + " --store " + (tmp / (name + ".sqlite"));
+  };
+  const CommandResult one = testing::run_cli(args("one"));
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const CommandResult three = launch3(args("three") + " --chunk 2 --dist-timeout 120");
+  ASSERT_EQ(three.exit_code, 0) << three.out << three.err;
+  const auto a = nlohmann::json::parse(testing::read_file(tmp / "one.json"));
+  const auto b = nlohmann::json::parse(testing::read_file(tmp / "three.json"));
+  ASSERT_EQ(a.at("cells").size(), 2u) << a.dump();
+  EXPECT_EQ(without_timings(a.at("cells")), without_timings(b.at("cells")));
+  EXPECT_EQ(without_timings(a.at("reference")), without_timings(b.at("reference")));
+}
+
 TEST(DistributedSweeps, BadRendezvousIsOneErrorLineNotAHang) {
   // No launcher needed: the variables torchrun would set, pointing at a port nobody listens on.
   TempDir tmp;
