@@ -271,5 +271,20 @@ TEST(DistributedSweeps, BadRendezvousIsOneErrorLineNotAHang) {
   testing::expect_bad_input(bad, "launcher environment: WORLD_SIZE='two' is not a whole number");
 }
 
+TEST(DistributedSweeps, CommandsNotSharedYetAreRefusedUnderALauncher) {
+  // Rather than run whole in every process: one line each, before anything slow.
+  TempDir tmp;
+  const std::string env =
+      "RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(free_port()) + " ";
+  const std::string cli = std::string(testing::cli_path()) + " ";
+  testing::expect_bad_input(run_shell(env + cli + "eval --model " + model_dir() + " --data " + dataset() +
+                                      " --plan divprune:keep=auto --out " + (tmp / "a")),
+                            "eval: keep=auto plans do not run under a launcher yet");
+  testing::expect_bad_input(
+      run_shell(env + cli + "optimize --method coverage --model " + model_dir() + " --calib " + dataset() +
+                " --test " + dataset() + " --train " + dataset() + " --out " + (tmp / "c")),
+      "optimize --method coverage does not run under a launcher yet");
+}
+
 }  // namespace
 }  // namespace vispco
