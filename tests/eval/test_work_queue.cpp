@@ -163,5 +163,24 @@ TEST(WorkSharing, BroadcastGivesRankZerosValueAndSweepsGetFreshPrefixes) {
   EXPECT_EQ(r0.log_prefix(), "[rank 0/2] ");
 }
 
+TEST(WorkSharing, APublishedSweepLeavesTheStoreOnceEveryWorkerReadIt) {
+  MemoryKvStore store;
+  SharingOptions o;
+  o.world_size = 3;
+  WorkSharing main(store, o);
+  store.set("vispco/0/final", "results of sweep 0");
+  store.set("vispco/0/plan", "items of sweep 0");
+  main.retire("vispco/0/");
+  main.read_final("vispco/0/");  // as worker 1 (the calls are the workers'; one store here)
+  store.set("vispco/1/final", "results of sweep 1");
+  main.retire("vispco/1/");  // only one of two workers read sweep 0: kept
+  EXPECT_EQ(store.get("vispco/0/final"), "results of sweep 0");
+  main.read_final("vispco/0/");  // worker 2
+  main.retire("vispco/2/");
+  EXPECT_EQ(store.get("vispco/0/final"), std::nullopt);
+  EXPECT_EQ(store.get("vispco/0/plan"), std::nullopt);
+  EXPECT_EQ(store.get("vispco/1/final"), "results of sweep 1");  // nobody has read sweep 1
+}
+
 }  // namespace
 }  // namespace vispco::eval

@@ -109,6 +109,24 @@ void WorkSharing::finish() {
     pause(options_.poll_s);
 }
 
+void WorkSharing::retire(const std::string& prefix) {
+  // Earlier sweeps' values go once every other rank has said it read them (a rank that died never does: its
+  // sweeps' values stay, a few hundred bytes a sample).
+  std::vector<std::string> kept;
+  for (const std::string& p : published_) {
+    if (store_.add(p + "read", 0) >= options_.world_size - 1) {
+      store_.erase(p + "final");
+      store_.erase(p + "plan");
+    } else {
+      kept.push_back(p);
+    }
+  }
+  kept.push_back(prefix);
+  published_ = std::move(kept);
+}
+
+void WorkSharing::read_final(const std::string& prefix) { store_.add(prefix + "read", 1); }
+
 EvalReport evaluate_shared(VisionLanguageModel& model, const std::string& model_hash, const Dataset& dataset,
                            const EvalOptions& options, PrefillHook* hook, WorkSharing& sharing) {
   const SharingOptions& so = sharing.options();
@@ -218,9 +236,11 @@ EvalReport evaluate_shared(VisionLanguageModel& model, const std::string& model_
     for (const auto& [id, r] : stored)
       if (wanted.count(id) && !fresh.count(id)) fin["stored"].push_back(result_json(r));
     kv.set(prefix + "final", dump(fin));
+    sharing.retire(prefix);
     rep.n_from_store = selected.size() - n_todo;
   } else {
     const auto fin = nlohmann::json::parse(sharing.wait_for(prefix + "final", "the sweep's results"));
+    sharing.read_final(prefix);
     for (const auto& r : fin.at("fresh")) {
       SampleResult s = result_from_json(r);
       fresh.emplace(s.sample_id, std::move(s));

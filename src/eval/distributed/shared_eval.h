@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "eval/distributed/kv_store.h"
 #include "eval/evaluator.h"
@@ -67,11 +68,16 @@ class WorkSharing {
   int64_t n_items_done() const { return n_items_done_; }
   /// Called after each item this rank finishes (the test hook).
   void item_done() { ++n_items_done_; }
+  /// Rank 0: `prefix`'s published sweep (items, final results) may go once every other rank has read it.
+  void retire(const std::string& prefix);
+  /// A worker: it has read `prefix`'s final results.
+  void read_final(const std::string& prefix);
 
  private:
   KvStore& store_;
   SharingOptions options_;
   int64_t n_sweeps_ = 0, n_broadcasts_ = 0, n_items_done_ = 0;
+  std::vector<std::string> published_;  // rank 0: sweeps whose final results are still in the store
 };
 
 /// evaluate() with the work shared (see the file comment); world size 1 runs evaluate() itself. Only rank 0
