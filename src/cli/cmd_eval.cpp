@@ -11,9 +11,11 @@
 #include <tuple>
 
 #include "cli/commands.h"
+#include "cli/sweep_flags.h"
 #include "core/context.h"
 #include "core/errors.h"
 #include "eval/dataset.h"
+#include "eval/distributed/shared_eval.h"
 #include "eval/evaluator.h"
 #include "eval/plan_evaluation.h"
 #include "eval/run_key.h"
@@ -21,6 +23,7 @@
 #include "model/quant.h"
 #include "model/vlm.h"
 #include "optimize/dynamic_k/auto_keep_eval.h"
+#include "optimize/sweep_group.h"
 #include "prune/bound_plan.h"
 
 namespace vispco::cli {
@@ -36,6 +39,7 @@ struct EvalArgs {
   static constexpr int64_t kNoShuffle = std::numeric_limits<int64_t>::min();
   bool skip_missing = false, allow_outside = false, json = false;
   QuantFlags quant;
+  optimize::SweepFlags sweep;
 };
 
 // "i/n" → (i, n). @throws InvalidArgument.
@@ -74,8 +78,18 @@ void run_eval(const EvalArgs& a) {
   }
   o.validate();  // before the slow steps
 
+  // Under a launcher (torchrun, srun, mpirun): join the group first, so a bad address fails before the slow
+  // steps; rank 0 alone writes the store and the outputs.
+  const optimize::LaunchFromEnvironment launch = optimize::launch_from_environment();
+  if (launch.env.distributed() && auto_keep)
+    throw InvalidArgument("eval: keep=auto plans do not run under a launcher yet; run them in one process");
+  const auto group = optimize::SweepGroup::join(launch.env, a.sweep, launch.test_exit_after_items);
+  const bool main_rank = !group || group->sharing().is_main();
+  if (!main_rank) o.progress = eval::ProgressMode::kOff;
+
   DtypeChoice dtype_choice;
-  const RunContext ctx = inference_context(a.device, a.dtype, a.threads, &dtype_choice);
+  const RunContext ctx =
+      inference_context(optimize::rank_device(a.device, launch.env), a.dtype, a.threads, &dtype_choice);
 
   eval::DatasetOptions dopts;
   dopts.allow_outside = a.allow_outside;
@@ -94,9 +108,13 @@ void run_eval(const EvalArgs& a) {
     dynamic = res.to_json();
     dynamic.erase("report");
     rep = std::move(res.report);
+  } else if (group) {
+    rep = eval::evaluate_plan_shared(model, model_hash, ds, o, bound, group->sharing());
+    group->sharing().finish();
   } else {
     rep = eval::evaluate_plan(model, model_hash, ds, o, bound);
   }
+  if (!main_rank) return;  // its results are in rank 0's store and report
   if (a.json) {
     nlohmann::json j = rep.to_json();
     if (auto_keep) j["dynamic_k"] = dynamic;
@@ -146,6 +164,7 @@ void register_eval(CLI::App& app) {
                 "Skip samples whose image is missing/unreadable (default: stop)");
   cmd->add_flag("--allow-outside", a->allow_outside, "Allow image paths outside the dataset folder");
   cmd->add_flag("--json", a->json, "Print the summary as one JSON object (no progress)");
+  add_sweep_flags(cmd, &a->sweep);
   cmd->callback([a, cmd] {
     EvalArgs args = *a;
     args.plan = plan_for_model(args.model, args.plan, cmd->count("--plan") > 0);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/sweep_flags.h"
 #include "core/context.h"
 #include "core/errors.h"
 #include "core/named_table.h"
@@ -23,6 +24,7 @@ struct ScorerTableArgs {
                            dtype = "auto", device = "cpu", progress = "auto";
   int64_t limit = 0, batch = 4, layer = 2;
   int threads = 0;
+  optimize::SweepFlags sweep;
   std::vector<std::string> argv;  // for the provenance line
 };
 
@@ -48,15 +50,28 @@ void run_scorer_table(const ScorerTableArgs& a) {
   o.eval.store_path = a.store.empty() ? "out/scorer-table/results.sqlite" : a.store;
   o.eval.progress = eval::parse_progress_mode(a.progress);
   o.validate();
+  // Under a launcher: joined before the slow steps; every rank evaluates its share of each cell, rank 0
+  // writes the store and the table.
+  const optimize::LaunchFromEnvironment launch = optimize::launch_from_environment();
+  const auto group = optimize::SweepGroup::join(launch.env, a.sweep, launch.test_exit_after_items);
+  const bool main_rank = !group || group->sharing().is_main();
+  if (!main_rank) o.eval.progress = eval::ProgressMode::kOff;
+  const std::string prefix = group ? group->sharing().log_prefix() : "";
   DtypeChoice dtype_choice;
-  const RunContext ctx = inference_context(a.device, a.dtype, a.threads, &dtype_choice);
+  const RunContext ctx =
+      inference_context(optimize::rank_device(a.device, launch.env), a.dtype, a.threads, &dtype_choice);
   const eval::Dataset ds = eval::load_dataset(a.data);
   auto model = VisionLanguageModel::load(a.model, ctx);
-  auto table = optimize::run_scorer_table(model, a.model, ds, o, [](const optimize::ScorerTableCell& c) {
-    std::fprintf(stderr, "[scorer-table] %-10s K=%-4ld accuracy %5.1f %%  FLOPs %4.0f %%  (%s)\n",
-                 c.scorer.c_str(), (long)c.keep, 100.0 * c.metrics.overall.accuracy(), 100.0 * c.flops_ratio,
-                 c.plan.c_str());
-  });
+  auto table = optimize::run_scorer_table(
+      model, a.model, ds, o,
+      [&prefix](const optimize::ScorerTableCell& c) {
+        std::fprintf(stderr, "%s[scorer-table] %-10s K=%-4ld accuracy %5.1f %%  FLOPs %4.0f %%  (%s)\n",
+                     prefix.c_str(), c.scorer.c_str(), (long)c.keep, 100.0 * c.metrics.overall.accuracy(),
+                     100.0 * c.flops_ratio, c.plan.c_str());
+      },
+      group ? &group->sharing() : nullptr);
+  if (group) group->sharing().finish();
+  if (!main_rank) return;  // rank 0 writes the table
   std::string command = "vispco";
   for (const auto& s : a.argv) command += " " + s;
   write_text_atomically(a.out, table.to_markdown(command, a.banner));
@@ -93,6 +108,7 @@ void register_scorer_table(CLI::App& app) {
   add_compute_flags(cmd, &a->dtype, &a->device, &a->threads);
   cmd->add_option("--progress", a->progress, "Progress on stderr: auto | bar | lines | off")
       ->capture_default_str();
+  add_sweep_flags(cmd, &a->sweep);
   cmd->callback([a, cmd] {
     a->argv = {"scorer-table"};
     for (const auto* opt : cmd->get_options())

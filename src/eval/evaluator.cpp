@@ -12,6 +12,7 @@
 #include "core/errors.h"
 #include "core/json_fields.h"
 #include "cost/timer.h"
+#include "eval/evaluator_steps.h"
 #include "eval/run_key.h"
 #include "io/image.h"
 
@@ -21,14 +22,6 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string policy_name(MissingImagePolicy p) { return p == MissingImagePolicy::kSkip ? "skip" : "stop"; }
-
-// Sample indices (into dataset.samples) after limit and shard, in dataset order.
-std::vector<size_t> select_samples(const Dataset& ds, const EvalOptions& o) {
-  const size_t n = o.limit == 0 ? ds.samples.size() : std::min(o.limit, ds.samples.size());
-  std::vector<size_t> out;
-  for (size_t i = o.shard_index; i < n; i += o.shard_count) out.push_back(i);
-  return out;
-}
 
 double extra_number(const SampleResult& r, const char* key) {
   const auto it = r.extra.find(key);
@@ -178,98 +171,82 @@ void summarise_rows(EvalReport& rep) {
   rep.answer_prior = answer_priors(rep.rows);
 }
 
-EvalReport evaluate(VisionLanguageModel& model, const std::string& model_hash, const Dataset& dataset,
-                    const EvalOptions& options, PrefillHook* hook) {
-  options.validate();
-  Stopwatch wall;
-  EvalReport rep;
+namespace detail {
+
+std::vector<size_t> select_samples(const Dataset& ds, const EvalOptions& o) {
+  const size_t n = o.limit == 0 ? ds.samples.size() : std::min(o.limit, ds.samples.size());
+  std::vector<size_t> out;
+  for (size_t i = o.shard_index; i < n; i += o.shard_count) out.push_back(i);
+  return out;
+}
+
+RunKey eval_run_key(const VisionLanguageModel& model, const std::string& model_hash, const Dataset& dataset,
+                    const EvalOptions& options, const PrefillHook* hook) {
   const std::string dataset_key =
       options.shuffle_images ? dataset.hash + "+shuffle-images=" + std::to_string(*options.shuffle_images)
                              : dataset.hash;
-  rep.key = {model_hash, dataset_key, canonical_plan(options.plan),
+  RunKey key{model_hash, dataset_key, canonical_plan(options.plan),
              decoding_key(options.generation, model.context().dtype)};
-  if ((rep.key.plan == "none") != (hook == nullptr))
+  if ((key.plan == "none") != (hook == nullptr))
     throw InvalidArgument(hook == nullptr
-                              ? "eval: plan '" + rep.key.plan + "' given without its pruning hook"
+                              ? "eval: plan '" + key.plan + "' given without its pruning hook"
                               : "eval: a pruning hook was given but the plan is 'none'; name the plan so "
                                 "its results are stored apart from the unpruned ones");
-  rep.n_dataset = dataset.samples.size();
-  const std::vector<size_t> selected = select_samples(dataset, options);
-  rep.n_selected = selected.size();
-  // The sample whose image each sample is shown (itself unless shuffled).
+  return key;
+}
+
+SampleRunner::SampleRunner(VisionLanguageModel& model, const Dataset& dataset, const EvalOptions& options,
+                           PrefillHook* hook)
+    : model_(model), dataset_(dataset), options_(options), hook_(hook) {
   const size_t n_limited =
       options.limit == 0 ? dataset.samples.size() : std::min(options.limit, dataset.samples.size());
-  const std::vector<size_t> image_source =
-      options.shuffle_images ? image_permutation(n_limited, *options.shuffle_images) : std::vector<size_t>{};
-  const auto shown = [&](size_t i) -> const Sample& {
-    return dataset.samples[options.shuffle_images ? image_source[i] : i];
-  };
+  if (options.shuffle_images) image_source_ = image_permutation(n_limited, *options.shuffle_images);
+}
 
-  std::unique_ptr<ResultStore> store;
-  std::set<std::string> done;
-  if (!options.store_path.empty()) {
-    const fs::path parent = fs::path(options.store_path).parent_path();
-    std::error_code ec;
-    if (!parent.empty()) fs::create_directories(parent, ec);
-    if (ec)
-      throw IoError("eval: cannot create the store's folder '" + parent.string() + "': " + ec.message());
-    store = std::make_unique<ResultStore>(options.store_path);
-    rep.store_path = options.store_path;
-    done = store->done_ids(rep.key);
-  }
-  std::vector<size_t> todo;
-  for (size_t i : selected)
-    if (!done.count(dataset.samples[i].id)) todo.push_back(i);
-  rep.n_from_store = selected.size() - todo.size();
+const Sample& SampleRunner::shown(size_t i) const {
+  return dataset_.samples[options_.shuffle_images ? image_source_[i] : i];
+}
 
-  // Generate what is missing, one batch at a time; each batch is committed before the next starts.
-  std::map<std::string, SampleResult> fresh;
-  std::set<std::string> skipped;
-  Progress progress(todo.size(), "eval", options.progress);
-  for (size_t start = 0; start < todo.size(); start += options.batch_size) {
-    const size_t end = std::min(todo.size(), start + options.batch_size);
+void SampleRunner::run(const std::vector<size_t>& indices, std::vector<SampleResult>& results,
+                       std::vector<std::pair<std::string, std::string>>& skipped,
+                       const std::function<void(const std::vector<SampleResult>&, size_t)>& after_batch) {
+  for (size_t start = 0; start < indices.size(); start += options_.batch_size) {
+    const size_t end = std::min(indices.size(), start + options_.batch_size);
     std::vector<const Sample*> batch;
     std::vector<VlmRequest> reqs;
     for (size_t t = start; t < end; ++t) {
-      const Sample& s = dataset.samples[todo[t]];
+      const Sample& s = dataset_.samples[indices[t]];
       cv::Mat rgb;
       try {
-        rgb = io::load_image_rgb(shown(todo[t]).image_path);
+        rgb = io::load_image_rgb(shown(indices[t]).image_path);
       } catch (const Error& e) {
-        if (options.on_missing_image == MissingImagePolicy::kStop) {
-          const std::string msg = dataset.jsonl_path + ":" + std::to_string(s.line) + ": sample '" + s.id +
+        if (options_.on_missing_image == MissingImagePolicy::kStop) {
+          const std::string msg = dataset_.jsonl_path + ":" + std::to_string(s.line) + ": sample '" + s.id +
                                   "': " + e.what() + " (skip such samples with --skip-missing)";
           if (dynamic_cast<const FormatError*>(&e) != nullptr) throw FormatError(msg);
           throw IoError(msg);
         }
-        skipped.insert(s.id);
-        if (rep.warnings.size() < 20) rep.warnings.push_back("sample '" + s.id + "' skipped: " + e.what());
+        skipped.emplace_back(s.id, "sample '" + s.id + "' skipped: " + e.what());
         continue;
       }
       batch.push_back(&s);
-      reqs.push_back({model.preprocess(rgb), model.prompt_ids(s.question)});
+      reqs.push_back({model_.preprocess(rgb), model_.prompt_ids(s.question)});
     }
-    if (!batch.empty()) {
-      auto results = run_batch(model, batch, std::move(reqs), options.generation, hook);
-      if (store) store->put_many(rep.key, results);
-      for (auto& r : results) fresh.emplace(r.sample_id, std::move(r));
-    }
-    progress.advance(end - start);
+    std::vector<SampleResult> fresh;
+    if (!batch.empty()) fresh = run_batch(model_, batch, std::move(reqs), options_.generation, hook_);
+    if (after_batch) after_batch(fresh, end - start);
+    for (auto& r : fresh) results.push_back(std::move(r));
   }
-  progress.finish();
-  rep.n_evaluated = fresh.size();
-  rep.n_skipped = skipped.size();
-  if (skipped.size() > rep.warnings.size())
-    rep.warnings.push_back("… and " + std::to_string(skipped.size() - rep.warnings.size()) + " more skipped");
+}
 
-  // Summarise every selected sample: this call's results, else the store's.
-  std::map<std::string, SampleResult> stored;
-  if (store && rep.n_from_store > 0)
-    for (auto& r : store->results(rep.key)) stored.emplace(r.sample_id, std::move(r));
+void assemble_report(EvalReport& rep, const Dataset& dataset, const EvalOptions& options,
+                     const SampleRunner& runner, const std::vector<size_t>& selected,
+                     const std::map<std::string, SampleResult>& fresh,
+                     const std::map<std::string, SampleResult>& stored) {
   for (size_t i : selected) {
     const Sample& s = dataset.samples[i];
     EvalRow row{s.id, s.family, s.question, s.answer, {}, {}, {}, false};
-    if (options.shuffle_images) row.image_of = shown(i).id;
+    if (options.shuffle_images) row.image_of = runner.shown(i).id;
     if (auto it = fresh.find(s.id); it != fresh.end()) {
       row.result = it->second;
     } else if (auto st = stored.find(s.id); st != stored.end()) {
@@ -282,6 +259,71 @@ EvalReport evaluate(VisionLanguageModel& model, const std::string& model_hash, c
     rep.rows.push_back(std::move(row));
   }
   summarise_rows(rep);
+}
+
+void add_skip_warnings(EvalReport& rep, const std::vector<std::pair<std::string, std::string>>& skipped) {
+  std::set<std::string> ids;
+  for (const auto& [id, warning] : skipped) {
+    if (!ids.insert(id).second) continue;
+    if (rep.warnings.size() < 20) rep.warnings.push_back(warning);
+  }
+  rep.n_skipped = ids.size();
+  if (ids.size() > rep.warnings.size())
+    rep.warnings.push_back("… and " + std::to_string(ids.size() - rep.warnings.size()) + " more skipped");
+}
+
+std::unique_ptr<ResultStore> open_store(const std::string& path) {
+  const fs::path parent = fs::path(path).parent_path();
+  std::error_code ec;
+  if (!parent.empty()) fs::create_directories(parent, ec);
+  if (ec) throw IoError("eval: cannot create the store's folder '" + parent.string() + "': " + ec.message());
+  return std::make_unique<ResultStore>(path);
+}
+
+}  // namespace detail
+
+EvalReport evaluate(VisionLanguageModel& model, const std::string& model_hash, const Dataset& dataset,
+                    const EvalOptions& options, PrefillHook* hook) {
+  options.validate();
+  Stopwatch wall;
+  EvalReport rep;
+  rep.key = detail::eval_run_key(model, model_hash, dataset, options, hook);
+  rep.n_dataset = dataset.samples.size();
+  const std::vector<size_t> selected = detail::select_samples(dataset, options);
+  rep.n_selected = selected.size();
+  detail::SampleRunner runner(model, dataset, options, hook);
+
+  std::unique_ptr<ResultStore> store;
+  std::set<std::string> done;
+  if (!options.store_path.empty()) {
+    store = detail::open_store(options.store_path);
+    rep.store_path = options.store_path;
+    done = store->done_ids(rep.key);
+  }
+  std::vector<size_t> todo;
+  for (size_t i : selected)
+    if (!done.count(dataset.samples[i].id)) todo.push_back(i);
+  rep.n_from_store = selected.size() - todo.size();
+
+  // Generate what is missing, one batch at a time; each batch is committed before the next starts.
+  std::vector<SampleResult> results;
+  std::vector<std::pair<std::string, std::string>> skipped;
+  Progress progress(todo.size(), "eval", options.progress);
+  runner.run(todo, results, skipped, [&](const std::vector<SampleResult>& batch, size_t n_tried) {
+    if (store && !batch.empty()) store->put_many(rep.key, batch);
+    progress.advance(n_tried);
+  });
+  progress.finish();
+  std::map<std::string, SampleResult> fresh;
+  for (auto& r : results) fresh.emplace(r.sample_id, std::move(r));
+  rep.n_evaluated = fresh.size();
+  detail::add_skip_warnings(rep, skipped);
+
+  // Summarise every selected sample: this call's results, else the store's.
+  std::map<std::string, SampleResult> stored;
+  if (store && rep.n_from_store > 0)
+    for (auto& r : store->results(rep.key)) stored.emplace(r.sample_id, std::move(r));
+  detail::assemble_report(rep, dataset, options, runner, selected, fresh, stored);
   rep.wall_s = wall.ms() / 1000.0;
   rep.samples_per_s = rep.n_evaluated > 0 && rep.wall_s > 0 ? rep.n_evaluated / rep.wall_s : 0.0;
   if (!options.out_dir.empty()) write_eval_outputs(rep, options, options.out_dir);

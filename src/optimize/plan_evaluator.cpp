@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "eval/distributed/shared_eval.h"
 #include "eval/plan_evaluation.h"
 #include "eval/result_store.h"
 #include "eval/run_key.h"
@@ -130,7 +131,12 @@ EvalPoint ModelPlanEvaluator::evaluate(const PruningPlan& plan, Split split, con
   o.batch_size = settings_.batch_size;
   o.store_path = settings_.store_path;
   o.progress = settings_.progress;
-  const eval::EvalReport rep = eval::evaluate_plan(model_, model_hash_, *d.dataset, o, plan, settings_.env);
+  const eval::EvalReport rep =
+      settings_.sharing != nullptr
+          ? eval::evaluate_plan_shared(model_, model_hash_, *d.dataset, o,
+                                       BoundPlan::bind(plan, model_.shape(), settings_.env),
+                                       *settings_.sharing)
+          : eval::evaluate_plan(model_, model_hash_, *d.dataset, o, plan, settings_.env);
 
   EvalPoint p;
   fill_plan_figures(p, plan, model_.shape(), split, d.n_text, d.family, template_text, param, d.images);
@@ -172,6 +178,16 @@ std::string ModelPlanEvaluator::result_key(const PruningPlan& plan) {
 }
 
 std::vector<std::string> ModelPlanEvaluator::complete_plans(Split split) {
+  if (settings_.sharing != nullptr && settings_.sharing->options().world_size > 1) {
+    // Only rank 0 has the store: its list, on every rank, so that every rank's search takes the same steps.
+    eval::WorkSharing& sh = *settings_.sharing;
+    const nlohmann::json list = sh.is_main() ? nlohmann::json(local_complete_plans(split)) : nlohmann::json();
+    return nlohmann::json::parse(sh.broadcast(list.dump())).get<std::vector<std::string>>();
+  }
+  return local_complete_plans(split);
+}
+
+std::vector<std::string> ModelPlanEvaluator::local_complete_plans(Split split) {
   std::vector<std::string> out;
   if (!std::filesystem::exists(settings_.store_path)) return out;
   const SplitData& d = data(split);

@@ -22,6 +22,10 @@
 #include "prune/plan.h"
 #include "prune/scorer.h"
 
+namespace vispco::eval {
+class WorkSharing;
+}
+
 namespace vispco::optimize {
 
 /// The two splits a search uses: choose on calibration, report on test.
@@ -108,6 +112,9 @@ struct ModelEvalSettings {
   std::function<void(const std::string&)> log;
   /// Bound into every plan's scorers: the model folder, where the learned gate's default file lives.
   ScorerEnv env;
+  /// Under a launcher: every evaluation shared by the ranks (eval/distributed/shared_eval.h; rank 0 writes
+  /// the store, every rank gets the same points); nullptr = this process alone. Must outlive the evaluator.
+  eval::WorkSharing* sharing = nullptr;
 };
 
 /// The real evaluator: a loaded model, the two datasets and the result store (eval::evaluate under the
@@ -137,6 +144,7 @@ class ModelPlanEvaluator : public PlanEvaluator {
     std::vector<FlopsSpec> images;    // per selected sample, or empty (default image size)
   };
   const SplitData& data(Split s) const { return s == Split::kCalib ? calib_ : test_; }
+  std::vector<std::string> local_complete_plans(Split split);  // from this process's store file
 
   VisionLanguageModel& model_;
   std::string model_hash_;

@@ -14,6 +14,7 @@
 
 #include "core/errors.h"
 #include "cost/flops.h"
+#include "eval/distributed/shared_eval.h"
 #include "eval/interval.h"
 #include "eval/plan_evaluation.h"
 #include "eval/run_key.h"
@@ -114,7 +115,8 @@ nlohmann::json ScorerTable::to_json() const {
 
 ScorerTable run_scorer_table(VisionLanguageModel& model, const std::string& model_dir,
                              const eval::Dataset& dataset, const ScorerTableOptions& options,
-                             const std::function<void(const ScorerTableCell&)>& on_cell) {
+                             const std::function<void(const ScorerTableCell&)>& on_cell,
+                             eval::WorkSharing* sharing) {
   options.validate();
   const auto& shape = model.shape();
   ScorerTable t;
@@ -166,7 +168,9 @@ ScorerTable run_scorer_table(VisionLanguageModel& model, const std::string& mode
   for (auto& job : jobs) {
     eval::EvalOptions o = options.eval;
     o.out_dir.clear();
-    const eval::EvalReport rep = eval::evaluate_plan(model, t.model_hash, dataset, o, job.plan);
+    const eval::EvalReport rep =
+        sharing != nullptr ? eval::evaluate_plan_shared(model, t.model_hash, dataset, o, job.plan, *sharing)
+                           : eval::evaluate_plan(model, t.model_hash, dataset, o, job.plan);
     ScorerTableCell c;
     c.scorer = job.scorer;
     c.keep = job.keep;

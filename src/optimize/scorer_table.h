@@ -14,6 +14,10 @@
 #include "eval/metrics.h"
 #include "model/vlm.h"
 
+namespace vispco::eval {
+class WorkSharing;
+}
+
 namespace vispco::optimize {
 
 /// What to tabulate (a plain value: defaults, validate()).
@@ -71,10 +75,13 @@ std::string scorer_table_plan(const std::string& scorer, int64_t keep, const Mod
                               int64_t llm_layer);
 
 /// Evaluates the reference and every (scorer, K) cell. @param model_dir the folder `model` was loaded from
-/// (store key, gate file) @param on_cell called after each cell (progress).
+/// (store key, gate file) @param on_cell called after each cell (progress) @param sharing under a launcher:
+/// every cell's evaluation shared by the ranks (eval/distributed/shared_eval.h; each rank returns the same
+/// table, rank 0 writes the store); nullptr = this process alone.
 /// @throws what evaluate() and PlanHook throw.
 ScorerTable run_scorer_table(VisionLanguageModel& model, const std::string& model_dir,
                              const eval::Dataset& dataset, const ScorerTableOptions& options,
-                             const std::function<void(const ScorerTableCell&)>& on_cell = {});
+                             const std::function<void(const ScorerTableCell&)>& on_cell = {},
+                             eval::WorkSharing* sharing = nullptr);
 
 }  // namespace vispco::optimize

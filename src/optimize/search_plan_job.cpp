@@ -17,6 +17,7 @@
 #include "optimize/plan_evaluator.h"
 #include "optimize/plots.h"
 #include "optimize/searches.h"
+#include "optimize/sweep_group.h"
 
 namespace vispco::optimize {
 namespace {
@@ -37,6 +38,17 @@ class PlanSearchMethod final : public SearchMethod {
             "min-k/budget/grid: one-stage templates vary a count K or a keep ratio of each image's own N_v "
             "('fastv:layer=2' becomes 'fastv:layer=2,keep={P}%'): auto (ratio for models whose images make "
             "their own N_v — LLaVA-NeXT, Qwen2-VL, Qwen2.5-VL —, count for LLaVA-1.5), ratio or count")
+        ->capture_default_str();
+    flags.option("--chunk", &sweep_.chunk, "Under a launcher: samples per work item handed out by rank 0")
+        ->capture_default_str();
+    flags
+        .option("--lease-timeout", &sweep_.lease_timeout_s,
+                "Under a launcher: seconds after which an unfinished item is handed out again")
+        ->capture_default_str();
+    flags
+        .option(
+            "--dist-timeout", &sweep_.dist_timeout_s,
+            "Under a launcher: seconds to wait for the rendezvous at MASTER_ADDR:MASTER_PORT and for rank 0")
         ->capture_default_str();
   }
 
@@ -67,9 +79,17 @@ class PlanSearchMethod final : public SearchMethod {
     o.validate(shape);  // templates, K values: before the slow steps
     if (!a.no_plots) check_gnuplot(a.gnuplot);
 
+    // Under a launcher (torchrun, srun, mpirun): every rank runs the same search; each evaluation's samples
+    // are shared (rank 0 writes the store and the report). Joined first: a bad address fails fast.
+    const LaunchFromEnvironment launch = launch_from_environment();
+    const auto group = SweepGroup::join(launch.env, sweep_, launch.test_exit_after_items);
+    const bool main_rank = !group || group->sharing().is_main();
+
     DtypeChoice dtype_choice;
-    const RunContext ctx = inference_context(a.device, a.dtype, a.threads, &dtype_choice);
-    const OptimizeLog log = stderr_log();
+    const RunContext ctx =
+        inference_context(rank_device(a.device, launch.env), a.dtype, a.threads, &dtype_choice);
+    const OptimizeLog log = [base = stderr_log(), prefix = group ? group->sharing().log_prefix() : ""](
+                                const std::string& line) { base(prefix + line); };
 
     const eval::Dataset calib = eval::load_dataset(a.calib);
     const eval::Dataset test = o.evaluate_test ? eval::load_dataset(a.test) : calib;
@@ -83,12 +103,15 @@ class PlanSearchMethod final : public SearchMethod {
     st.store_path = store_or_default(a.store, a.out);
     eval::ProgressMode pm = eval::parse_progress_mode(a.progress);
     if (pm == eval::ProgressMode::kAuto) pm = isatty(2) ? eval::ProgressMode::kBar : eval::ProgressMode::kOff;
-    st.progress = a.json ? eval::ProgressMode::kOff : pm;
+    st.progress = a.json || !main_rank ? eval::ProgressMode::kOff : pm;
+    st.sharing = group ? &group->sharing() : nullptr;
     st.log = log;
     st.env.model_dir = a.model;
     ModelPlanEvaluator evaluator(model, model_hash, calib, test, st);
 
     OptimizeReport rep = run_optimize(o, evaluator, log);
+    if (group) group->sharing().finish();
+    if (!main_rank) return;  // rank 0 writes the report and prints the summary
     rep.inputs = {{"model", a.model},
                   {"model_hash", model_hash},
                   {"calib", a.calib},
@@ -119,6 +142,7 @@ class PlanSearchMethod final : public SearchMethod {
   std::string name_;
   JobFlags job_;
   OptimizeOptions options_;  // the sections' flags land here
+  SweepFlags sweep_;
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
+#include <glog/logging.h>
 
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "core/errors.h"
+#include "eval/distributed/kv_store.h"
 
 namespace vispco::optimize::learned {
 
@@ -39,6 +41,17 @@ struct DataParallel::Impl {
 };
 
 namespace {
+// Silences c10d's own glog lines (connect retries, "timed out") while it lives: a failed rendezvous then
+// ends in the one error line DataParallel throws, which carries c10d's message.
+class QuietGlog {
+ public:
+  QuietGlog() : saved_(FLAGS_minloglevel) { FLAGS_minloglevel = google::GLOG_FATAL; }
+  ~QuietGlog() { FLAGS_minloglevel = saved_; }
+
+ private:
+  int saved_;
+};
+
 bool is_loopback(const std::string& addr) {
   return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
 }
@@ -65,6 +78,7 @@ DataParallel::DataParallel(const DdpOptions& opts) : opts_(opts), impl_(std::mak
   if (opts_.world_size == 1) return;
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(opts_.timeout_s * 1000));
   const std::string where = opts_.master_addr + ":" + std::to_string(opts_.master_port);
+  const QuietGlog quiet;
   try {
     c10d::TCPStoreOptions so;
     so.port = static_cast<std::uint16_t>(opts_.master_port);
@@ -119,6 +133,64 @@ void DataParallel::all_reduce_sum(at::Tensor& t) {
   if (opts_.world_size == 1) return;
   std::vector<at::Tensor> v{t};
   impl_->pg->allreduce(v)->wait();
+}
+
+namespace {
+
+// c10d's Store behind eval::KvStore; c10::Error (a lost connection, a timeout) becomes one-line
+// vispco::Error.
+class C10dKvStore final : public eval::KvStore {
+ public:
+  explicit C10dKvStore(c10::intrusive_ptr<c10d::Store> store) : store_(std::move(store)) {}
+  void set(const std::string& key, const std::string& value) override {
+    guarded([&] { store_->set(key, bytes(value)); });
+  }
+  std::optional<std::string> get(const std::string& key) override {
+    std::optional<std::string> out;
+    guarded([&] {
+      if (store_->check({key})) out = text(store_->get(key));
+    });
+    return out;
+  }
+  int64_t add(const std::string& key, int64_t delta) override {
+    int64_t n = 0;
+    guarded([&] { n = store_->add(key, delta); });
+    return n;
+  }
+  std::string compare_set(const std::string& key, const std::string& expected,
+                          const std::string& desired) override {
+    std::string out;
+    guarded([&] { out = text(store_->compareSet(key, bytes(expected), bytes(desired))); });
+    return out;
+  }
+  void erase(const std::string& key) override {
+    guarded([&] { store_->deleteKey(key); });
+  }
+
+ private:
+  static std::vector<uint8_t> bytes(const std::string& s) { return {s.begin(), s.end()}; }
+  static std::string text(const std::vector<uint8_t>& b) { return {b.begin(), b.end()}; }
+  template <class F>
+  static void guarded(F&& f) {
+    try {
+      f();
+    } catch (const c10::Error& e) {
+      throw Error(std::string("c10d store: ") + e.what_without_backtrace() +
+                  " (has rank 0, which holds the store, ended?)");
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw Error(std::string("c10d store: ") + e.what() + " (has rank 0, which holds the store, ended?)");
+    }
+  }
+  c10::intrusive_ptr<c10d::Store> store_;
+};
+
+}  // namespace
+
+std::unique_ptr<eval::KvStore> DataParallel::kv_store() {
+  if (!impl_->store) throw InvalidArgument("DataParallel: a single process has no store");
+  return std::make_unique<C10dKvStore>(impl_->store);
 }
 
 void DataParallel::barrier() {

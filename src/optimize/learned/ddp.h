@@ -11,6 +11,10 @@
 #include <string>
 #include <vector>
 
+namespace vispco::eval {
+class KvStore;
+}
+
 namespace vispco::optimize::learned {
 
 /// Process-group settings (a plain value: defaults, validate(), JSON round trip, equality over all fields).
@@ -55,6 +59,9 @@ class DataParallel {
   void all_reduce_sum(at::Tensor& t);
   /// Waits until every process arrives.
   void barrier();
+  /// The group's c10d store (rank 0's TCPStore) as an eval::KvStore, for work sharing
+  /// (eval/distributed/work_queue.h); valid while this object lives. @throws InvalidArgument at world size 1.
+  std::unique_ptr<eval::KvStore> kv_store();
 
  private:
   struct Impl;
