@@ -77,7 +77,7 @@ PlanChoice PlanPolicy::choose(const std::string& plan, const Target& target, dou
   if (f != nullptr)
     if (const FrontierPlan* p = f->find(c.plan)) c.info["promised"] = p->promise_json();
   c.shadowed = shadow_.draw(c.plan, temperature);
-  c.label = c.plan;  // shadow counts belong to the plan that ran
+  c.label = c.plan;  // shadow counts belong to the plan that ran (after any fallback)
   c.info["shadowed"] = c.shadowed;
   return c;
 }

@@ -28,7 +28,7 @@ struct PolicyOptions {
 /// A request's plan decision.
 struct PlanChoice {
   std::string plan;       ///< canonical plan text the job runs
-  std::string label;      ///< the plan shadow counts and the guard judge: the chosen plan before fallback
+  std::string label;      ///< the plan its shadow comparison is counted under: the plan that ran
   bool shadowed = false;  ///< an unpruned rerun is queued after the reply
   nlohmann::json info;    ///< fields merged into the reply's vispco block
 };

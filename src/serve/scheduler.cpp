@@ -302,6 +302,11 @@ void BatchScheduler::worker() {
     if (batch_->empty()) {  // form a new batch from the oldest request's plan
       cv_.wait(lock, [&] { return draining_ || !queue_.empty() || !background_.empty(); });
       if (queue_.empty() && draining_) {  // draining and no request left: background work is dropped
+        for (auto& p : background_) {
+          JobResult r;
+          r.error = "dropped: the server is shutting down";
+          deliver(p->promise, std::move(r), p->job);  // its on_result counts it as lost
+        }
         background_.clear();
         idle_cv_.notify_all();
         return;

@@ -126,7 +126,7 @@ class BatchScheduler {
   /// background jobs join a running batch only while the queue is empty. Once started, a background batch
   /// runs to its end (a request of another plan that arrives meanwhile waits for it, at most max_tokens
   /// decode steps). Its result goes to job.on_result; nobody waits for it; request metrics do not count it.
-  /// Background jobs still queued at drain_and_stop() are dropped unanswered. @return false (job dropped)
+  /// Background jobs still queued at drain_and_stop() are dropped: on_result gets an error. @return false (job dropped)
   /// when max_background_queue jobs wait, the scheduler is draining, or the plan cannot be bound.
   bool submit_background(GenerationJob job);
   /// Stops taking jobs: submit() answers 503 from now on; queued and running jobs go on.
