@@ -76,14 +76,15 @@ PlanChoice PlanPolicy::choose(const std::string& plan, const Target& target, dou
                        {"reason", "the guard took " + c.label + " out of service (shadow agreement bound)"}};
   if (f != nullptr)
     if (const FrontierPlan* p = f->find(c.plan)) c.info["promised"] = p->promise_json();
-  c.shadowed = shadow_.draw(c.plan, temperature);
   c.label = c.plan;  // shadow counts belong to the plan that ran (after any fallback)
-  c.info["shadowed"] = c.shadowed;
+  c.temperature = temperature;
   return c;
 }
 
-void PlanPolicy::arm(GenerationJob& job, const PlanChoice& c) {
+void PlanPolicy::arm(GenerationJob& job, PlanChoice& c) {
   job.plan = c.plan;
+  c.shadowed = shadow_.draw(c.plan, c.temperature);
+  c.info["shadowed"] = c.shadowed;
   if (!c.shadowed) return;
   const std::string label = c.label;
   job.on_answered = [this, label](const GenerationJob& j, const JobResult& r) {

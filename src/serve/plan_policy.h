@@ -1,6 +1,7 @@
 // Which plan a request runs (issue 49): the plan it names (as before), else the cheapest frontier plan that
 // meets its target or the server's default target (serve/frontier.h), else the server's default plan; then,
-// for a plan the server chose, the guard's fallback (serve/guard.h); then the shadow draw (serve/shadow.h).
+// for a plan the server chose, the guard's fallback (serve/guard.h); then, in arm(), the shadow draw
+// (serve/shadow.h).
 // What was chosen and why goes to the reply's `vispco` block.
 #pragma once
 #include <functional>
@@ -27,10 +28,11 @@ struct PolicyOptions {
 
 /// A request's plan decision.
 struct PlanChoice {
-  std::string plan;       ///< canonical plan text the job runs
-  std::string label;      ///< the plan its shadow comparison is counted under: the plan that ran
-  bool shadowed = false;  ///< an unpruned rerun is queued after the reply
-  nlohmann::json info;    ///< fields merged into the reply's vispco block
+  std::string plan;        ///< canonical plan text the job runs
+  std::string label;       ///< the plan its shadow comparison is counted under: the plan that ran
+  bool shadowed = false;   ///< set by arm(): an unpruned rerun is queued after the reply
+  double temperature = 0;  ///< the request's (only greedy requests are shadowed)
+  nlohmann::json info;     ///< fields merged into the reply's vispco block
 };
 
 /// Thread-safe after construction.
@@ -45,8 +47,9 @@ class PlanPolicy {
   /// @throws ApiError 400: a target without a frontier, an unmeetable target (naming the closest plan), a
   /// plan the model cannot run.
   PlanChoice choose(const std::string& plan, const Target& target, double temperature);
-  /// Sets job.plan, and for a shadowed choice the hook that queues its unpruned rerun after the answer.
-  void arm(GenerationJob& job, const PlanChoice& c);
+  /// Sets job.plan, draws the shadow (c.shadowed, c.info["shadowed"]; once the request has passed every
+  /// check) and for a shadowed request sets the hook that queues its unpruned rerun after the answer.
+  void arm(GenerationJob& job, PlanChoice& c);
   ShadowMonitor& shadow() { return shadow_; }
   Guard& guard() { return guard_; }
   const std::optional<Frontier>& frontier() const { return opts_.frontier; }

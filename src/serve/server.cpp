@@ -10,6 +10,7 @@
 #include <ctime>
 #include <deque>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <semaphore>
 #include <thread>
 
@@ -163,6 +164,14 @@ struct ChatServer::Impl {
       throw ApiError(
           404, "the model '" + cr.model + "' does not exist; this server serves '" + opts.model_name + "'",
           "invalid_request_error", "model");
+    // The plan (a target's pick, the guard's fallback) before any image work: an unmeetable target costs
+    // nothing.
+    std::optional<PlanChoice> choice;
+    if (policy != nullptr)
+      choice = policy->choose(cr.plan, cr.target, cr.gen.temperature);
+    else if (!cr.target.empty())
+      throw bad_request("this server has no frontier to meet a target with (start it with --frontier FILE)",
+                        "vispco");
     io::ImageHeader header;
     try {
       header = io::read_image_header(cr.image_bytes);
@@ -210,13 +219,9 @@ struct ChatServer::Impl {
                         "max_tokens");
     job.gen = cr.gen;
     job.plan = cr.plan;
-    if (policy != nullptr) {
-      const PlanChoice c = policy->choose(cr.plan, cr.target, cr.gen.temperature);
-      policy->arm(job, c);
-      plan_info = c.info;
-    } else if (!cr.target.empty()) {
-      throw bad_request("this server has no frontier to meet a target with (start it with --frontier FILE)",
-                        "vispco");
+    if (choice) {
+      policy->arm(job, *choice);  // the shadow draw, now that the request passed every check
+      plan_info = choice->info;
     }
     job.question = cr.question;
     job.stop = cr.stop;

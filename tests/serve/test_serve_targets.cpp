@@ -201,6 +201,38 @@ TEST(Shadow, WilsonLowerBoundMatchesAnIndependentComputation) {
   EXPECT_EQ(serve::wilson_upper(0, 0, 1.96), 1);
 }
 
+// The fallback order on the hand-written frontier, with agreement counts fed by hand (no model): a tripped
+// plan moves to the cheapest plan with a lower judged loss that has not tripped, then on down to none.
+TEST(Guard, FallsBackToTheNextSaferFrontierPlanAfterTheMinimumSamples) {
+  const auto f = serve::Frontier::from_json(frontier_json(""), "t");
+  serve::Metrics m;
+  serve::declare_server_metrics(m);
+  serve::ShadowMonitor mon({}, &m);
+  serve::GuardOptions go;
+  go.epsilon = 0.25;
+  go.min_samples = 10;
+  std::vector<std::string> log;
+  serve::Guard g(go, mon, &f, &m, [&](const std::string& l) { log.push_back(l); });
+  const std::string p144 = "fastv:layer=2,keep=144", p200 = "fastv:layer=2,keep=200";
+  for (int i = 0; i < 9; ++i) mon.record(p144, false);
+  EXPECT_EQ(g.route(p144), p144);  // 0 of 9: under the minimum, not judged yet
+  mon.record(p144, false);
+  EXPECT_EQ(g.route(p144), p200);  // 0 of 10: upper bound 0.278 < 0.75; keep=200's 0.08 < 0.11
+  EXPECT_EQ(g.route(p144), p200);
+  EXPECT_EQ(log.size(), 1u);
+  for (int i = 0; i < 10; ++i) mon.record(p200, true);
+  EXPECT_EQ(g.route(p200), p200);  // 10 of 10 agree: kept
+  for (int i = 0; i < 30; ++i) mon.record(p200, false);
+  EXPECT_EQ(g.route(p144), "divprune:keep=288");  // 10 of 40 (upper 0.40): keep=200 trips too
+  EXPECT_EQ(g.route(p200), "divprune:keep=288");
+  EXPECT_EQ(log.size(), 2u);
+  EXPECT_EQ(m.value("vispco_guard_fallbacks_total", {{"from", p144}, {"to", p200}}), 2);
+  EXPECT_EQ(m.value("vispco_guard_fallbacks_total", {{"from", p144}, {"to", "divprune:keep=288"}}), 1);
+  EXPECT_EQ(m.value("vispco_guard_trips_total", {{"plan", p200}}), 1);
+  EXPECT_EQ(g.route("random:keep=5"), "random:keep=5");  // no samples: untouched
+  EXPECT_EQ(g.route("none"), "none");
+}
+
 TEST(ServeTargets, TargetRequestsRunTheFrontierPlanAndSayWhatItPromised) {
   serve::SchedulerOptions so;
   so.max_batch = 1;
@@ -295,6 +327,7 @@ TEST(Shadow, ShadowedRepliesEqualUnshadowedOnesAndMetricsEqualAHandCount) {
   serve::SchedulerOptions so;
   so.max_batch = 1;  // every run alone: a shadow's answer is the unpruned answer a request gets
   so.default_plan = plan;
+  so.price_per_pflop = 2.5;
   serve::PolicyOptions p;
   p.shadow.rate = 1;
   std::vector<std::string> shadowed, plain, unpruned;
@@ -342,6 +375,15 @@ TEST(Shadow, ShadowedRepliesEqualUnshadowedOnesAndMetricsEqualAHandCount) {
     const double shadow = srv.metrics().value("vispco_shadow_prefill_flops_total", {{"plan", canonical}});
     EXPECT_GT(saved, 0);
     EXPECT_NEAR(spent + saved, shadow, 1e-6 * shadow);  // the shadow runs are the same prompts unpruned
+    EXPECT_NEAR(srv.metrics().value("vispco_prefill_cost_total", {{"plan", canonical}}), spent / 1e15 * 2.5,
+                1e-9 * spent / 1e15);
+    EXPECT_NEAR(srv.metrics().value("vispco_prefill_cost_saved_total", {{"plan", canonical}}),
+                saved / 1e15 * 2.5, 1e-9 * saved / 1e15);
+    // A sampled request is not shadowed (exact agreement of two samples would measure the sampler).
+    json sampled = sample_body(test_slice().samples[0]);
+    sampled["temperature"] = 0.7;
+    int status = 0;
+    EXPECT_EQ(srv.post(sampled, &status)["vispco"]["shadowed"], false);
   }
 }
 
