@@ -5,7 +5,8 @@
 // the batch's plan between decode steps — each admitted group is prefilled on its own and its KV cache joins
 // the running one — as long as the oldest waiting request has that plan and rows are free; requests with
 // different plans (different K) are never padded into one prefill (group by K) and wait for the batch to
-// drain. A row leaves when it finishes. HTTP threads only enqueue and wait.
+// drain. A row leaves when it finishes. HTTP threads only enqueue and wait. Background work (shadow runs,
+// serve/shadow.h) waits in its own queue and is started only when no request waits (submit_background()).
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -126,8 +127,9 @@ class BatchScheduler {
   /// background jobs join a running batch only while the queue is empty. Once started, a background batch
   /// runs to its end (a request of another plan that arrives meanwhile waits for it, at most max_tokens
   /// decode steps). Its result goes to job.on_result; nobody waits for it; request metrics do not count it.
-  /// Background jobs still queued at drain_and_stop() are dropped: on_result gets an error. @return false (job dropped)
-  /// when max_background_queue jobs wait, the scheduler is draining, or the plan cannot be bound.
+  /// Background jobs still queued at drain_and_stop() are dropped: on_result gets an error. @return false
+  /// (job dropped) when max_background_queue jobs wait, the scheduler is draining, or the plan cannot be
+  /// bound.
   bool submit_background(GenerationJob job);
   /// Stops taking jobs: submit() answers 503 from now on; queued and running jobs go on.
   void stop_accepting();
