@@ -4,7 +4,8 @@
 # loopback; prints one markdown row per (max batch, plan). Environment: MODEL, CLIENTS (8), REQUESTS (48),
 # MAX_TOKENS (8), IGNORE_EOS (0; 1: every request decodes MAX_TOKENS tokens), THREADS (server intra-op
 # threads, 1), BATCHES ("1 8"), CONTINUOUS (1; 0: --no-continuous-batching),
-# PREFILL_TOKENS (auto; 0: no limit; --max-prefill-tokens), PLANS (see below), IMAGE, PROMPT.
+# PREFILL_TOKENS (auto; 0: no limit; --max-prefill-tokens), PLANS (see below), IMAGE, PROMPT,
+# SHADOW_RATE (0; --shadow-rate: that share of the pruned requests is rerun unpruned in the background).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=${MODEL:-models/synthvqa-small}
@@ -18,7 +19,7 @@ IGNORE_EOS=${IGNORE_EOS:-0}
 CONTINUOUS=${CONTINUOUS:-1}
 serve_flags=()
 [ "$CONTINUOUS" = 0 ] && serve_flags=(--no-continuous-batching)
-serve_flags+=(--max-prefill-tokens "${PREFILL_TOKENS:-auto}")
+serve_flags+=(--max-prefill-tokens "${PREFILL_TOKENS:-auto}" --shadow-rate "${SHADOW_RATE:-0}")
 extra=()
 [ "$IGNORE_EOS" = 1 ] && extra=(--ignore-eos)
 IMAGE=${IMAGE:-data/samples/images/000000.png}

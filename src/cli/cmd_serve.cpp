@@ -15,7 +15,9 @@
 #include "core/context.h"
 #include "core/errors.h"
 #include "core/text_file.h"
+#include "eval/run_key.h"
 #include "model/vlm.h"
+#include "serve/plan_policy.h"
 #include "serve/server.h"
 
 namespace vispco::cli {
@@ -52,12 +54,41 @@ void register_serve(CLI::App& app) {
     int threads = 0;
     double max_body_mb = 20;
     std::string max_prefill_tokens = "auto";
+    std::string frontier;
+    double target_loss = -1, target_flops = -1;
+    serve::ShadowOptions shadow;
+    serve::GuardOptions guard;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("serve", "Serve OpenAI-style chat completions (POST /v1/chat/completions)");
   cmd->add_option("--model", o->model, kModelHelp)->required();
   cmd->add_option("--plan", o->sched.default_plan,
                   "Default pruning plan (as generate's --plan); a request may name its own in vispco.plan")
+      ->capture_default_str();
+  cmd->add_option("--frontier", o->frontier,
+                  "An optimize.json of this model: requests may then give vispco.max_accuracy_loss / "
+                  "max_flops_ratio instead of a plan (docs/serving.md, Targets)");
+  cmd->add_option("--target-accuracy-loss", o->target_loss,
+                  "Default target: requests naming neither plan nor target run the cheapest frontier plan "
+                  "whose loss bound (or estimate) is at most this; needs --frontier");
+  cmd->add_option("--target-flops-ratio", o->target_flops,
+                  "Default target: the cheapest frontier plan at most this FLOPs ratio (with "
+                  "--target-accuracy-loss: both); needs --frontier");
+  cmd->add_option(
+         "--shadow-rate", o->shadow.rate,
+         "Share of pruned greedy requests also run unpruned, in the background, to measure agreement "
+         "(/metrics)")
+      ->capture_default_str();
+  cmd->add_option("--shadow-seed", o->shadow.seed, "Seed of the shadow draw")->capture_default_str();
+  cmd->add_option("--guard-epsilon", o->guard.epsilon,
+                  "Take a server-chosen plan out of service when its shadow agreement's Wilson upper bound "
+                  "falls below 1 − this (its loss is shown to exceed it; 0 = off; needs --shadow-rate > 0)")
+      ->capture_default_str();
+  cmd->add_option("--guard-min-samples", o->guard.min_samples,
+                  "Shadow samples of a plan before the guard may act on it")
+      ->capture_default_str();
+  cmd->add_option("--price-per-pflop", o->sched.price_per_pflop,
+                  "Price of 10^15 prefill FLOPs: /metrics then counts the money spent and saved per plan")
       ->capture_default_str();
   cmd->add_option("--host", o->server.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", o->server.port, "TCP port (0 = any free port)")->capture_default_str();
@@ -131,12 +162,29 @@ void register_serve(CLI::App& app) {
                                   : ctx.device.is_cuda() || !o->sched.continuous ? 0
                                                                                  : 1024;
     o->sched.validate();
+    serve::PolicyOptions policy_opts;
+    if (!o->frontier.empty()) {
+      policy_opts.frontier = serve::Frontier::load(o->frontier);
+      policy_opts.frontier->check_model(eval::model_folder_hash(o->model), o->model);
+    }
+    if (o->target_loss >= 0) policy_opts.default_target.max_accuracy_loss = o->target_loss;
+    if (o->target_flops >= 0) policy_opts.default_target.max_flops_ratio = o->target_flops;
+    if (o->guard.epsilon > 0 && !(o->shadow.rate > 0))
+      throw InvalidArgument("--guard-epsilon needs --shadow-rate > 0 (the guard acts on shadow agreement)");
+    o->shadow.validate();
+    o->guard.validate();
+    policy_opts.default_target.validate();
+    policy_opts.shadow = o->shadow;
+    policy_opts.guard = o->guard;
     auto model = VisionLanguageModel::load(o->model, ctx);
     apply_quant(model, o->quant);
     serve::Metrics metrics;
     serve::declare_server_metrics(metrics);
     serve::BatchScheduler scheduler(model, o->model, o->sched, &metrics);
-    serve::ChatServer server(model, scheduler, metrics, o->server);
+    serve::PlanPolicy policy(scheduler, &metrics, std::move(policy_opts), [](const std::string& line) {
+      std::fprintf(stderr, "vispco serve: %s\n", line.c_str());
+    });
+    serve::ChatServer server(model, scheduler, metrics, o->server, &policy);
     // SIGINT / SIGTERM: the handler (any thread may run it: BLAS and OpenMP threads exist before main) only
     // writes the signal number to a pipe; a waiter thread reads it and shuts the server down gracefully.
     // Installed before the port file appears, so a supervisor that signals as soon as it reads it is heard.

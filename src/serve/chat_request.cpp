@@ -161,6 +161,23 @@ void parse_options(const json& body, ChatRequest& r) {
       throw bad_request("'vispco' must be an object such as {\"plan\": \"fastv:keep=64\"}", "vispco");
     if (v.contains("plan")) r.plan = get_field<std::string>(v, "plan", "a string");
     check_request_plan(r.plan);
+    for (const char* key : {"max_accuracy_loss", "max_flops_ratio"}) {
+      if (!v.contains(key) || v[key].is_null()) continue;
+      if (!v[key].is_number())
+        throw bad_request(std::string("'vispco.") + key + "' must be a number", "vispco");
+      const double x = v[key].get<double>();
+      (std::string(key) == "max_accuracy_loss" ? r.target.max_accuracy_loss : r.target.max_flops_ratio) = x;
+    }
+    try {
+      r.target.validate();
+    } catch (const Error& e) {
+      throw bad_request(std::string("vispco.") + e.what(), "vispco");
+    }
+    if (!r.plan.empty() && !r.target.empty())
+      throw bad_request(
+          "'vispco' names a plan and a target: give one (the plan runs as named; a target picks "
+          "the plan)",
+          "vispco");
   }
 }
 

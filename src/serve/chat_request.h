@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/generate.h"
+#include "serve/frontier.h"
 
 namespace vispco::serve {
 
@@ -31,13 +32,16 @@ struct ChatRequest {
   bool include_usage = false;     ///< stream_options.include_usage: a last chunk with usage
   int64_t top_logprobs = -1;      ///< −1: no logprobs; 0–20 with "logprobs": true
   std::string plan;               ///< vispco.plan, "" = the server's default plan
+  /// vispco.max_accuracy_loss / vispco.max_flops_ratio (serve/frontier.h); never together with a plan.
+  Target target;
 };
 
 /// Parses and validates a request body (JSON nested deeper than 64 levels is refused before any use).
 /// @throws ApiError 400 (invalid_request_error, naming the field) for malformed JSON, a missing or mistyped
 /// field, no user message, more than one message or image, a system/assistant turn, no image, n ≠ 1,
 /// out-of-range max_tokens / temperature / top_p / top_logprobs, top_logprobs without logprobs, a bad stop
-/// list, or a bad image URL (serve/data_url.h).
+/// list, a bad image URL (serve/data_url.h), or a vispco block that is not an object, has a non-numeric
+/// or out-of-range target, or names a plan and a target together.
 ChatRequest parse_chat_request(const std::string& body, const ChatLimits& limits = {});
 
 /// Refuses a plan a request names that would make the server read a file of the client's choosing: a `.json`

@@ -16,6 +16,7 @@
 #include "prune/auto_keep/k_features.h"
 #include "prune/plan_hook.h"
 #include "serve/api_error.h"
+#include "serve/cost_meter.h"
 #include "serve/text_stream.h"
 
 namespace vispco::serve {
@@ -33,18 +34,26 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 
 // Decoder prefill FLOPs of one row of a batch over its unpruned FLOPs. The batch's per-layer token counts
 // include the row's left padding (T_max − T_row positions in every layer).
-double row_flops_ratio(const ModelShape& shape, const GenerationStats& st, int64_t n_text) {
+// Fills the row's decoder prefill FLOPs (pruned and unpruned) and their ratio.
+void row_flops(const ModelShape& shape, const GenerationStats& st, int64_t n_text, JobResult& r) {
   const int64_t pad = st.n_text_max - n_text;
   std::vector<int64_t> row = st.tokens_per_layer;
   for (auto& n : row) n -= pad;
-  const double pruned = static_cast<double>(prefill_flops(shape.flops, row).decoder_total);
-  const double full = static_cast<double>(
+  r.prefill_flops = static_cast<double>(prefill_flops(shape.flops, row).decoder_total);
+  r.prefill_flops_unpruned = static_cast<double>(
       prefill_flops(shape.flops, unpruned_tokens_per_layer(shape.flops, n_text)).decoder_total);
-  return pruned / full;
+  r.prefill_flops_ratio = r.prefill_flops / r.prefill_flops_unpruned;
 }
 
 // Hands a job its result and wakes its handler; nothing of it may throw out of the worker thread.
-void deliver(std::promise<JobResult>& promise, JobResult r, const std::function<void()>& on_finish) {
+void deliver(std::promise<JobResult>& promise, JobResult r, const GenerationJob& job) {
+  const auto& on_finish = job.on_finish;
+  if (job.on_result) {  // a background job: nobody waits on its future
+    try {
+      job.on_result(r);
+    } catch (...) {
+    }
+  }
   try {
     promise.set_value(std::move(r));
   } catch (const std::future_error&) {  // already answered: keep the first answer
@@ -64,6 +73,11 @@ void SchedulerOptions::validate() const {
   if (!(batch_window_ms >= 0))
     throw InvalidArgument("batch_window_ms must be ≥ 0, got " + std::to_string(batch_window_ms));
   if (max_queue < 1) throw InvalidArgument("max_queue must be ≥ 1, got " + std::to_string(max_queue));
+  if (max_background_queue < 0)
+    throw InvalidArgument("max_background_queue must be ≥ 0, got " + std::to_string(max_background_queue));
+  if (!(price_per_pflop >= 0) || !std::isfinite(price_per_pflop))
+    throw InvalidArgument("price_per_pflop must be a finite number ≥ 0, got " +
+                          std::to_string(price_per_pflop));
   if (max_prefill_tokens < 0)
     throw InvalidArgument("max_prefill_tokens must be ≥ 0, got " + std::to_string(max_prefill_tokens));
 }
@@ -88,6 +102,24 @@ void declare_server_metrics(Metrics& m) {
   m.declare("vispco_queue_depth", "gauge", "Requests waiting for a batch");
   m.declare("vispco_kv_cache_bytes", "gauge", "KV-cache bytes of the decode batch after its last step");
   m.declare("vispco_resident_memory_bytes", "gauge", "Resident set size of the server process");
+  declare_cost_metrics(m);
+  m.declare("vispco_shadow_requests_total", "counter", "Requests drawn for a shadow run, by plan");
+  m.declare("vispco_shadow_samples_total", "counter",
+            "Shadow comparisons recorded (pruned answer vs the unpruned rerun), by plan");
+  m.declare("vispco_shadow_agreements_total", "counter",
+            "Shadow comparisons whose answers matched exactly, by plan");
+  m.declare("vispco_shadow_agreement_lower_bound", "gauge",
+            "Wilson score lower bound of the agreement rate at normal quantile z (1.96: two-sided 95 %), by "
+            "plan");
+  m.declare("vispco_shadow_agreement_upper_bound", "gauge",
+            "Wilson score upper bound of the agreement rate at z, by plan (the guard's test)");
+  m.declare("vispco_shadow_lost_total", "counter",
+            "Shadow runs dropped (background queue full, shutting down) or failed, by plan");
+  m.declare("vispco_guard_trips_total", "counter",
+            "Plans the guard took out of service (once per plan and process), by plan");
+  m.declare(
+      "vispco_guard_fallbacks_total", "counter",
+      "Requests the guard moved off a tripped plan, by the plan they would have run and the one they ran");
 }
 
 BatchScheduler::BatchScheduler(VisionLanguageModel& model, std::string model_dir, SchedulerOptions opts,
@@ -175,14 +207,35 @@ std::future<JobResult> BatchScheduler::submit(GenerationJob job) {
   return fut;
 }
 
+bool BatchScheduler::submit_background(GenerationJob job) {
+  auto p = std::make_unique<Pending>();
+  try {
+    p->plan = bound_plan(job.plan);
+  } catch (const Error&) {
+    return false;
+  }
+  if (p->plan.is_auto()) return false;  // background runs are static plans (the unpruned one)
+  p->plan_key = p->plan.text();
+  p->job = std::move(job);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (draining_ || static_cast<int64_t>(background_.size()) >= opts_.max_background_queue) return false;
+    p->enqueued = Clock::now();
+    background_.push_back(std::move(p));
+  }
+  cv_.notify_all();
+  return true;
+}
+
 void BatchScheduler::stop_accepting() {
   std::lock_guard<std::mutex> lock(mu_);
   accepting_ = false;
 }
 
-void BatchScheduler::wait_idle() {
+void BatchScheduler::wait_idle(bool background) {
   std::unique_lock<std::mutex> lock(mu_);
-  idle_cv_.wait(lock, [&] { return queue_.empty() && running_ == 0; });
+  idle_cv_.wait(lock,
+                [&] { return queue_.empty() && running_ == 0 && (!background || background_.empty()); });
 }
 
 void BatchScheduler::drain_and_stop() {
@@ -207,19 +260,30 @@ size_t BatchScheduler::queue_depth() const {
 
 std::vector<std::unique_ptr<BatchScheduler::Pending>> BatchScheduler::take_plan(const std::string& key,
                                                                                 int64_t n) {
+  auto group = take_from(queue_, key, n);
+  if (metrics_ != nullptr) metrics_->set("vispco_queue_depth", static_cast<double>(queue_.size()));
+  return group;
+}
+
+std::vector<std::unique_ptr<BatchScheduler::Pending>> BatchScheduler::take_background(const std::string& key,
+                                                                                      int64_t n) {
+  return take_from(background_, key, n);
+}
+
+std::vector<std::unique_ptr<BatchScheduler::Pending>> BatchScheduler::take_from(
+    std::deque<std::unique_ptr<Pending>>& queue, const std::string& key, int64_t n) {
   std::vector<std::unique_ptr<Pending>> group;
   int64_t tokens = 0;
-  for (auto it = queue_.begin(); it != queue_.end() && static_cast<int64_t>(group.size()) < n;) {
+  for (auto it = queue.begin(); it != queue.end() && static_cast<int64_t>(group.size()) < n;) {
     if ((*it)->plan_key == key) {
       tokens += prompt_tokens(**it);
       if (!group.empty() && opts_.max_prefill_tokens > 0 && tokens > opts_.max_prefill_tokens) break;
       group.push_back(std::move(*it));
-      it = queue_.erase(it);
+      it = queue.erase(it);
     } else {
       ++it;
     }
   }
-  if (metrics_ != nullptr) metrics_->set("vispco_queue_depth", static_cast<double>(queue_.size()));
   return group;
 }
 
@@ -236,39 +300,54 @@ void BatchScheduler::worker() {
   for (;;) {
     std::vector<std::unique_ptr<Pending>> group;
     if (batch_->empty()) {  // form a new batch from the oldest request's plan
-      cv_.wait(lock, [&] { return draining_ || !queue_.empty(); });
-      if (queue_.empty()) {  // draining and nothing left
+      cv_.wait(lock, [&] { return draining_ || !queue_.empty() || !background_.empty(); });
+      if (queue_.empty() && draining_) {  // draining and no request left: background work is dropped
+        for (auto& p : background_) {
+          JobResult r;
+          r.error = "dropped: the server is shutting down";
+          deliver(p->promise, std::move(r), p->job);  // its on_result counts it as lost
+        }
+        background_.clear();
         idle_cv_.notify_all();
         return;
       }
-      resolve_auto_keep(lock);
-      if (queue_.empty()) {  // every waiting job failed its K prediction
-        idle_cv_.notify_all();
-        continue;
+      if (queue_.empty()) {  // no request waits: background work may start
+        batch_plan_ = background_.front()->plan_key;
+        group = take_background(batch_plan_, opts_.max_batch);
+      } else {
+        resolve_auto_keep(lock);
+        if (queue_.empty()) {  // every waiting job failed its K prediction
+          idle_cv_.notify_all();
+          continue;
+        }
+        if (queue_.front()->auto_pending) continue;  // arrived during the resolve: resolve it first
+        batch_plan_ = queue_.front()->plan_key;
+        const auto deadline =
+            queue_.front()->enqueued + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double, std::milli>(opts_.batch_window_ms));
+        const auto same_plan = [&] {
+          int64_t n = 0;
+          for (const auto& p : queue_) n += p->plan_key == batch_plan_;
+          return n;
+        };
+        // Wait for as many as one prefill takes (fewer when the token budget holds fewer of this size).
+        int64_t want = opts_.max_batch;
+        if (opts_.max_prefill_tokens > 0)
+          want =
+              std::min(want, std::max<int64_t>(1, opts_.max_prefill_tokens / prompt_tokens(*queue_.front())));
+        while (!draining_ && same_plan() < want && Clock::now() < deadline) cv_.wait_until(lock, deadline);
+        group = take_plan(batch_plan_, opts_.max_batch);
       }
-      if (queue_.front()->auto_pending) continue;  // arrived during the resolve: resolve it first
-      batch_plan_ = queue_.front()->plan_key;
-      const auto deadline =
-          queue_.front()->enqueued + std::chrono::duration_cast<Clock::duration>(
-                                         std::chrono::duration<double, std::milli>(opts_.batch_window_ms));
-      const auto same_plan = [&] {
-        int64_t n = 0;
-        for (const auto& p : queue_) n += p->plan_key == batch_plan_;
-        return n;
-      };
-      // Wait for as many as one prefill takes (fewer when the token budget holds fewer of this size).
-      int64_t want = opts_.max_batch;
-      if (opts_.max_prefill_tokens > 0)
-        want =
-            std::min(want, std::max<int64_t>(1, opts_.max_prefill_tokens / prompt_tokens(*queue_.front())));
-      while (!draining_ && same_plan() < want && Clock::now() < deadline) cv_.wait_until(lock, deadline);
-      group = take_plan(batch_plan_, opts_.max_batch);
     } else if (opts_.continuous && !queue_.empty() && batch_->rows() < opts_.max_batch) {
       // Admit newcomers between decode steps while the oldest waiting request has the batch's plan (so a
       // request of another plan waits only for this batch to drain).
       resolve_auto_keep(lock);
       if (!queue_.empty() && queue_.front()->plan_key == batch_plan_)
         group = take_plan(batch_plan_, opts_.max_batch - batch_->rows());
+    } else if (opts_.continuous && queue_.empty() && !background_.empty() &&
+               batch_->rows() < opts_.max_batch) {
+      // Background work joins a running batch of its plan only while no request waits.
+      group = take_background(batch_plan_, opts_.max_batch - batch_->rows());
     }
     running_ = batch_->rows() + static_cast<int64_t>(group.size());
     lock.unlock();
@@ -280,7 +359,7 @@ void BatchScheduler::worker() {
         if (p) {
           JobResult r;
           r.error = "internal error while batching";
-          deliver(p->promise, std::move(r), p->job.on_finish);
+          deliver(p->promise, std::move(r), p->job);
         }
       fail_all("internal error while batching");
     }
@@ -330,7 +409,7 @@ void BatchScheduler::resolve_auto_keep(std::unique_lock<std::mutex>& lock) {
     }
     JobResult r;
     r.error = f->second;
-    deliver((*it)->promise, std::move(r), (*it)->job.on_finish);
+    deliver((*it)->promise, std::move(r), (*it)->job);
     it = queue_.erase(it);
   }
 }
@@ -372,7 +451,7 @@ void BatchScheduler::admit(std::vector<std::unique_ptr<Pending>>& group) {
   } catch (const std::exception& e) {  // the running batch is unchanged (DecodeBatch::add)
     for (auto& a : joining) {
       a->r.error = e.what();
-      deliver(a->p->promise, std::move(a->r), a->p->job.on_finish);
+      deliver(a->p->promise, std::move(a->r), a->p->job);
     }
     return;
   }
@@ -384,7 +463,7 @@ void BatchScheduler::admit(std::vector<std::unique_ptr<Pending>>& group) {
     r.n_visual_kept = st.row_n_visual_kept.at(i);
     r.prompt_tokens = n_text + r.n_visual;
     try {  // the rows are in the batch now: a failure here must not lose them
-      r.prefill_flops_ratio = row_flops_ratio(shape, st, n_text);
+      row_flops(shape, st, n_text, r);
     } catch (const std::exception&) {
       r.prefill_flops_ratio = std::nan("");
     }
@@ -444,7 +523,7 @@ void BatchScheduler::decode_step() {
 void BatchScheduler::fail_all(const std::string& error) {
   for (auto& [id, a] : active_) {
     a->r.error = error;
-    deliver(a->p->promise, std::move(a->r), a->p->job.on_finish);
+    deliver(a->p->promise, std::move(a->r), a->p->job);
   }
   active_.clear();
   batch_ = std::make_unique<DecodeBatch>(model_);
@@ -455,7 +534,7 @@ void BatchScheduler::answer(Active& a, std::vector<int64_t> tokens, const std::s
   auto& r = a.r;
   const auto& job = a.p->job;
   if (!r.error.empty()) {  // its token callback failed
-    deliver(a.p->promise, std::move(r), job.on_finish);
+    deliver(a.p->promise, std::move(r), job);
     return;
   }
   try {
@@ -472,7 +551,17 @@ void BatchScheduler::answer(Active& a, std::vector<int64_t> tokens, const std::s
   } catch (const std::exception& e) {
     r.error = e.what();
   }
-  if (metrics_ != nullptr && r.error.empty()) {
+  const bool background = static_cast<bool>(job.on_result);  // a shadow run: not a request
+  const bool cancelled = a.gone || (job.cancelled && job.cancelled->load());
+  if (r.error.empty() && !background && !cancelled && job.on_answered) {
+    try {
+      job.on_answered(job, r);
+    } catch (...) {  // the monitor's work only: the answer goes out regardless
+    }
+  }
+  if (metrics_ != nullptr && r.error.empty() && !background) {
+    record_prefill_cost(*metrics_, r.plan, r.prefill_flops, r.prefill_flops_unpruned, opts_.price_per_pflop,
+                        false);
     metrics_->set("vispco_resident_memory_bytes", static_cast<double>(current_rss_bytes()));
     metrics_->observe("vispco_queue_wait_seconds", r.queue_ms / 1000.0);
     metrics_->observe("vispco_ttft_seconds", r.ttft_ms / 1000.0);
@@ -482,7 +571,7 @@ void BatchScheduler::answer(Active& a, std::vector<int64_t> tokens, const std::s
     metrics_->add("vispco_kept_visual_tokens_total", static_cast<double>(r.n_visual_kept));
     metrics_->add("vispco_generated_tokens_total", static_cast<double>(r.tokens.size()));
   }
-  deliver(a.p->promise, std::move(r), job.on_finish);
+  deliver(a.p->promise, std::move(r), job);
 }
 
 }  // namespace vispco::serve

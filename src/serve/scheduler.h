@@ -5,7 +5,8 @@
 // the batch's plan between decode steps — each admitted group is prefilled on its own and its KV cache joins
 // the running one — as long as the oldest waiting request has that plan and rows are free; requests with
 // different plans (different K) are never padded into one prefill (group by K) and wait for the batch to
-// drain. A row leaves when it finishes. HTTP threads only enqueue and wait.
+// drain. A row leaves when it finishes. HTTP threads only enqueue and wait. Background work (shadow runs,
+// serve/shadow.h) waits in its own queue and is started only when no request waits (submit_background()).
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -40,12 +41,19 @@ struct SchedulerOptions {
   /// max-batch-prefill-tokens).
   int64_t max_prefill_tokens = 0;
   std::string default_plan = "none";  ///< plan of requests that name none
+  /// Waiting background jobs (shadow runs) beyond which submit_background() drops new ones, ≥ 0.
+  int64_t max_background_queue = 64;
+  /// Price of one PFLOP (10¹⁵ FLOPs) of decoder prefill, in the operator's currency; 0 = no cost counter
+  /// (serve/cost_meter.h). ≥ 0.
+  double price_per_pflop = 0;
   /// Admit same-plan requests into a running decode batch (false: a batch runs to its end before the next
   /// one is formed).
   bool continuous = true;
   /// @throws InvalidArgument naming the field.
   void validate() const;
 };
+
+struct JobResult;
 
 /// One request as the worker runs it.
 struct GenerationJob {
@@ -62,6 +70,11 @@ struct GenerationJob {
   std::function<void()> on_finish;
   /// Set (by the HTTP thread) when the client has gone: the row ends at its next decode step. May be null.
   std::shared_ptr<std::atomic<bool>> cancelled;
+  /// Called on the worker thread after the job was answered successfully (not cancelled, its client still
+  /// there), before its handler wakes; e.g. to queue its shadow run (serve/shadow.h). Must not throw.
+  std::function<void(const GenerationJob& job, const JobResult& r)> on_answered;
+  /// Background jobs (submit_background) only: receives the result on the worker thread. Must not throw.
+  std::function<void(const JobResult& r)> on_result;
 };
 
 /// What a job produced.
@@ -73,13 +86,15 @@ struct JobResult {
   std::string plan;             ///< the resolved plan's canonical text
   int64_t prompt_tokens = 0;    ///< text tokens + N_v (the image's tokens, before pruning)
   int64_t n_visual = 0, n_visual_kept = 0;
-  double prefill_flops_ratio = 1;  ///< this row's decoder prefill FLOPs / unpruned (cost/flops.h)
-  double queue_ms = 0;             ///< enqueue → batch start
-  double prefill_ms = 0;           ///< the batch's decoder prefill
-  double ttft_ms = 0;              ///< enqueue → first token
-  int64_t batch_size = 0;          ///< rows of the prefill batch this job ran in
-  int64_t decode_batch_size = 0;   ///< most rows decoded together in one step while this job ran
-  std::string error;               ///< non-empty when generation failed (the server answers 500)
+  double prefill_flops_ratio = 1;     ///< this row's decoder prefill FLOPs / unpruned (cost/flops.h)
+  double prefill_flops = 0;           ///< this row's decoder prefill FLOPs with the plan (cost/flops.h)
+  double prefill_flops_unpruned = 0;  ///< the same row's decoder prefill FLOPs unpruned
+  double queue_ms = 0;                ///< enqueue → batch start
+  double prefill_ms = 0;              ///< the batch's decoder prefill
+  double ttft_ms = 0;                 ///< enqueue → first token
+  int64_t batch_size = 0;             ///< rows of the prefill batch this job ran in
+  int64_t decode_batch_size = 0;      ///< most rows decoded together in one step while this job ran
+  std::string error;                  ///< non-empty when generation failed (the server answers 500)
 };
 
 /// The batch scheduler and its worker thread.
@@ -107,10 +122,19 @@ class BatchScheduler {
   /// Enqueues a job (its plan resolved first). @throws ApiError 503 when max_queue requests wait or the
   /// scheduler is draining; ApiError 400 for a plan resolve_plan() refuses.
   std::future<JobResult> submit(GenerationJob job);
+  /// Enqueues background work (a shadow run): it never waits in the request queue and is started only when
+  /// no request waits there — a new batch is formed from background jobs only when the queue is empty, and
+  /// background jobs join a running batch only while the queue is empty. Once started, a background batch
+  /// runs to its end (a request of another plan that arrives meanwhile waits for it, at most max_tokens
+  /// decode steps). Its result goes to job.on_result; nobody waits for it; request metrics do not count it.
+  /// Background jobs still queued at drain_and_stop() are dropped: on_result gets an error. @return false
+  /// (job dropped) when max_background_queue jobs wait, the scheduler is draining, or the plan cannot be
+  /// bound.
+  bool submit_background(GenerationJob job);
   /// Stops taking jobs: submit() answers 503 from now on; queued and running jobs go on.
   void stop_accepting();
-  /// Blocks until no job waits or runs.
-  void wait_idle();
+  /// Blocks until no job waits or runs; with `background`, no background job either.
+  void wait_idle(bool background = false);
   /// stop_accepting(), finishes every queued job, joins the worker. Idempotent.
   void drain_and_stop();
   /// Requests waiting (not yet in a batch).
@@ -145,6 +169,10 @@ class BatchScheduler {
   // Requests of plan `key` taken out of the queue, oldest first, at most n and within the prefill token
   // budget (the first always). Called with mu_ held.
   std::vector<std::unique_ptr<Pending>> take_plan(const std::string& key, int64_t n);
+  // The same from the background queue.
+  std::vector<std::unique_ptr<Pending>> take_background(const std::string& key, int64_t n);
+  std::vector<std::unique_ptr<Pending>> take_from(std::deque<std::unique_ptr<Pending>>& q,
+                                                  const std::string& key, int64_t n);
   // Prefills a same-plan group and joins it to the decode batch; on failure answers the group with the error.
   void admit(std::vector<std::unique_ptr<Pending>>& group);
   // One decode step of the batch; answers the rows that finish. On failure answers every row with the error.
@@ -164,6 +192,7 @@ class BatchScheduler {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::unique_ptr<Pending>> queue_;
+  std::deque<std::unique_ptr<Pending>> background_;  // shadow runs: started only when queue_ is empty
   bool draining_ = false, accepting_ = true;
   int64_t running_ = 0;  // jobs being prefilled or decoded
   // Worker thread only: the decode batch, its plan and its jobs by row id.

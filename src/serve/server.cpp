@@ -10,6 +10,7 @@
 #include <ctime>
 #include <deque>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <semaphore>
 #include <thread>
 
@@ -104,16 +105,18 @@ struct ChatServer::Impl {
   BatchScheduler& scheduler;
   Metrics& metrics;
   ServerOptions opts;
+  PlanPolicy* policy;
   GuardedHttpServer http;
   std::counting_semaphore<1 << 16> preparing;  // requests being parsed / decoded / preprocessed
   std::atomic<uint64_t> next_id{1};
   std::atomic<int> in_flight{0};  // chat completions received and not yet fully answered
 
-  Impl(VisionLanguageModel& m, BatchScheduler& s, Metrics& mt, ServerOptions o)
+  Impl(VisionLanguageModel& m, BatchScheduler& s, Metrics& mt, ServerOptions o, PlanPolicy* p)
       : model(m),
         scheduler(s),
         metrics(mt),
         opts(std::move(o)),
+        policy(p),
         http(opts.connections),
         preparing(opts.max_preparing) {}
 
@@ -130,21 +133,25 @@ struct ChatServer::Impl {
         {"prompt_tokens", r.prompt_tokens}, {"completion_tokens", n}, {"total_tokens", r.prompt_tokens + n}};
   }
 
-  static json vispco_block(const JobResult& r) {
-    return {{"visual_tokens", r.n_visual},
-            {"kept_visual_tokens", r.n_visual_kept},
-            {"plan", r.plan},
-            {"prefill_flops_ratio", r.prefill_flops_ratio},
-            {"prefill_ms", r.prefill_ms},
-            {"ttft_ms", r.ttft_ms},
-            {"queue_ms", r.queue_ms},
-            {"batch_size", r.batch_size},
-            {"decode_batch_size", r.decode_batch_size}};
+  static json vispco_block(const JobResult& r, const json& plan_info) {
+    json j = {{"visual_tokens", r.n_visual},
+              {"kept_visual_tokens", r.n_visual_kept},
+              {"plan", r.plan},
+              {"prefill_flops_ratio", r.prefill_flops_ratio},
+              {"prefill_ms", r.prefill_ms},
+              {"ttft_ms", r.ttft_ms},
+              {"queue_ms", r.queue_ms},
+              {"batch_size", r.batch_size},
+              {"decode_batch_size", r.decode_batch_size}};
+    for (const auto& [k, v] : plan_info.items()) j[k] = v;
+    if (j.value("shadowed", false))
+      j["shadow_note"] = "an unpruned rerun is queued; its comparison goes to /metrics, not to this reply";
+    return j;
   }
 
   // Parses the body and prepares the job (connection thread). A full queue answers 503 before any of the
   // work; at most max_preparing requests are prepared at once. @throws ApiError.
-  GenerationJob prepare(const httplib::Request& req, ChatRequest& cr) {
+  GenerationJob prepare(const httplib::Request& req, ChatRequest& cr, json& plan_info) {
     scheduler.check_admission();
     if (!preparing.try_acquire_for(std::chrono::duration<double>(opts.connections.request_timeout_s)))
       throw ApiError(503, "the server is busy preparing other requests; retry later", "server_error");
@@ -157,6 +164,14 @@ struct ChatServer::Impl {
       throw ApiError(
           404, "the model '" + cr.model + "' does not exist; this server serves '" + opts.model_name + "'",
           "invalid_request_error", "model");
+    // The plan (a target's pick, the guard's fallback) before any image work: an unmeetable target costs
+    // nothing.
+    std::optional<PlanChoice> choice;
+    if (policy != nullptr)
+      choice = policy->choose(cr.plan, cr.target, cr.gen.temperature);
+    else if (!cr.target.empty())
+      throw bad_request("this server has no frontier to meet a target with (start it with --frontier FILE)",
+                        "vispco");
     io::ImageHeader header;
     try {
       header = io::read_image_header(cr.image_bytes);
@@ -204,6 +219,10 @@ struct ChatServer::Impl {
                         "max_tokens");
     job.gen = cr.gen;
     job.plan = cr.plan;
+    if (choice) {
+      policy->arm(job, *choice);  // the shadow draw, now that the request passed every check
+      plan_info = choice->info;
+    }
     job.question = cr.question;
     job.stop = cr.stop;
     job.top_logprobs = cr.top_logprobs;
@@ -215,8 +234,9 @@ struct ChatServer::Impl {
     auto guard = std::make_shared<InFlight>(in_flight);  // a streamed answer keeps it until its last chunk
     ChatRequest cr;
     GenerationJob job;
+    json plan_info = json::object();  // the plan policy's decision, for the reply's vispco block
     try {
-      job = prepare(req, cr);
+      job = prepare(req, cr, plan_info);
     } catch (const ApiError& e) {
       return send_error(res, e);
     }
@@ -245,7 +265,7 @@ struct ChatServer::Impl {
       if (!r.logprobs.is_null()) choice["logprobs"] = {{"content", r.logprobs}};
       out["choices"] = json::array({choice});
       out["usage"] = usage_of(r);
-      out["vispco"] = vispco_block(r);
+      out["vispco"] = vispco_block(r, plan_info);
       res.set_content(dump(out), "application/json");
       metrics.observe("vispco_request_latency_seconds",
                       std::chrono::duration<double>(Clock::now() - t0).count());
@@ -280,7 +300,7 @@ struct ChatServer::Impl {
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, ch, fut, head, include_usage, first, t0](size_t, httplib::DataSink& sink) {
+        [this, ch, fut, head, include_usage, first, t0, plan_info](size_t, httplib::DataSink& sink) {
           try {  // nothing may escape: httplib calls providers outside its exception handling
             const auto send = [&](const json& j) {
               const std::string s = "data: " + dump(j) + "\n\n";
@@ -318,7 +338,7 @@ struct ChatServer::Impl {
             } else {
               json last = chunk(json::object(), r.finish_reason);
               if (!r.logprobs.is_null()) last["choices"][0]["logprobs"] = {{"content", r.logprobs}};
-              last["vispco"] = vispco_block(r);
+              last["vispco"] = vispco_block(r, plan_info);
               if (!send(last)) return false;
               if (include_usage) {
                 json u = head;
@@ -442,9 +462,9 @@ struct ChatServer::Impl {
 };
 
 ChatServer::ChatServer(VisionLanguageModel& model, BatchScheduler& scheduler, Metrics& metrics,
-                       ServerOptions opts) {
+                       ServerOptions opts, PlanPolicy* policy) {
   opts.validate();
-  impl_ = std::make_unique<Impl>(model, scheduler, metrics, std::move(opts));
+  impl_ = std::make_unique<Impl>(model, scheduler, metrics, std::move(opts), policy);
   impl_->routes();
 }
 

@@ -15,6 +15,7 @@
 #include "serve/chat_request.h"
 #include "serve/connection_limits.h"
 #include "serve/metrics.h"
+#include "serve/plan_policy.h"
 #include "serve/scheduler.h"
 
 namespace vispco::serve {
@@ -42,7 +43,10 @@ class ChatServer {
  public:
   /// @param model the loaded model (preprocessing and tokenizer used on HTTP threads; both are read-only)
   /// @param scheduler runs the generations @param metrics shared with the scheduler (declare_server_metrics)
-  ChatServer(VisionLanguageModel& model, BatchScheduler& scheduler, Metrics& metrics, ServerOptions opts);
+  /// @param policy targets, guard and shadow (serve/plan_policy.h); null: requests run their plan or the
+  /// default plan, and a target is a 400
+  ChatServer(VisionLanguageModel& model, BatchScheduler& scheduler, Metrics& metrics, ServerOptions opts,
+             PlanPolicy* policy = nullptr);
   ~ChatServer();
   ChatServer(const ChatServer&) = delete;
   ChatServer& operator=(const ChatServer&) = delete;
