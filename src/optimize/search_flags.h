@@ -16,7 +16,8 @@ inline constexpr const char* kModelFlagHelp =
     "one of each; or the text .gguf with its mmproj beside it)";
 /// Help text of --dtype for the commands that resolve it with choose_dtype() (core/context.h).
 inline constexpr const char* kDtypeFlagHelp =
-    "Compute dtype: auto | fp32 | bf16 (auto: bf16 on CUDA or where the CPU has AVX512-BF16/AMX, else fp32)";
+    "Compute dtype: auto | fp32 | bf16 (auto: bf16 on CUDA; on the CPU the faster of fp32 and bf16 as timed "
+    "once per CPU model and thread count, cached in ~/.cache/vispco)";
 
 /// The flags of the search methods on one command. Declarations belong to the method named by the last
 /// begin(). A flag declared again (same names) by another method is the same option: CLI11 writes the first
