@@ -49,7 +49,8 @@ void drive_training(train::TrainingRun& run, const TrainFlags& f) {
                         r.token_loss, r.grounding_loss, r.answer_loss, r.readout_loss, r.glyph_loss,
                         r.glyph_value_loss);
           parts = buf;
-        } else if (r.stage == "hr-decoder") {  // `vispco train-hr`'s decoder stage: token and answer grounding
+        } else if (r.stage ==
+                   "hr-decoder") {  // `vispco train-hr`'s decoder stage: token and answer grounding
           char buf[64];
           std::snprintf(buf, sizeof buf, " [token %.3f answer %.3f]", r.token_loss, r.answer_loss);
           parts = buf;
