@@ -3,8 +3,8 @@
 
 #include "cli/commands.h"
 #include "core/errors.h"
-#include "model/llava/llava.h"
 #include "model/quant.h"
+#include "model/vlm.h"
 
 namespace vispco::cli {
 
@@ -21,14 +21,10 @@ void apply_quant(VisionLanguageModel& model, const QuantFlags& f) {
     if (f.tower) throw InvalidArgument("--quant-tower needs --quant int8");
     return;
   }
-  // LLaVA-1.5: decoder and, with --quant-tower, its CLIP tower and projector; other families: the decoder
-  // they all share (their towers do not route every linear layer through the int8 path yet).
-  const bool llava = model.shape().architecture == "LlavaForConditionalGeneration";
-  if (f.tower && !llava)
-    throw InvalidArgument("--quant-tower: only LLaVA-1.5's tower is quantised so far; " +
-                          model.shape().architecture + " takes --quant int8 for its decoder alone");
-  const QuantReport r = llava ? quantize_int8(*model.net(), f.tower)
-                              : quantize_int8_decoder(model.language_model(), model.network());
+  // The decoder every family shares and, with --quant-tower, every other linear layer of the network (the
+  // vision tower's and the projector's, model/quant.h).
+  QuantReport r = quantize_int8_decoder(model.language_model(), model.network());
+  if (f.tower) r.add_layers(quantize_int8_tower(model.network(), model.language_model()));
   std::fprintf(
       stderr, "quant: int8 (%s engine, %d-bit activations) — %lld linear layers, weights %.1f MB → %.1f MB\n",
       r.engine.c_str(), r.activation_bits, static_cast<long long>(r.n_layers), r.bytes_before / 1e6,

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/cpu_features.h"
 #include "core/errors.h"
@@ -111,8 +112,8 @@ QuantMode parse_quant(const std::string& name) {
 
 namespace {
 
-// Engine choice and the decoder's layers (quantize_int8 and quantize_int8_decoder).
-QuantReport quantize_decoder_layers(LlamaForCausalLM& lm, const torch::nn::Module& whole) {
+// Checks the model is on the CPU, chooses the engine and the activation width; the report of no layers yet.
+QuantReport prepare_engine(const torch::nn::Module& whole) {
   for (const auto& p : whole.parameters())
     if (!p.device().is_cpu())
       throw InvalidArgument("--quant int8 runs on the CPU only (LibTorch's quantized kernels)");
@@ -126,6 +127,12 @@ QuantReport quantize_decoder_layers(LlamaForCausalLM& lm, const torch::nn::Modul
   const bool x86 = detect_cpu_features().avx2;
   reduce_range = engine == at::kFBGEMM || engine == at::kX86 || (x86 && !detect_cpu_features().int8_dot());
   rep.activation_bits = reduce_range ? 7 : 8;
+  return rep;
+}
+
+// The decoder's layers (quantize_int8 and quantize_int8_decoder).
+QuantReport quantize_decoder_layers(LlamaForCausalLM& lm, const torch::nn::Module& whole) {
+  QuantReport rep = prepare_engine(whole);
   for (const auto& m : *lm->model->layers) {
     auto& layer = *m->as<LlamaDecoderLayerImpl>();
     auto& a = *layer.self_attn;
@@ -145,19 +152,25 @@ QuantReport quantize_int8_decoder(LlamaForCausalLM& lm, const torch::nn::Module&
   return rep;
 }
 
-QuantReport quantize_int8(LlavaNetImpl& net, bool tower) {
-  QuantReport rep = quantize_decoder_layers(net.language_model, net);
-  if (tower) {
-    for (const auto& m : *net.vision_tower->vision_model->layers) {
-      auto& layer = *m->as<ClipEncoderLayerImpl>();
-      auto& a = *layer.self_attn;
-      for (const auto* l : {&a.q_proj, &a.k_proj, &a.v_proj, &a.out_proj, &layer.fc1, &layer.fc2})
-        quantize_layer(*l, rep);
-    }
-    quantize_layer(net.multi_modal_projector->linear_1, rep);
-    quantize_layer(net.multi_modal_projector->linear_2, rep);
+QuantReport quantize_int8_tower(const torch::nn::Module& whole, const LlamaForCausalLM& lm) {
+  QuantReport rep = prepare_engine(whole);
+  std::unordered_set<const torch::nn::Module*> decoder;
+  decoder.insert(lm.get());
+  for (const auto& m : lm->modules(/*include_self=*/false)) decoder.insert(m.get());
+  for (const auto& m : whole.modules(/*include_self=*/false)) {
+    auto linear = std::dynamic_pointer_cast<torch::nn::LinearImpl>(m);
+    if (!linear || decoder.count(m.get()) || find(linear.get())) continue;  // decoder's, or already int8
+    quantize_layer(torch::nn::Linear(linear), rep);
   }
   any_quantized = true;
+  return rep;
+}
+
+QuantReport quantize_int8(LlavaNetImpl& net, bool tower) {
+  QuantReport rep = quantize_decoder_layers(net.language_model, net);
+  any_quantized = true;
+  if (!tower) return rep;
+  rep.add_layers(quantize_int8_tower(net, net.language_model));
   return rep;
 }
 

@@ -29,10 +29,18 @@ struct QuantReport {
   int64_t params = 0;        ///< their weight elements
   int64_t bytes_before = 0;  ///< their weight + bias bytes before, in the dtype they had
   int64_t bytes_int8 = 0;    ///< int8 weights + fp32 per-channel scales and zero points + fp32 biases
+  /// Adds another call's layer counts and bytes (same engine).
+  void add_layers(const QuantReport& o) {
+    n_layers += o.n_layers;
+    params += o.params;
+    bytes_before += o.bytes_before;
+    bytes_int8 += o.bytes_int8;
+  }
 };
 
 /// Replaces every linear layer of the decoder (q/k/v/o, gate/up/down, and lm_head when it is not tied to the
-/// embedding) by an int8 one, and, when `tower`, the vision tower's and the projector's too; the float
+/// embedding) by an int8 one, and, when `tower`, the vision tower's and the projector's too (as
+/// quantize_int8_tower); the float
 /// weights are released. The model then computes those layers in fp32 activations around int8 weights (its
 /// other layers keep their dtype); CPU only. Picks the first supported engine of FBGEMM, oneDNN, QNNPACK and
 /// makes it LibTorch's global quantized engine.
@@ -43,6 +51,15 @@ QuantReport quantize_int8(LlavaNetImpl& net, bool tower);
 /// its q/k/v/o, gate/up/down and untied lm_head. @param whole the model's whole network (its parameters must
 /// be on the CPU). @throws InvalidArgument on a CUDA model or when LibTorch has no quantized engine.
 QuantReport quantize_int8_decoder(LlamaForCausalLM& lm, const torch::nn::Module& whole);
+
+/// int8 weights for the vision tower and projector of any family: every torch::nn::Linear in `whole` that is
+/// not one of `lm`'s modules — CLIP's q/k/v/out and fc1/fc2 plus the projector (LLaVA-1.5, LLaVA-NeXT), the
+/// Qwen2-VL / Qwen2.5-VL ViT's qkv/proj and MLP plus the patch merger. Found by walking the module tree, so a
+/// family needs no code of its own provided its tower computes every linear layer through linear_forward
+/// (layers stored but never run, e.g. CLIP blocks past the feature layer, are quantised too). Call after or
+/// instead of quantize_int8_decoder; the engine is chosen as there.
+/// @throws InvalidArgument on a CUDA model or when LibTorch has no quantized engine.
+QuantReport quantize_int8_tower(const torch::nn::Module& whole, const LlamaForCausalLM& lm);
 
 /// y = linear(x) through the layer's int8 weights when quantize_int8 replaced it, else its float weights
 /// (dense_linear: a one-row input takes the matrix–vector path).
