@@ -25,8 +25,8 @@ double extra_number(const eval::SampleResult& r, const char* key) {
   return it != r.extra.end() && it->is_number() ? it->get<double>() : 0.0;
 }
 
-// The FLOPs spec of a sample's image at its own size (FamilyModel::image_flops); the model's default-size
-// spec when the image cannot be read here (evaluation then reports the image itself, or skips it when asked).
+}  // namespace
+
 FlopsSpec image_flops_of(VisionLanguageModel& m, const std::string& path) {
   try {
     const cv::Mat rgb = io::load_image_rgb(path);
@@ -35,8 +35,6 @@ FlopsSpec image_flops_of(VisionLanguageModel& m, const std::string& path) {
     return m.shape().flops;
   }
 }
-
-}  // namespace
 
 const char* split_name(Split s) { return s == Split::kCalib ? "calib" : "test"; }
 

@@ -117,6 +117,11 @@ struct ModelEvalSettings {
   eval::WorkSharing* sharing = nullptr;
 };
 
+/// The FLOPs spec of the image at `path` at its own size (FamilyModel::image_flops: its N_v and vision
+/// FLOPs), or the model's default-size spec (ModelShape::flops) when the image cannot be read here
+/// (evaluation then reports the image itself, or skips it when asked). Reads the image; throws nothing.
+FlopsSpec image_flops_of(VisionLanguageModel& m, const std::string& path);
+
 /// The real evaluator: a loaded model, the two datasets and the result store (eval::evaluate under the
 /// hood, keyed by model hash, dataset hash, canonical plan and decoding settings).
 class ModelPlanEvaluator : public PlanEvaluator {

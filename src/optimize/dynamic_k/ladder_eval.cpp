@@ -7,6 +7,8 @@
 #include "eval/evaluator.h"
 #include "eval/metrics.h"
 #include "eval/plan_evaluation.h"
+#include "model/n_visual_varies.h"
+#include "optimize/plan_evaluator.h"
 #include "optimize/plan_flops.h"
 
 namespace vispco::optimize {
@@ -44,10 +46,13 @@ LadderEval evaluate_ladder(VisionLanguageModel& m, const std::string& model_hash
   LadderTable& t = out.table;
   t.ladder = ladder;
   std::vector<int64_t> n_text;
+  std::vector<FlopsSpec> images;  // [n] each image's own N_v and vision FLOPs, where they vary; else empty
+  const bool varies = n_visual_varies(shape);
   for (size_t i = 0; i < n; ++i) {
     t.ids.push_back(ds.samples[i].id);
     t.families.push_back(ds.samples[i].family);
     n_text.push_back(static_cast<int64_t>(m.prompt_ids(ds.samples[i].question).size()) - 1);  // − placeholder
+    if (varies) images.push_back(image_flops_of(m, ds.samples[i].image_path));
   }
   const size_t R = ladder.size();
   t.score.assign(n, std::vector<double>(R, 0.0));
@@ -64,10 +69,14 @@ LadderEval evaluate_ladder(VisionLanguageModel& m, const std::string& model_hash
     const auto rep = eval::evaluate_plan(m, model_hash, ds, eo, static_plan, env);
     if (rep.rows.size() != n) throw IoError("dynamic-k: an evaluation returned fewer rows than samples");
     if (full) out.unpruned_prefill_ms = rep.mean_prefill_ms;
-    std::map<int64_t, double> flops_of_length;  // prompts of equal length share the figure
+    std::map<int64_t, double> flops_of_length;  // prompts of equal length share the figure (one image size)
     for (size_t i = 0; i < n; ++i) {
       t.score[i][r] = rep.rows[i].score.score();
       pred[i][r] = eval::normalize_answer(rep.rows[i].result.prediction);
+      if (varies) {  // at the image's own N_v: a keep ratio keeps its share of it
+        t.llm_flops[i][r] = plan_flops_ratio(static_plan, shape, {n_text[i]}, {images[i]}).mean_llm_flops;
+        continue;
+      }
       auto it = flops_of_length.find(n_text[i]);
       if (it == flops_of_length.end())
         it = flops_of_length

@@ -38,7 +38,8 @@ LadderPlan ladder_plan(const std::vector<int64_t>& ladder, const std::string& te
 /// Evaluates `plan` at every keep value of `ladder` (the last rung must be the full one, plan.full(): it runs
 /// unpruned, plan "none"; keep ratios resolve per image) on the
 /// first `limit` samples (0 = all) in batches of `batch`, greedy as `vispco eval`. Per-sample LLM FLOPs come
-/// from the analytic model at each sample's own prompt length. @param log one line per rung (may be empty)
+/// from the analytic model at each sample's own prompt length and, where N_v varies by image
+/// (n_visual_varies), at its image's own N_v. @param log one line per rung (may be empty)
 /// @throws InvalidArgument (empty split, a ladder not ending at N_v), what eval::evaluate throws.
 LadderEval evaluate_ladder(VisionLanguageModel& m, const std::string& model_hash, const eval::Dataset& ds,
                            size_t limit, const AutoKeepPlan& plan, const std::vector<int64_t>& ladder,

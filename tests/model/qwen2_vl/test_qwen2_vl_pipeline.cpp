@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "cost/flops.h"
 #include "eval/eval_fixture.h"
 #include "io/image.h"
 #include "model/family_checks.h"
@@ -153,6 +154,22 @@ TEST(Qwen2VlPipeline, DynamicKPredictsAKeepRatio) {
   eo.batch_size = 3;
   EXPECT_DOUBLE_EQ(eval::evaluate_plan(m, hash, ds, eo, quarter.plan(), ScorerEnv{}).mean_n_visual_kept,
                    (3 * ratio_keep(250, 6) + 3 * ratio_keep(250, 16)) / 6.0);
+  // The ladder's FLOPs are each image's own: the static 25 % rung costs, per sample, layers 0–1 at its text +
+  // N_v tokens and the rest at its text + its share of N_v (cost/flops.h prefill_flops, tokens by hand).
+  const int64_t L = find_qwen2_vl_preset("tiny-qwen2.5-vl").config.text.num_hidden_layers;
+  double plan = 0, full = 0;
+  for (size_t i = 0; i < ds.samples.size(); ++i) {
+    const cv::Mat rgb = io::load_image_rgb(ds.samples[i].image_path);
+    const FlopsSpec spec = m.family().image_flops(rgb.rows, rgb.cols);
+    const int64_t n_v = i < 3 ? 6 : 16, n_t = int64_t(m.prompt_ids(ds.samples[i].question).size()) - 1;
+    ASSERT_EQ(spec.n_visual_tokens, n_v);
+    std::vector<int64_t> pruned(L, n_t + ratio_keep(250, n_v)), unpruned(L, n_t + n_v);
+    pruned[0] = pruned[1] = n_t + n_v;
+    const auto p = prefill_flops(spec, pruned), u = prefill_flops(spec, unpruned);
+    plan += double(p.decoder_total + p.lm_head);
+    full += double(u.decoder_total + u.lm_head);
+  }
+  EXPECT_NEAR(rep.test_static.front().figures.flops_ratio, plan / full, 1e-12);
 }
 
 // The learned gate on Qwen (issue 47): a training batch of two image sizes runs one prefill per layout, and
@@ -217,6 +234,40 @@ TEST(Qwen2VlPipeline, Int8DecoderStaysCloseToFloat) {
   std::printf("int8 tiny Qwen decoder: first logits max |diff| %.3e of max |logit| %.3e\n", diff, scale);
   EXPECT_LE(diff, 0.05 * scale);
   EXPECT_GT(diff, 0.0) << "the int8 path ran";
+}
+
+// int8 for Qwen's vision tower too (`--quant-tower`, issue 47): per ViT block qkv, proj and the three SwiGLU
+// layers (Qwen2.5-VL), plus the merger's two — counted from the preset's config — and nothing of the decoder
+// twice; the visual tokens and the first logits stay within 5 % of the float model's largest.
+TEST(Qwen2VlPipeline, Int8TowerQuantisesEveryVisionLinearLayer) {
+  auto f = load_tiny_qwen(), q = load_tiny_qwen();
+  const auto& cfg = find_qwen2_vl_preset("tiny-qwen2.5-vl").config;
+  ASSERT_EQ(cfg.vision.arch, QwenVisionArch::kQwen25VL);
+  const auto dec = quantize_int8_decoder(q.language_model(), q.network());
+  const auto tower = quantize_int8_tower(q.network(), q.language_model());
+  EXPECT_EQ(dec.n_layers, 7 * cfg.text.num_hidden_layers + (cfg.text.tie_word_embeddings ? 0 : 1));
+  EXPECT_EQ(tower.n_layers, (2 + 3) * cfg.vision.depth + 2);
+  EXPECT_EQ(quantize_int8_tower(q.network(), q.language_model()).n_layers, 0) << "nothing left in float";
+  const auto px = f.preprocess(io::decode_image_rgb(testing::test_png(100, 4)));
+  at::Tensor ea, eb;
+  {
+    c10::InferenceMode guard;
+    ea = f.encode_image_list({px}).embeds;
+    eb = q.encode_image_list({px}).embeds;
+  }
+  ASSERT_EQ(ea.sizes(), eb.sizes());
+  const double escale = ea.abs().max().item<double>(), ediff = (ea - eb).abs().max().item<double>();
+  GenerationConfig gc;
+  gc.max_new_tokens = 1;
+  const auto a = generate(f, {{px, f.prompt_ids("What?")}}, gc, nullptr, true);
+  const auto b = generate(q, {{px, q.prompt_ids("What?")}}, gc, nullptr, true);
+  const double scale = a.step_logits[0].abs().max().item<double>();
+  const double diff = (a.step_logits[0] - b.step_logits[0]).abs().max().item<double>();
+  std::printf("int8 tiny Qwen tower: visual tokens max |diff| %.3e of %.3e; first logits %.3e of %.3e\n",
+              ediff, escale, diff, scale);
+  EXPECT_GT(ediff, 0.0) << "the tower's int8 path ran";
+  EXPECT_LE(ediff, 0.05 * escale);
+  EXPECT_LE(diff, 0.05 * scale);
 }
 
 TEST(Qwen2VlPipeline, ServesChatCompletionsAsGenerateAnswers) {
