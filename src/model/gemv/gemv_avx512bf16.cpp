@@ -42,6 +42,8 @@ inline void block(const uint16_t* w, const uint16_t* x, const float* bias, float
     __m512bh xv[R];
     for (int r = 0; r < R; ++r) xv[r] = load32(x + r * in + i);
     for (int k = 0; k < NW; ++k) {
+      // The same line of the next block's row (prefetch_next_rows, kernels.h); a hint, never a fault.
+      _mm_prefetch(reinterpret_cast<const char*>(wr[k] + NW * in + i), _MM_HINT_T0);
       const __m512bh wv = load32(wr[k] + i);
       for (int r = 0; r < R; ++r) acc[k][r] = _mm512_dpbf16_ps(acc[k][r], wv, xv[r]);
     }
