@@ -8,8 +8,9 @@ converters lay them out, from the format spec (ggml docs/gguf.md) and without vi
   names (CLIP's fc1 named ffn_down, fc2 ffn_up), and, as the legacy llava path does, the tower cut after the
   layer LLaVA reads (vision_feature_layer) with clip.vision.block_count = the layers kept.
 
-Usage: hf_to_gguf.py HF_DIR TEXT.gguf MMPROJ.gguf [--f16]   (Debian python3 with python3-torch)
-2-D weights are written F32, or F16 with --f16 (1-D tensors always F32, as the converters do).
+Usage: hf_to_gguf.py HF_DIR TEXT.gguf MMPROJ.gguf [--f16 | --bf16]   (Debian python3 with python3-torch)
+2-D weights are written F32, or F16 with --f16, or BF16 (ggml type 30) with --bf16 (1-D tensors always F32, as the
+converters do).
 """
 import json
 import os
@@ -135,9 +136,15 @@ class Writer:
                 self.kv += struct.pack("<I", v)
 
     def tensor(self, name, t, f16=False):
+        """f16: False (F32), True or "f16" (F16, ggml type 1), "bf16" (BF16, ggml type 30); 2-D tensors only."""
         t = t.detach().to(torch.float32).contiguous()
-        ggml_type = 1 if (f16 and t.dim() >= 2) else 0
-        data = (t.to(torch.float16) if ggml_type == 1 else t).numpy().tobytes()
+        ggml_type = 0
+        if f16 and t.dim() >= 2:
+            ggml_type = 30 if f16 == "bf16" else 1
+        if ggml_type == 30:
+            data = t.to(torch.bfloat16).view(torch.int16).numpy().tobytes()
+        else:
+            data = (t.to(torch.float16) if ggml_type == 1 else t).numpy().tobytes()
         self.tensors.append((name, list(t.shape), ggml_type, data))
 
     def write(self, path):
@@ -164,7 +171,7 @@ def permute(w, n_head):
 
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    f16 = "--f16" in sys.argv
+    f16 = "bf16" if "--bf16" in sys.argv else ("--f16" in sys.argv)
     if len(args) != 3:
         sys.exit(__doc__)
     hf, text_path, mmproj_path = args
@@ -192,6 +199,13 @@ def main():
     t.f32("llama.rope.freq_base", tc.get("rope_theta", 10000.0))
     t.u32("llama.rope.dimension_count", tc.get("head_dim", hidden // n_head))
     pieces, scores, types, ids = read_sentencepiece(os.path.join(hf, "tokenizer.model"))
+    # As convert_hf_to_gguf.py's LlamaModel: rows of the embedding past the tokenizer's pieces (config
+    # vocab_size larger than tokenizer.model) become "[PAD<i>]" tokens of type UNUSED (5), score 0.
+    n_rows = w["language_model.model.embed_tokens.weight"].shape[0]
+    for i in range(len(pieces), n_rows):
+        pieces.append("[PAD%d]" % i)
+        scores.append(0.0)
+        types.append(5)
     t.string("tokenizer.ggml.model", "llama")
     t.array("tokenizer.ggml.tokens", GGUF_STRING, pieces)
     t.array("tokenizer.ggml.scores", GGUF_F32, scores)
