@@ -217,6 +217,17 @@ TEST(Qwen2VlPipeline, TrainsTheLearnedGateOnImagesOfDifferentSizes) {
   EXPECT_EQ(res.stats.n_visual_kept, 8) << "50 % of the 100×100 image's 16 tokens";
 }
 
+// Greedy first-step logits of a float and a quantised copy of one model on one image: {max |a − b|, max |a|}.
+std::pair<double, double> first_logits_diff(VisionLanguageModel& f, VisionLanguageModel& q,
+                                            const at::Tensor& px) {
+  GenerationConfig gc;
+  gc.max_new_tokens = 1;
+  const auto a = generate(f, {{px, f.prompt_ids("What?")}}, gc, nullptr, true);
+  const auto b = generate(q, {{px, q.prompt_ids("What?")}}, gc, nullptr, true);
+  return {(a.step_logits[0] - b.step_logits[0]).abs().max().item<double>(),
+          a.step_logits[0].abs().max().item<double>()};
+}
+
 // int8 weights for Qwen's decoder (issue 47): every q/k/v/o, gate/up/down of each layer and the untied head —
 // counted from the preset's config — and the first logits stay within 5 % of the float model's largest.
 TEST(Qwen2VlPipeline, Int8DecoderStaysCloseToFloat) {
@@ -225,12 +236,7 @@ TEST(Qwen2VlPipeline, Int8DecoderStaysCloseToFloat) {
   const auto rep = quantize_int8_decoder(q.language_model(), q.network());
   EXPECT_EQ(rep.n_layers, 7 * text.num_hidden_layers + (text.tie_word_embeddings ? 0 : 1));
   const auto px = f.preprocess(io::decode_image_rgb(testing::test_png(100, 4)));
-  GenerationConfig gc;
-  gc.max_new_tokens = 1;
-  const auto a = generate(f, {{px, f.prompt_ids("What?")}}, gc, nullptr, true);
-  const auto b = generate(q, {{px, q.prompt_ids("What?")}}, gc, nullptr, true);
-  const double scale = a.step_logits[0].abs().max().item<double>();
-  const double diff = (a.step_logits[0] - b.step_logits[0]).abs().max().item<double>();
+  const auto [diff, scale] = first_logits_diff(f, q, px);
   std::printf("int8 tiny Qwen decoder: first logits max |diff| %.3e of max |logit| %.3e\n", diff, scale);
   EXPECT_LE(diff, 0.05 * scale);
   EXPECT_GT(diff, 0.0) << "the int8 path ran";
@@ -257,12 +263,7 @@ TEST(Qwen2VlPipeline, Int8TowerQuantisesEveryVisionLinearLayer) {
   }
   ASSERT_EQ(ea.sizes(), eb.sizes());
   const double escale = ea.abs().max().item<double>(), ediff = (ea - eb).abs().max().item<double>();
-  GenerationConfig gc;
-  gc.max_new_tokens = 1;
-  const auto a = generate(f, {{px, f.prompt_ids("What?")}}, gc, nullptr, true);
-  const auto b = generate(q, {{px, q.prompt_ids("What?")}}, gc, nullptr, true);
-  const double scale = a.step_logits[0].abs().max().item<double>();
-  const double diff = (a.step_logits[0] - b.step_logits[0]).abs().max().item<double>();
+  const auto [diff, scale] = first_logits_diff(f, q, px);
   std::printf("int8 tiny Qwen tower: visual tokens max |diff| %.3e of %.3e; first logits %.3e of %.3e\n",
               ediff, escale, diff, scale);
   EXPECT_GT(ediff, 0.0) << "the tower's int8 path ran";
