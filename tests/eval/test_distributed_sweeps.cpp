@@ -309,7 +309,7 @@ TEST(DistributedSweeps, DynamicKLadderOnThreeRanksEqualsOneProcess) {
 TEST(DistributedSweeps, CoverageLadderOnThreeRanksEqualsOneProcess) {
   if (!launcher_missing().empty()) GTEST_SKIP() << launcher_missing();
   expect_same_ladder_report("optimize --method coverage --model " + model_dir() + " --train " + dataset() +
-                                " --test " + dataset() +
+                                " --calib " + dataset() + " --test " + dataset() +
                                 " --limit-train 6 --limit-test 3 --limit-calib 3 --template 'random:layer=0'"
                                 " --ladder 4,16 --coverage-draws 20 --epsilon-abs 0.2 --threads 1 --batch 2"
                                 " --json",

@@ -37,12 +37,10 @@ const std::string& val_data() {
   });
 }
 
-std::string finetune_args(const std::string& out) {
+std::string finetune_args(const std::string& out, int batch = 4) {
   return "finetune --model " + tiny_model_dir() + " --plan fastv:layer=2,keep=4 --train projector --val " +
-         val_data() +
-         " --steps 3 --batch 4 --val-every 3 --val-limit 2 --patience 5 --lr 1e-2 --threads 1 --progress off"
-         " --out " +
-         out;
+         val_data() + " --steps 3 --batch " + std::to_string(batch) +
+         " --val-every 3 --val-limit 2 --patience 5 --lr 1e-2 --threads 1 --progress off --out " + out;
 }
 
 // The trainable parameters of a finetune run's last step (checkpoint/params.pt, fp32, in training order).
@@ -81,10 +79,11 @@ TEST(DistributedTraining, FinetuneOnTwoRanksEqualsOneProcessOnTheWholeBatch) {
       max_diff, max_move);
   EXPECT_GT(max_move, 1e-3) << "training did not move the projector, so the comparison says nothing";
   // Tolerance (fp32): the runs differ in float summation order only (another padding length in each rank's
-  // forward, the loss weighting, the all-reduce), which Adam's normalisation amplifies a little where a
-  // gradient is small: 1e-4 absolute and 1 % of the distance trained.
-  EXPECT_LT(max_diff, 1e-4);
-  EXPECT_LT(max_diff, 0.01 * max_move);
+  // forward, the loss weighting, the all-reduce), which Adam's normalisation can amplify where a gradient is
+  // small: 1e-5 absolute and 0.1 % of the distance trained (measured here: 6e-8 after moving 3e-2; an
+  // unweighted mean of the ranks' losses is off by far more, the tiny model's answers having 1–3 tokens).
+  EXPECT_LT(max_diff, 1e-5);
+  EXPECT_LT(max_diff, 1e-3 * max_move);
   // The logged loss is the whole batch's on both runs; the check and the report are rank 0's.
   const auto ja = nlohmann::json::parse(testing::read_file(tmp / "one/finetune.json"));
   const auto jb = nlohmann::json::parse(testing::read_file(tmp / "two/finetune.json"));
@@ -102,7 +101,7 @@ TEST(DistributedTraining, FinetuneRefusesABatchSmallerThanTheLaunch) {
   testing::expect_bad_input(
       testing::run_shell(
           "RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(testing::free_port()) +
-          " " + testing::cli_path() + " " + finetune_args(tmp / "out") + " --batch 1 --dist-timeout 3"),
+          " " + testing::cli_path() + " " + finetune_args(tmp / "out", 1) + " --dist-timeout 3"),
       "finetune: --batch 1 is smaller than the 2 processes of the launch");
   EXPECT_FALSE(std::filesystem::exists(tmp / "out"));
 }
