@@ -93,6 +93,14 @@ TEST(DistributedTraining, FinetuneOnTwoRanksEqualsOneProcessOnTheWholeBatch) {
               jb.at("train_loss")[0].at("loss").get<double>(), 1e-4);
   EXPECT_EQ(ja.at("checks").size(), jb.at("checks").size());
   EXPECT_TRUE(std::filesystem::exists(tmp / "two/model/config.json"));
+  // Launched again on the finished run: rank 0 resumes from its checkpoint and sends the position, the
+  // weights and the AdamW state to rank 1 (through the group and its store: rank 1 never reads --out);
+  // nothing is left to train, the weights stay.
+  const CommandResult again = testing::launch(2, finetune_args(tmp / "two") + " --dist-timeout 120");
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_NE((again.out + again.err).find("[rank 0/2] resumed at step 3"), std::string::npos) << again.err;
+  const auto c = last_params(tmp / "two");
+  for (size_t i = 0; i < b.size(); ++i) EXPECT_TRUE(at::equal(b[i], c[i])) << i;
 }
 
 TEST(DistributedTraining, FinetuneRefusesABatchSmallerThanTheLaunch) {
