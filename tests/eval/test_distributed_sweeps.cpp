@@ -3,8 +3,9 @@
 // bundled model and a few SynthVQA samples, one thread each. Checked against single-process runs of the same
 // commands: eval's predictions and metrics, a grid search's points and chosen plan, a scorer table, the
 // ladder tables of dynamic-k and coverage (their reports); a worker that vanishes
-// holding a lease, after which the sweep still completes with every sample stored exactly once; and a bad
-// rendezvous address, which ends in one error line and a non-zero exit instead of a hang.
+// holding a lease (in eval and in dynamic-k's ladder), after which the sweep still completes with every
+// sample stored exactly once; and a bad rendezvous address, which ends in one error line and a non-zero exit
+// instead of a hang.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -267,12 +268,16 @@ nlohmann::json comparable(const nlohmann::json& j) {
 
 // Runs `vispco optimize ARGS` in one process and on three ranks, each with its own output folder (and so its
 // own result store: the second run must not read the first's results), and compares `report` of the two.
-void expect_same_ladder_report(const std::string& args, const std::string& report) {
+// `extra` and `env` go to the three-rank run only. @return the three-rank run's output (stdout + stderr).
+std::string expect_same_ladder_report(const std::string& args, const std::string& report,
+                                      const std::string& extra = "", const std::string& env = "") {
   TempDir tmp;
   const CommandResult one = testing::run_cli(args + " --out " + (tmp / "one"));
-  ASSERT_EQ(one.exit_code, 0) << one.err;
-  const CommandResult three = launch3(args + " --out " + (tmp / "three") + " --chunk 2 --dist-timeout 120");
-  ASSERT_EQ(three.exit_code, 0) << three.out << three.err;
+  EXPECT_EQ(one.exit_code, 0) << one.err;
+  const CommandResult three =
+      launch3(args + " --out " + (tmp / "three") + " --chunk 2 --dist-timeout 120 " + extra, env);
+  EXPECT_EQ(three.exit_code, 0) << three.out << three.err;
+  if (one.exit_code != 0 || three.exit_code != 0) return "";
   for (const char* rank : {"[rank 1/3]", "[rank 2/3]"})
     EXPECT_NE((three.out + three.err).find(rank), std::string::npos) << rank << " in " << three.err;
   const auto a = nlohmann::json::parse(testing::read_file(tmp / ("one/" + report)));
@@ -280,7 +285,7 @@ void expect_same_ladder_report(const std::string& args, const std::string& repor
   EXPECT_EQ(comparable(a), comparable(b)) << a.dump() << "\n" << b.dump();
   // The three-rank run's store holds each (plan, sample) once, as the single process's does.
   eval::ResultStore s1(tmp / "one/results.sqlite"), s3(tmp / "three/results.sqlite");
-  ASSERT_EQ(s1.runs().size(), s3.runs().size());
+  EXPECT_EQ(s1.runs().size(), s3.runs().size());
   size_t n1 = 0, n3 = 0;
   for (const auto& run : s1.runs()) n1 += s1.results(run).size();
   for (const auto& run : s3.runs()) {
@@ -292,18 +297,33 @@ void expect_same_ladder_report(const std::string& args, const std::string& repor
   }
   EXPECT_EQ(n1, n3);
   std::cout << report << ": equal on one and three ranks; " << n3 << " stored results in each run\n";
+  return three.out + three.err;
+}
+
+std::string dynamic_k_args() {
+  return "optimize --method dynamic-k --model " + model_dir() + " --train " + dataset() + " --calib " +
+         dataset() + " --test " + dataset() +
+         " --limit-train 6 --limit-calib 3 --limit-test 3 --template 'random:layer=0' --ladder 4,16"
+         " --predictor-steps 20 --epsilon-abs 0.2 --no-plots --threads 1 --batch 2 --json";
 }
 
 TEST(DistributedSweeps, DynamicKLadderOnThreeRanksEqualsOneProcess) {
   // The labels' ladder tables (train, validation, test × 3 rungs) are shared sweeps; the predictor, τ, the
   // keep=auto run and the report are rank 0's. The random scorer makes some answers change along the ladder.
   if (!launcher_missing().empty()) GTEST_SKIP() << launcher_missing();
-  expect_same_ladder_report(
-      "optimize --method dynamic-k --model " + model_dir() + " --train " + dataset() + " --calib " +
-          dataset() + " --test " + dataset() +
-          " --limit-train 6 --limit-calib 3 --limit-test 3 --template 'random:layer=0' --ladder 4,16"
-          " --predictor-steps 20 --epsilon-abs 0.2 --no-plots --threads 1 --batch 2 --json",
-      "dynamic_k.json");
+  expect_same_ladder_report(dynamic_k_args(), "dynamic_k.json");
+}
+
+TEST(DistributedSweeps, DynamicKLadderSurvivesAVanishedWorker) {
+  // Rank 2 ends itself (exit 0) holding the lease of its second item, in the first rung's sweep; after 3 s
+  // another rank takes the item over, and the later rungs run on two ranks. Same report, each result stored
+  // once.
+  if (!launcher_missing().empty()) GTEST_SKIP() << launcher_missing();
+  const std::string all = expect_same_ladder_report(dynamic_k_args(), "dynamic_k.json", "--lease-timeout 3",
+                                                    "VISPCO_TEST_EXIT_AFTER=2:1");
+  EXPECT_NE(all.find("[rank 2/3] test hook: ending the process while holding the lease"), std::string::npos)
+      << all;
+  EXPECT_NE(all.find("1 taken over from an expired lease"), std::string::npos) << all;
 }
 
 TEST(DistributedSweeps, CoverageLadderOnThreeRanksEqualsOneProcess) {
