@@ -14,6 +14,7 @@
 #include "eval/progress.h"
 #include "model/family.h"
 #include "model/model_source.h"
+#include "optimize/sweep_group.h"
 #include "prune/bound_plan.h"
 #include "train/finetune.h"
 
@@ -40,6 +41,7 @@ void register_finetune(CLI::App& app) {
     int threads = 0;
     std::string progress = "auto";
     double epochs = 0;
+    optimize::SweepFlags sweep;  // --dist-timeout only: finetune shares gradients, not work items
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand(
@@ -78,6 +80,10 @@ void register_finetune(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--progress", a->progress, "Progress of the training steps: auto|bar|lines|off")
       ->capture_default_str();
+  cmd->add_option("--dist-timeout", a->sweep.dist_timeout_s,
+                  "Under a launcher (data-parallel): seconds to wait for the rendezvous at "
+                  "MASTER_ADDR:MASTER_PORT and for any collective (longer than one validation check)")
+      ->capture_default_str();
   cmd->callback([a] {
     if (a->epochs != 0) {
       if (!(a->epochs > 0) || a->o.train_scenes == 0)
@@ -96,14 +102,27 @@ void register_finetune(CLI::App& app) {
     const auto val = eval::load_dataset(a->val);
     std::unique_ptr<eval::Dataset> test;
     if (!a->test.empty()) test = std::make_unique<eval::Dataset>(eval::load_dataset(a->test));
-    const auto mode = eval::parse_progress_mode(a->progress);
+    // Under a launcher (torchrun, srun, mpirun): data-parallel over the launch's Gloo group (finetune.h);
+    // rank 0 writes. Joined before the slow steps: a bad address fails fast.
+    const optimize::LaunchFromEnvironment launch = optimize::launch_from_environment();
+    if (a->o.batch < launch.env.world_size)
+      throw InvalidArgument("finetune: --batch " + std::to_string(a->o.batch) + " is smaller than the " +
+                            std::to_string(launch.env.world_size) +
+                            " processes of the launch (each trains on a share of every step's batch)");
+    const auto group = optimize::SweepGroup::join(launch.env, a->sweep);
+    const bool main_rank = !group || group->sharing().is_main();
+    const std::string prefix = group ? group->sharing().log_prefix() : "";
+    auto mode = eval::parse_progress_mode(a->progress);
+    if (!main_rank) mode = eval::ProgressMode::kOff;
     const bool bar =
         mode == eval::ProgressMode::kBar || (mode == eval::ProgressMode::kAuto && isatty(fileno(stderr)));
     // A log line first clears a progress bar drawn in place, which redraws on its next step.
-    const auto log = [bar](const std::string& l) {
-      std::fprintf(stderr, "%s%s\n", bar ? "\r\033[K" : "", l.c_str());
+    const auto log = [bar, prefix](const std::string& l) {
+      std::fprintf(stderr, "%s%s%s\n", bar ? "\r\033[K" : "", prefix.c_str(), l.c_str());
     };
-    const auto rep = train::run_finetune(a->model, val, test.get(), a->o, a->out, a->threads, log, mode);
+    const auto rep = train::run_finetune(a->model, val, test.get(), a->o, a->out, a->threads, log, mode,
+                                         group ? &group->group() : nullptr);
+    if (!main_rank) return;  // rank 0 wrote the model and the report
     std::cout << "tuned for " << rep.options.plan << ": best validation accuracy " << rep.best_val_accuracy
               << " at step " << rep.best_step << " (" << rep.stopped << "); model " << a->out
               << "/model, report " << a->out << "/finetune.md\n";

@@ -11,7 +11,6 @@
 #include "core/errors.h"
 #include "optimize/search_flags.h"
 #include "optimize/search_method.h"
-#include "optimize/sweep_group.h"
 
 namespace vispco::cli {
 namespace {
@@ -29,12 +28,6 @@ struct SearchCommand {
   void run() const {
     const std::string& name = optimize::find_search(method).name;  // unknown: one line listing the valid ones
     flags.finish(name);
-    // The plan searches share their evaluations under a launcher (optimize/sweep_group.h); these would run
-    // whole in every process instead.
-    if ((name == "dynamic-k" || name == "coverage") && optimize::launch_from_environment().env.distributed())
-      throw InvalidArgument("optimize --method " + name +
-                            " does not run under a launcher yet (grid, min-k and budget do); run it in one "
-                            "process");
     for (const auto& [n, m] : methods)
       if (n == name) return m->run(flags, std::cout);
     throw InvalidArgument("optimize: method '" + name + "' is not part of this command");

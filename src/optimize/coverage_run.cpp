@@ -67,7 +67,8 @@ std::string CoverageRunReport::summary() const {
 CoverageRunReport run_coverage(VisionLanguageModel& model, const std::string& model_dir,
                                const std::string& model_hash, const eval::Dataset& pool,
                                const eval::Dataset& test, const CoverageRunOptions& options,
-                               const std::function<void(const std::string&)>& log) {
+                               const std::function<void(const std::string&)>& log,
+                               eval::WorkSharing* sharing) {
   options.validate();
   Stopwatch wall;
   const LadderPlan lp =
@@ -84,9 +85,9 @@ CoverageRunReport run_coverage(VisionLanguageModel& model, const std::string& mo
     };
   };
   const LadderEval p = evaluate_ladder(model, model_hash, pool, options.limit_pool, plan, rep.ladder,
-                                       options.batch_size, options.store_path, env, tagged("pool"));
+                                       options.batch_size, options.store_path, env, tagged("pool"), sharing);
   const LadderEval t = evaluate_ladder(model, model_hash, test, options.limit_test, plan, rep.ladder,
-                                       options.batch_size, options.store_path, env, tagged("test"));
+                                       options.batch_size, options.store_path, env, tagged("test"), sharing);
   rep.n_pool = p.table.n();
   rep.n_test = t.table.n();
   if (log) log("coverage: " + std::to_string(options.coverage.draws) + " draws");

@@ -15,6 +15,10 @@
 #include "optimize/epsilon_coverage.h"
 #include "prune/scorer.h"
 
+namespace vispco::eval {
+class WorkSharing;
+}
+
 namespace vispco::optimize {
 
 /// Settings of run_coverage() (a plain value).
@@ -44,10 +48,14 @@ struct CoverageRunReport {
 
 /// Evaluates the ladder on `pool` and `test` (greedy, as `vispco eval`; results shared through the store),
 /// then runs epsilon_coverage(). @param log one line per rung (may be empty)
+/// @param sharing under a launcher (issue 50): each rung of both ladders is a shared sweep
+///        (dynamic_k/ladder_eval.h); every rank then computes the same report (the draws are cheap and
+///        seeded), equal to a single process's; the caller lets rank 0 alone write it. nullptr: one process.
 /// @throws InvalidArgument (bad options, a ladder value above N_v), what the evaluations throw.
 CoverageRunReport run_coverage(VisionLanguageModel& model, const std::string& model_dir,
                                const std::string& model_hash, const eval::Dataset& pool,
                                const eval::Dataset& test, const CoverageRunOptions& options,
-                               const std::function<void(const std::string&)>& log = {});
+                               const std::function<void(const std::string&)>& log = {},
+                               eval::WorkSharing* sharing = nullptr);
 
 }  // namespace vispco::optimize

@@ -15,6 +15,7 @@
 #include "optimize/coverage_run.h"
 #include "optimize/job_flags.h"
 #include "optimize/searches.h"
+#include "optimize/sweep_group.h"
 #include "prune/auto_keep/auto_keep.h"
 
 namespace vispco::optimize {
@@ -36,6 +37,7 @@ class CoverageMethod final : public SearchMethod {
     flags.flag("--with-replacement", &with_replacement_,
                "coverage: draw each subset with replacement (a bootstrap of the pool)");
     flags.option("--seed", &seed_, "coverage: seed of the draws")->capture_default_str();
+    add_sweep_flags(flags, &sweep_);
   }
 
   void run(const SearchFlags& flags, std::ostream& out) override {
@@ -72,12 +74,24 @@ class CoverageMethod final : public SearchMethod {
       require_path(path, flag);
     const ModelShape shape = load_model_shape(a.model);
     parse_auto_keep(auto_keep_text(o.template_text), shape);
+    // Under a launcher (torchrun, srun, mpirun): every rung's samples are shared (coverage_run.h); rank 0
+    // writes the store and the report. Joined before the slow steps: a bad address fails fast.
+    const LaunchFromEnvironment launch = launch_from_environment();
+    const auto group = SweepGroup::join(launch.env, sweep_, launch.test_exit_after_items);
     DtypeChoice dtype_choice;
-    const RunContext ctx = inference_context(a.device, a.dtype, a.threads, &dtype_choice);
+    const RunContext ctx =
+        inference_context(rank_device(a.device, launch.env), a.dtype, a.threads, &dtype_choice);
     const eval::Dataset pool = eval::load_dataset(pool_), test = eval::load_dataset(a.test);
     const std::string model_hash = eval::model_folder_hash(a.model);
     auto model = VisionLanguageModel::load(a.model, ctx);
-    auto rep = run_coverage(model, a.model, model_hash, pool, test, o, stderr_log());
+    const auto log = [base = stderr_log(), prefix = group ? group->sharing().log_prefix() : ""](
+                         const std::string& line) { base(prefix + line); };
+    auto rep =
+        run_coverage(model, a.model, model_hash, pool, test, o, log, group ? &group->sharing() : nullptr);
+    if (group) {
+      group->sharing().finish();
+      if (!group->sharing().is_main()) return;  // the same report; rank 0 writes it
+    }
     rep.inputs = {{"model", a.model},      {"model_hash", model_hash},
                   {"pool", pool_},         {"pool_hash", pool.hash},
                   {"test", a.test},        {"test_hash", test.hash},
@@ -99,6 +113,7 @@ class CoverageMethod final : public SearchMethod {
   std::string pool_, ladder_;
   int64_t limit_pool_ = 0, draws_ = 500, seed_ = 0;
   bool with_replacement_ = false;
+  SweepFlags sweep_;
 };
 
 }  // namespace

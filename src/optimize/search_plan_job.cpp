@@ -39,17 +39,7 @@ class PlanSearchMethod final : public SearchMethod {
             "('fastv:layer=2' becomes 'fastv:layer=2,keep={P}%'): auto (ratio for models whose images make "
             "their own N_v — LLaVA-NeXT, Qwen2-VL, Qwen2.5-VL —, count for LLaVA-1.5), ratio or count")
         ->capture_default_str();
-    flags.option("--chunk", &sweep_.chunk, "Under a launcher: samples per work item handed out by rank 0")
-        ->capture_default_str();
-    flags
-        .option("--lease-timeout", &sweep_.lease_timeout_s,
-                "Under a launcher: seconds after which an unfinished item is handed out again")
-        ->capture_default_str();
-    flags
-        .option(
-            "--dist-timeout", &sweep_.dist_timeout_s,
-            "Under a launcher: seconds to wait for the rendezvous at MASTER_ADDR:MASTER_PORT and for rank 0")
-        ->capture_default_str();
+    add_sweep_flags(flags, &sweep_);
   }
 
   void run(const SearchFlags& flags, std::ostream& out) override {

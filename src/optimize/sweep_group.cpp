@@ -5,6 +5,7 @@
 
 #include "core/errors.h"
 #include "optimize/learned/ddp.h"
+#include "optimize/search_flags.h"
 
 namespace vispco::optimize {
 
@@ -38,6 +39,20 @@ std::unique_ptr<SweepGroup> SweepGroup::join(const LauncherEnv& env, const Sweep
 }
 
 SweepGroup::~SweepGroup() = default;
+
+void add_sweep_flags(SearchFlags& flags, SweepFlags* f) {
+  flags.option("--chunk", &f->chunk, "Under a launcher: samples per work item handed out by rank 0")
+      ->capture_default_str();
+  flags
+      .option("--lease-timeout", &f->lease_timeout_s,
+              "Under a launcher: seconds after which an unfinished item is handed out again")
+      ->capture_default_str();
+  flags
+      .option(
+          "--dist-timeout", &f->dist_timeout_s,
+          "Under a launcher: seconds to wait for the rendezvous at MASTER_ADDR:MASTER_PORT and for rank 0")
+      ->capture_default_str();
+}
 
 LaunchFromEnvironment launch_from_environment() {
   LaunchFromEnvironment out;

@@ -14,6 +14,7 @@ namespace vispco::optimize {
 namespace learned {
 class DataParallel;
 }
+class SearchFlags;
 
 /// The command-line settings of shared sweeps (flags --chunk, --lease-timeout, --dist-timeout).
 struct SweepFlags {
@@ -36,6 +37,9 @@ class SweepGroup {
                                           int64_t test_exit_after_items = -1);
   ~SweepGroup();
   eval::WorkSharing& sharing() { return *sharing_; }
+  /// The launch's c10d process group (Gloo over rank 0's TCPStore), for collectives: data-parallel gradients
+  /// (`vispco finetune`). The sweeps themselves use only its store.
+  learned::DataParallel& group() { return *group_; }
   const LauncherEnv& env() const { return env_; }
 
  private:
@@ -45,6 +49,10 @@ class SweepGroup {
   std::unique_ptr<eval::KvStore> store_;
   std::unique_ptr<eval::WorkSharing> sharing_;
 };
+
+/// Declares --chunk, --lease-timeout and --dist-timeout on a search command (optimize/search_flags.h), bound
+/// to `*f`; the same help text for every method that declares them (docs/distributed.md).
+void add_sweep_flags(SearchFlags& flags, SweepFlags* f);
 
 /// The launch this process belongs to, from the process environment, and the test hook
 /// VISPCO_TEST_EXIT_AFTER="RANK:N" (that rank ends itself after N ≥ 0 items, holding the next one's lease).

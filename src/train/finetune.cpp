@@ -21,11 +21,13 @@
 #include "core/json_file.h"
 #include "core/text_file.h"
 #include "cost/timer.h"
+#include "eval/distributed/kv_store.h"
 #include "eval/evaluator.h"
 #include "eval/plan_evaluation.h"
 #include "eval/synthvqa/generator.h"
 #include "model/generate.h"
 #include "model/llava/llava.h"
+#include "optimize/learned/ddp.h"
 #include "prune/bound_plan.h"
 #include "prune/plan_hook.h"
 #include "prune/replay_hook.h"
@@ -95,6 +97,41 @@ double accuracy_with(VisionLanguageModel& m, const eval::Dataset& ds, size_t lim
   return acc;
 }
 
+// Targets of a one-turn conversation's answer-token loss: the answer's tokens and EOS, as
+// build_teacher_forced_batch() lays them out (train/teacher_forced_batch.cpp); text tokens are never pruned,
+// so a pruning forward keeps them all.
+int64_t answer_target_count(const VisionLanguageModel& m, const std::string& answer) {
+  return static_cast<int64_t>(m.tokenizer().encode(answer, false).size()) + 1;
+}
+
+// Rank 0's resume position, parameters and optimiser state on every rank of `group` (the others have no
+// checkpoint: no shared file system needed). The optimiser state travels through the group's store.
+void share_resume_state(optimize::learned::DataParallel& group, const std::vector<at::Tensor>& params,
+                        torch::optim::AdamW& opt, int64_t& step, bool& stopped) {
+  at::Tensor pos = at::tensor({static_cast<float>(step), stopped ? 1.0f : 0.0f});
+  group.broadcast({pos});
+  step = static_cast<int64_t>(pos[0].item<float>());
+  stopped = pos[1].item<float>() > 0.5f;
+  if (step == 0 && !stopped) return;  // a fresh run: every rank starts from the model folder's weights
+  group.broadcast(params);
+  const std::string key = "vispco/finetune/optimizer";
+  auto store = group.kv_store();
+  if (group.is_main()) {
+    std::ostringstream os;
+    torch::save(opt, os);
+    store->set(key, os.str());
+  }
+  group.barrier();
+  if (!group.is_main()) {
+    const auto bytes = store->get(key);
+    if (!bytes) throw Error("finetune: rank 0's optimiser state is missing from its store");
+    std::istringstream is(*bytes);
+    torch::load(opt, is);
+  }
+  group.barrier();
+  if (group.is_main()) store->erase(key);
+}
+
 nlohmann::json per_family(const eval::EvalReport& r) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [f, t] : r.metrics.per_family) j[f] = t.accuracy();
@@ -137,6 +174,11 @@ nlohmann::json to_json(const FinetuneOptions& o) { return finetune_fields().writ
 
 FinetuneOptions finetune_options_from_json(const nlohmann::json& j) {
   return finetune_fields().read_valid(j);
+}
+
+uint64_t training_scene(const FinetuneOptions& options, int64_t step, int64_t b) {
+  const auto scene = static_cast<uint64_t>(step * options.batch + b);
+  return options.train_scenes > 0 ? scene % options.train_scenes : scene;
 }
 
 nlohmann::json FinetuneReport::to_json() const {
@@ -196,9 +238,20 @@ std::string FinetuneReport::to_markdown() const {
 
 FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& val, const eval::Dataset* test,
                             const FinetuneOptions& options, const std::string& out_dir, int n_threads,
-                            const std::function<void(const std::string&)>& log, eval::ProgressMode progress) {
+                            const std::function<void(const std::string&)>& log, eval::ProgressMode progress,
+                            optimize::learned::DataParallel* group) {
   options.validate();
   Stopwatch wall;
+  // Data parallelism (see finetune.h): this rank's share [lo, hi) of every step's batch.
+  const bool dist = group != nullptr && group->world_size() > 1;
+  const int64_t n_ranks = dist ? group->world_size() : 1, rank = dist ? group->rank() : 0;
+  const bool main = rank == 0;
+  if (options.batch < n_ranks)
+    throw InvalidArgument("finetune: --batch " + std::to_string(options.batch) + " is smaller than the " +
+                          std::to_string(n_ranks) +
+                          " processes of the launch (each trains on a share of "
+                          "every step's batch)");
+  const int64_t lo = options.batch * rank / n_ranks, hi = options.batch * (rank + 1) / n_ranks;
   auto say = [&](const std::string& l) {
     if (log) log(l);
   };
@@ -230,20 +283,24 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
   torch::optim::AdamW opt(params, torch::optim::AdamWOptions(options.lr).weight_decay(options.weight_decay));
 
   const fs::path out(out_dir), ckpt = out / "checkpoint";
-  fs::create_directories(out);
   // The training-scene probe: the first scenes of the training stream (seen in the first steps), for the
-  // overfitting check (training accuracy next to validation accuracy).
+  // overfitting check (training accuracy next to validation accuracy). Rank 0's: it alone validates.
   const size_t n_probe =
       options.val_limit > 0 ? std::min(options.val_limit, val.samples.size()) : val.samples.size();
-  if (!fs::exists(out / "train-probe" / "data.jsonl")) {
-    eval::synthvqa::SynthOptions so;
-    so.seed = options.data_seed;
-    so.count =
-        std::max<size_t>(1, std::min<size_t>(n_probe, static_cast<size_t>(options.steps * options.batch)));
-    so.n_threads = 1;
-    eval::synthvqa::generate_synthvqa(so, (out / "train-probe").string());
+  eval::Dataset probe;
+  if (main) {
+    fs::create_directories(out);
+    if (!fs::exists(out / "train-probe" / "data.jsonl")) {
+      eval::synthvqa::SynthOptions so;
+      so.seed = options.data_seed;
+      size_t seen = static_cast<size_t>(options.steps * options.batch);
+      if (options.train_scenes > 0) seen = std::min(seen, options.train_scenes);
+      so.count = std::max<size_t>(1, std::min(n_probe, seen));
+      so.n_threads = 1;
+      eval::synthvqa::generate_synthvqa(so, (out / "train-probe").string());
+    }
+    probe = eval::load_dataset((out / "train-probe").string());
   }
-  const auto probe = eval::load_dataset((out / "train-probe").string());
 
   int64_t step = 0, since_best = 0;
   std::vector<at::Tensor> best;  // trainable parameters at the best check
@@ -251,8 +308,8 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
     best.clear();
     for (const auto& p : params) best.push_back(p.detach().clone());
   };
-  recover_directory(ckpt);                   // a run killed while publishing its checkpoint resumes from it
-  if (fs::exists(ckpt / "position.json")) {  // resume
+  if (main) recover_directory(ckpt);  // a run killed while publishing its checkpoint resumes from it
+  if (main && fs::exists(ckpt / "position.json")) {  // resume
     const auto pos = read_json_file((ckpt / "position.json").string(), "finetune checkpoint");
     auto stored = finetune_options_from_json(pos.at("options"));  // keys added later take their defaults
     // train_scenes joined the JSON form later: a checkpoint without it did not record it.
@@ -278,6 +335,11 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
       rep.train_loss.emplace_back(l.at("step").get<int64_t>(), l.at("loss").get<double>());
     rep.stopped = pos.value("stopped", "");
     say("resumed at step " + std::to_string(step));
+  }
+  if (dist) {
+    bool stopped = !rep.stopped.empty();
+    share_resume_state(*group, params, opt, step, stopped);
+    if (!main && stopped) rep.stopped = "stopped before the resume (rank 0's report)";
   }
   const auto save_ckpt = [&] {
     // Written into a staging folder and published whole (core/atomic_dir.h): a kill at any instant leaves a
@@ -320,7 +382,7 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
         std::to_string(rep.best_step) + ")");
   };
 
-  if (rep.checks.empty()) check();  // step 0: the untuned model
+  if (main && rep.checks.empty()) check();  // step 0: the untuned model
   Stopwatch since_ckpt;
   double loss_sum = 0;
   int64_t loss_n = 0;
@@ -331,12 +393,13 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
     std::vector<at::Tensor> px;
     std::vector<VlmRequest> reqs;
     std::vector<std::vector<std::pair<std::string, std::string>>> turns;
-    for (int64_t b = 0; b < options.batch; ++b) {
-      samples.push_back(
-          eval::synthvqa::make_sample(options.data_seed, static_cast<uint64_t>(step * options.batch + b)));
+    int64_t n_targets = 0;  // this rank's answer-token targets
+    for (int64_t b = lo; b < hi; ++b) {
+      samples.push_back(eval::synthvqa::make_sample(options.data_seed, training_scene(options, step, b)));
       px.push_back(m.preprocess(samples.back().rgb));
       reqs.push_back({px.back(), m.prompt_ids(samples.back().question)});
       turns.push_back({{samples.back().question, samples.back().answer}});
+      if (dist) n_targets += answer_target_count(m, samples.back().answer);
     }
     // The plan's decisions, from an inference prefill of the prompts (exactly what inference would keep).
     const auto hook = plan.hook(0);
@@ -350,10 +413,25 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
       static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr_at(options, step));
     opt.zero_grad();
     auto parts = conversation_loss(m, at::stack(px).to(ctx.device), turns, co);
-    parts.total.backward();
+    double step_loss = 0;
+    if (dist) {
+      // The whole batch's loss is Σ_r n_r·L_r / N (L_r this rank's mean over its n_r targets, N = Σ_r n_r):
+      // each rank back-propagates W·n_r/N·L_r, whose gradients averaged over the W ranks are its gradient.
+      at::Tensor counts = at::tensor({static_cast<float>(n_targets)});
+      group->all_reduce_sum(counts);
+      const double n_all = counts.item<float>(), share = static_cast<double>(n_targets) / n_all;
+      (parts.total * (static_cast<double>(n_ranks) * share)).backward();
+      group->average_gradients(params);
+      at::Tensor loss = at::tensor({static_cast<float>(parts.total.item<double>() * share)});
+      group->all_reduce_sum(loss);
+      step_loss = loss.item<float>();
+    } else {
+      parts.total.backward();
+      step_loss = parts.total.item<double>();
+    }
     torch::nn::utils::clip_grad_norm_(params, 1.0);
     opt.step();
-    loss_sum += parts.total.item<double>();
+    loss_sum += step_loss;
     ++loss_n;
     ++step;
     bar.advance();
@@ -363,17 +441,23 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
           fmt("%.4f", loss_sum / loss_n) + " lr " + fmt("%.2e", lr_at(options, step - 1)));
       loss_sum = 0;
       loss_n = 0;
-      check();
-      if (since_best >= options.patience)
+      if (main) check();
+      if (main && since_best >= options.patience)
         rep.stopped =
             "early stopping after " + std::to_string(options.patience) + " checks without a new best";
+      if (dist) {  // rank 0's decision on every rank
+        at::Tensor stop = at::tensor({rep.stopped.empty() ? 0.0f : 1.0f});
+        group->broadcast({stop});
+        if (!main && stop.item<float>() > 0.5f) rep.stopped = "early stopping (rank 0's checks)";
+      }
     }
-    if (since_ckpt.ms() / 1000.0 >= options.checkpoint_seconds) {
+    if (main && since_ckpt.ms() / 1000.0 >= options.checkpoint_seconds) {
       save_ckpt();
       since_ckpt.reset();
     }
   }
   if (rep.stopped.empty()) rep.stopped = "steps done";
+  if (!main) return rep;  // rank 0 writes the checkpoint, the tuned model and the report
   save_ckpt();
 
   // The tuned model: the best check's weights, the source folder's other files, the plan recorded.

@@ -15,6 +15,10 @@
 #include "eval/dataset.h"
 #include "eval/progress.h"
 
+namespace vispco::optimize::learned {
+class DataParallel;
+}
+
 namespace vispco::train {
 
 /// Settings of one fine-tune (a plain value: defaults, validate(), JSON round trip, equality).
@@ -43,6 +47,10 @@ struct FinetuneOptions {
   bool operator==(const FinetuneOptions&) const = default;
 };
 nlohmann::json to_json(const FinetuneOptions& o);
+/// The SynthVQA scene (index under options.data_seed) of pair `b` ∈ [0, batch) of optimiser step `step` ≥ 0:
+/// step·batch + b, mod train_scenes when train_scenes > 0 (a finite pool, revisited every
+/// ⌈train_scenes / batch⌉ steps).
+uint64_t training_scene(const FinetuneOptions& options, int64_t step, int64_t b);
 /// @throws InvalidArgument for unknown keys or bad values.
 FinetuneOptions finetune_options_from_json(const nlohmann::json& j);
 
@@ -76,9 +84,20 @@ struct FinetuneReport {
 /// (nullptr: no test figures). @param log one line per step / check. @throws InvalidArgument (options, a plan
 /// that merges tokens), IoError. @param progress a progress bar over the optimiser steps (eval/progress.h),
 /// on stderr.
+/// @param group data parallelism over a launch's c10d Gloo group (issue 50; nullptr or world size 1: one
+///        process). Rank r of W trains on scenes [⌊B·r/W⌋, ⌊B·(r+1)/W⌋) of each step's batch of B (B ≥ W),
+///        its mean answer-token loss weighted by its share of the batch's answer tokens, so that the averaged
+///        gradient (one fp32 all-reduce) is the gradient of the whole batch's mean loss and every rank takes
+///        the single-process step (up to float summation order). Rank 0 alone validates (the others wait in
+///        the next all-reduce: the group's timeout must exceed a check), decides early stopping (broadcast),
+///        and writes the checkpoint, the tuned model and the report; on resume it sends the other ranks its
+///        checkpoint's parameters and optimiser state through the group, so they need no copy of `out_dir`.
+///        The other ranks return a report with options and n_trainable set, and write nothing.
+///        @throws InvalidArgument when B < W; what c10d throws when a collective fails or times out.
 FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& val, const eval::Dataset* test,
                             const FinetuneOptions& options, const std::string& out_dir, int n_threads,
                             const std::function<void(const std::string&)>& log,
-                            eval::ProgressMode progress = eval::ProgressMode::kOff);
+                            eval::ProgressMode progress = eval::ProgressMode::kOff,
+                            optimize::learned::DataParallel* group = nullptr);
 
 }  // namespace vispco::train

@@ -1,13 +1,12 @@
 // Sweeps under PyTorch's launcher (issue 50): three processes on loopback through
 // `python3 -m torch.distributed.run` (Debian's python3-torch; skipped with a message without it), with the
 // bundled model and a few SynthVQA samples, one thread each. Checked against single-process runs of the same
-// commands: eval's predictions and metrics, a grid search's points and chosen plan; a worker that vanishes
-// holding a lease, after which the sweep still completes with every sample stored exactly once; and a bad
-// rendezvous address, which ends in one error line and a non-zero exit instead of a hang.
+// commands: eval's predictions and metrics, a grid search's points and chosen plan, a scorer table, the
+// ladder tables of dynamic-k and coverage (their reports); a worker that vanishes
+// holding a lease (in eval and in dynamic-k's ladder), after which the sweep still completes with every
+// sample stored exactly once; and a bad rendezvous address, which ends in one error line and a non-zero exit
+// instead of a hang.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -18,6 +17,7 @@
 #include <string>
 
 #include "eval/result_store.h"
+#include "launcher_util.h"
 #include "test_util.h"
 
 namespace vispco {
@@ -26,48 +26,9 @@ namespace {
 using testing::CommandResult;
 using testing::TempDir;
 
-const std::string kLauncher = "/usr/bin/python3 -m torch.distributed.run";
-
-// Runs a shell command line, stdout captured, stderr into a file read back.
-CommandResult run_shell(const std::string& cmd) {
-  TempDir tmp;
-  const std::string err_file = tmp.str("stderr.txt");
-  CommandResult r;
-  FILE* pipe = popen((cmd + " 2>" + err_file).c_str(), "r");
-  if (pipe == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = testing::read_file(err_file);
-  return r;
-}
-
-// Why the launcher cannot run here ("" when it can).
-const std::string& launcher_missing() {
-  static const std::string why = [] {
-    const CommandResult r = run_shell(kLauncher + " --help >/dev/null");
-    return r.exit_code == 0 ? std::string()
-                            : "python3-torch's launcher (" + kLauncher + ") is not available: " + r.err;
-  }();
-  return why;
-}
-
-// A TCP port nobody listens on now (bound to port 0, then released).
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  const int port = ntohs(a.sin_port);
-  close(fd);
-  return port;
-}
+using testing::free_port;
+using testing::launcher_missing;
+using testing::run_shell;
 
 std::string model_dir() { return std::string(testing::source_dir()) + "/models/synthvqa-small"; }
 
@@ -85,9 +46,7 @@ const std::string& dataset() {
 
 // `vispco ARGS` under the launcher, three processes on loopback; `env` is put before the launcher.
 CommandResult launch3(const std::string& args, const std::string& env = "") {
-  return run_shell(env + " " + kLauncher + " --no_python --nnodes 1 --nproc_per_node 3 --rdzv_backend c10d " +
-                   "--rdzv_endpoint 127.0.0.1:" + std::to_string(free_port()) + " --redirects 1 --tee 1 " +
-                   testing::cli_path() + " " + args);
+  return testing::launch(3, args, env);
 }
 
 // predictions.jsonl's rows without their timings, in file order.
@@ -272,7 +231,7 @@ TEST(DistributedSweeps, BadRendezvousIsOneErrorLineNotAHang) {
 }
 
 TEST(DistributedSweeps, CommandsNotSharedYetAreRefusedUnderALauncher) {
-  // Rather than run whole in every process: one line each, before anything slow.
+  // Rather than run whole in every process: one line, before anything slow.
   TempDir tmp;
   const std::string env =
       "RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(free_port()) + " ";
@@ -280,10 +239,102 @@ TEST(DistributedSweeps, CommandsNotSharedYetAreRefusedUnderALauncher) {
   testing::expect_bad_input(run_shell(env + cli + "eval --model " + model_dir() + " --data " + dataset() +
                                       " --plan divprune:keep=auto --out " + (tmp / "a")),
                             "eval: keep=auto plans do not run under a launcher yet");
-  testing::expect_bad_input(
-      run_shell(env + cli + "optimize --method coverage --model " + model_dir() + " --calib " + dataset() +
-                " --test " + dataset() + " --train " + dataset() + " --out " + (tmp / "c")),
-      "optimize --method coverage does not run under a launcher yet");
+}
+
+// A report without what differs between two runs of the same search: timings (keys ending in _ms or _s,
+// "…_ms_per_sample", "seconds"), and paths (the output folder, the store, the inputs).
+nlohmann::json comparable(const nlohmann::json& j) {
+  const auto dropped = [](const std::string& k) {
+    const auto ends = [&](const std::string& tail) {
+      return k.size() >= tail.size() && k.compare(k.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    return ends("_ms") || ends("_s") || k.find("_ms_") != std::string::npos ||
+           k.find("seconds") != std::string::npos || k == "path" || k == "inputs" || k == "store_path" ||
+           k == "store";
+  };
+  if (j.is_object()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [k, v] : j.items())
+      if (!dropped(k)) out[k] = comparable(v);
+    return out;
+  }
+  if (j.is_array()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& v : j) out.push_back(comparable(v));
+    return out;
+  }
+  return j;
+}
+
+// Runs `vispco optimize ARGS` in one process and on three ranks, each with its own output folder (and so its
+// own result store: the second run must not read the first's results), and compares `report` of the two.
+// `extra` and `env` go to the three-rank run only. @return the three-rank run's output (stdout + stderr).
+std::string expect_same_ladder_report(const std::string& args, const std::string& report,
+                                      const std::string& extra = "", const std::string& env = "") {
+  TempDir tmp;
+  const CommandResult one = testing::run_cli(args + " --out " + (tmp / "one"));
+  EXPECT_EQ(one.exit_code, 0) << one.err;
+  const CommandResult three =
+      launch3(args + " --out " + (tmp / "three") + " --chunk 2 --dist-timeout 120 " + extra, env);
+  EXPECT_EQ(three.exit_code, 0) << three.out << three.err;
+  if (one.exit_code != 0 || three.exit_code != 0) return "";
+  for (const char* rank : {"[rank 1/3]", "[rank 2/3]"})
+    EXPECT_NE((three.out + three.err).find(rank), std::string::npos) << rank << " in " << three.err;
+  const auto a = nlohmann::json::parse(testing::read_file(tmp / ("one/" + report)));
+  const auto b = nlohmann::json::parse(testing::read_file(tmp / ("three/" + report)));
+  EXPECT_EQ(comparable(a), comparable(b)) << a.dump() << "\n" << b.dump();
+  // The three-rank run's store holds each (plan, sample) once, as the single process's does.
+  eval::ResultStore s1(tmp / "one/results.sqlite"), s3(tmp / "three/results.sqlite");
+  EXPECT_EQ(s1.runs().size(), s3.runs().size());
+  size_t n1 = 0, n3 = 0;
+  for (const auto& run : s1.runs()) n1 += s1.results(run).size();
+  for (const auto& run : s3.runs()) {
+    const auto rows = s3.results(run);
+    std::set<std::string> ids;
+    for (const auto& r : rows) ids.insert(r.sample_id);
+    EXPECT_EQ(ids.size(), rows.size()) << run.plan;
+    n3 += rows.size();
+  }
+  EXPECT_EQ(n1, n3);
+  std::cout << report << ": equal on one and three ranks; " << n3 << " stored results in each run\n";
+  return three.out + three.err;
+}
+
+std::string dynamic_k_args() {
+  return "optimize --method dynamic-k --model " + model_dir() + " --train " + dataset() + " --calib " +
+         dataset() + " --test " + dataset() +
+         " --limit-train 6 --limit-calib 3 --limit-test 3 --template 'random:layer=0' --ladder 4,16"
+         " --predictor-steps 20 --epsilon-abs 0.2 --no-plots --threads 1 --batch 2 --json";
+}
+
+TEST(DistributedSweeps, DynamicKLadderOnThreeRanksEqualsOneProcess) {
+  // The labels' ladder tables (train, validation, test × 3 rungs) are shared sweeps; the predictor, τ, the
+  // keep=auto run and the report are rank 0's. The random scorer makes some answers change along the ladder.
+  if (!launcher_missing().empty()) GTEST_SKIP() << launcher_missing();
+  expect_same_ladder_report(dynamic_k_args(), "dynamic_k.json");
+}
+
+TEST(DistributedSweeps, DynamicKLadderSurvivesAVanishedWorker) {
+  // Rank 2 ends itself (exit 0) holding the lease of its second item, in the first rung's sweep; after 3 s
+  // another rank takes the item over, and the later rungs run on two ranks. Same report, each result stored
+  // once.
+  if (!launcher_missing().empty()) GTEST_SKIP() << launcher_missing();
+  const std::string all = expect_same_ladder_report(dynamic_k_args(), "dynamic_k.json", "--lease-timeout 3",
+                                                    "VISPCO_TEST_EXIT_AFTER=2:1");
+  EXPECT_NE(all.find("[rank 2/3] test hook: ending the process while holding the lease"), std::string::npos)
+      << all;
+  // Which rank takes the item over varies (rank 0 logs no per-rank count in the ladder's sweeps); the equal
+  // report and the store holding each result once are the check.
+}
+
+TEST(DistributedSweeps, CoverageLadderOnThreeRanksEqualsOneProcess) {
+  if (!launcher_missing().empty()) GTEST_SKIP() << launcher_missing();
+  expect_same_ladder_report("optimize --method coverage --model " + model_dir() + " --train " + dataset() +
+                                " --calib " + dataset() + " --test " + dataset() +
+                                " --limit-train 6 --limit-test 3 --limit-calib 3 --template 'random:layer=0'"
+                                " --ladder 4,16 --coverage-draws 20 --epsilon-abs 0.2 --threads 1 --batch 2"
+                                " --json",
+                            "coverage.json");
 }
 
 }  // namespace

@@ -130,6 +130,19 @@ TEST(Finetune, AFewStepsWithThePlanFitOneBatch) {
   EXPECT_LT(last, 0.7 * first) << first << " → " << last;
 }
 
+TEST(Finetune, TrainingScenesWrapAtThePoolSize) {
+  // Step s, pair b of a batch of 4 is scene 4·s + b of the stream; with --train-scenes 5 that index mod 5
+  // (values by hand).
+  FinetuneOptions o;
+  o.batch = 4;
+  EXPECT_EQ(training_scene(o, 2, 1), 9u);
+  o.train_scenes = 5;
+  EXPECT_EQ(training_scene(o, 0, 3), 3u);
+  EXPECT_EQ(training_scene(o, 1, 0), 4u);
+  EXPECT_EQ(training_scene(o, 1, 1), 0u);
+  EXPECT_EQ(training_scene(o, 2, 1), 4u);
+}
+
 TEST(Finetune, RunValidatesResumesAndRecordsItsPlan) {
   testing::TempDir tmp;
   eval::synthvqa::SynthOptions so;

@@ -14,6 +14,7 @@
 #include "core/errors.h"
 #include "core/text_file.h"
 #include "cost/timer.h"
+#include "eval/distributed/shared_eval.h"
 #include "eval/evaluator.h"
 #include "eval/metrics.h"
 #include "optimize/confidence.h"
@@ -46,14 +47,20 @@ struct SplitTable {
   double unpruned_prefill_ms = 0;
 };
 
+// The split's ladder table and, when `features`, its samples' K features (rank 0 of a launch alone needs
+// them).
 SplitTable build_table(VisionLanguageModel& m, const std::string& hash, const eval::Dataset& ds, size_t limit,
                        const AutoKeepPlan& plan, const std::vector<int64_t>& ladder, const DynamicKOptions& o,
-                       const ScorerEnv& env, const std::string& split, const Log& log) {
-  auto le = evaluate_ladder(m, hash, ds, limit, plan, ladder, o.batch_size, o.store_path, env,
-                            [&](const std::string& line) {
-                              if (log) log("  " + split + " " + line);
-                            });
+                       const ScorerEnv& env, const std::string& split, const Log& log,
+                       eval::WorkSharing* sharing, bool features) {
+  auto le = evaluate_ladder(
+      m, hash, ds, limit, plan, ladder, o.batch_size, o.store_path, env,
+      [&](const std::string& line) {
+        if (log) log("  " + split + " " + line);
+      },
+      sharing);
   SplitTable st{std::move(le.table), {}, le.unpruned_prefill_ms};
+  if (!features) return st;
   std::vector<size_t> idx(st.table.n());
   for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
   st.features = dataset_k_features(m, ds, idx, o.batch_size).features;
@@ -314,7 +321,7 @@ DynamicKReport run_dynamic_k(VisionLanguageModel& model, const std::string& mode
                              const std::string& model_hash, const eval::Dataset& train,
                              const eval::Dataset& val, const eval::Dataset& test,
                              const DynamicKOptions& options, const std::string& out_dir, bool no_plots,
-                             const Log& log) {
+                             const Log& log, eval::WorkSharing* sharing) {
   options.validate();
   Stopwatch wall;
   const auto& shape = model.shape();
@@ -328,13 +335,16 @@ DynamicKReport run_dynamic_k(VisionLanguageModel& model, const std::string& mode
   const ScorerEnv env{model_dir};
   const KTarget target = k_target_from_name(options.target);
 
+  // Under a launcher the tables are shared sweeps; the rest is rank 0's (see dynamic_k.h).
+  const bool main = sharing == nullptr || sharing->is_main();
   if (log) log("ladder tables (train, validation, test) …");
   auto tr = build_table(model, model_hash, train, options.limit_train, plan, rep.ladder, options, env,
-                        "train", log);
-  auto va =
-      build_table(model, model_hash, val, options.limit_val, plan, rep.ladder, options, env, "val", log);
-  auto te =
-      build_table(model, model_hash, test, options.limit_test, plan, rep.ladder, options, env, "test", log);
+                        "train", log, sharing, main);
+  auto va = build_table(model, model_hash, val, options.limit_val, plan, rep.ladder, options, env, "val", log,
+                        sharing, main);
+  auto te = build_table(model, model_hash, test, options.limit_test, plan, rep.ladder, options, env, "test",
+                        log, sharing, main);
+  if (!main) return rep;
   const int R = static_cast<int>(rep.ladder.size());
 
   // Labels and training.

@@ -18,6 +18,10 @@
 #include "optimize/dynamic_k/k_predictor.h"
 #include "optimize/dynamic_k/ladder_table.h"
 
+namespace vispco::eval {
+class WorkSharing;
+}
+
 namespace vispco::optimize {
 
 /// Settings of a dynamic-K search (a plain value).
@@ -100,11 +104,18 @@ struct DynamicKReport {
 
 /// Runs the search; writes the predictor to `out_dir`/k_predictor.safetensors and the report
 /// (`out_dir`/dynamic_k.json, dynamic_k.md, plots unless no_plots). @param model_dir for the gate scorer
+/// @param sharing under a launcher (issue 50): the three ladder tables — the labels' evaluations, nearly all
+///        of the work — are shared sweeps (ladder_eval.h), equal to a single process's; then rank 0 alone
+///        computes the features, trains the predictor, chooses τ, runs the keep=auto plan end to end (in one
+///        process: keep=auto is not shared) and writes the files, so its report equals a single process's
+///        (timings aside). Every other rank returns after the tables: a report with only options and ladder
+///        set, nothing written. nullptr (or world size 1): one process.
 /// @throws InvalidArgument (options), what evaluation throws, IoError (files, gnuplot).
 DynamicKReport run_dynamic_k(VisionLanguageModel& model, const std::string& model_dir,
                              const std::string& model_hash, const eval::Dataset& train,
                              const eval::Dataset& val, const eval::Dataset& test,
                              const DynamicKOptions& options, const std::string& out_dir, bool no_plots,
-                             const std::function<void(const std::string&)>& log);
+                             const std::function<void(const std::string&)>& log,
+                             eval::WorkSharing* sharing = nullptr);
 
 }  // namespace vispco::optimize

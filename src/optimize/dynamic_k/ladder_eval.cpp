@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "core/errors.h"
+#include "eval/distributed/shared_eval.h"
 #include "eval/evaluator.h"
 #include "eval/metrics.h"
 #include "eval/plan_evaluation.h"
@@ -34,7 +35,7 @@ LadderPlan ladder_plan(const std::vector<int64_t>& ladder, const std::string& te
 LadderEval evaluate_ladder(VisionLanguageModel& m, const std::string& model_hash, const eval::Dataset& ds,
                            size_t limit, const AutoKeepPlan& plan, const std::vector<int64_t>& ladder,
                            size_t batch, const std::string& store_path, const ScorerEnv& env,
-                           const std::function<void(const std::string&)>& log) {
+                           const std::function<void(const std::string&)>& log, eval::WorkSharing* sharing) {
   const auto& shape = m.shape();
   const size_t n = limit == 0 ? ds.samples.size() : std::min(limit, ds.samples.size());
   if (n == 0) throw InvalidArgument("dynamic-k: a split has no samples");
@@ -66,7 +67,12 @@ LadderEval evaluate_ladder(VisionLanguageModel& m, const std::string& model_hash
     eo.store_path = store_path;
     const bool full = r + 1 == R;
     const PruningPlan static_plan = full ? PruningPlan{} : plan.at(ladder[r], shape);
-    const auto rep = eval::evaluate_plan(m, model_hash, ds, eo, static_plan, env);
+    // Under a launcher the rung is one shared sweep (every rank runs the rungs in the same order, so the
+    // sweeps meet); its rows are rank 0's, the same on every rank.
+    const auto rep = sharing != nullptr
+                         ? eval::evaluate_plan_shared(m, model_hash, ds, eo,
+                                                      BoundPlan::bind(static_plan, shape, env), *sharing)
+                         : eval::evaluate_plan(m, model_hash, ds, eo, static_plan, env);
     if (rep.rows.size() != n) throw IoError("dynamic-k: an evaluation returned fewer rows than samples");
     if (full) out.unpruned_prefill_ms = rep.mean_prefill_ms;
     std::map<int64_t, double> flops_of_length;  // prompts of equal length share the figure (one image size)

@@ -13,6 +13,10 @@
 #include "prune/auto_keep/auto_keep.h"
 #include "prune/scorer.h"
 
+namespace vispco::eval {
+class WorkSharing;
+}
+
 namespace vispco::optimize {
 
 /// A filled table and the unpruned rung's mean measured prefill.
@@ -40,10 +44,16 @@ LadderPlan ladder_plan(const std::vector<int64_t>& ladder, const std::string& te
 /// first `limit` samples (0 = all) in batches of `batch`, greedy as `vispco eval`. Per-sample LLM FLOPs come
 /// from the analytic model at each sample's own prompt length and, where N_v varies by image
 /// (n_visual_varies), at its image's own N_v. @param log one line per rung (may be empty)
-/// @throws InvalidArgument (empty split, a ladder not ending at N_v), what eval::evaluate throws.
+/// @param sharing under a launcher: every rung's evaluation is a shared sweep
+/// (eval/distributed/shared_eval.h:
+///        the samples handed out as work items by rank 0, which alone writes `store_path`); every rank
+///        returns the same table, equal to a single process's. nullptr (or world size 1): evaluated here.
+/// @throws InvalidArgument (empty split, a ladder not ending at N_v), what eval::evaluate throws; under a
+///         launcher what eval::evaluate_shared throws (ranks that disagree, rank 0 gone).
 LadderEval evaluate_ladder(VisionLanguageModel& m, const std::string& model_hash, const eval::Dataset& ds,
                            size_t limit, const AutoKeepPlan& plan, const std::vector<int64_t>& ladder,
                            size_t batch, const std::string& store_path, const ScorerEnv& env,
-                           const std::function<void(const std::string&)>& log = {});
+                           const std::function<void(const std::string&)>& log = {},
+                           eval::WorkSharing* sharing = nullptr);
 
 }  // namespace vispco::optimize

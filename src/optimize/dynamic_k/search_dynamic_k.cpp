@@ -15,6 +15,7 @@
 #include "optimize/plan_template.h"
 #include "optimize/plots.h"
 #include "optimize/searches.h"
+#include "optimize/sweep_group.h"
 #include "prune/auto_keep/auto_keep.h"
 
 namespace vispco::optimize {
@@ -46,6 +47,7 @@ class DynamicKMethod final : public SearchMethod {
         ->capture_default_str();
     flags.option("--limit-train", &limit_train_, "dynamic-k: first N training samples (0 = all)")
         ->capture_default_str();
+    add_sweep_flags(flags, &sweep_);
   }
 
   void run(const SearchFlags& flags, std::ostream& out) override {
@@ -85,14 +87,24 @@ class DynamicKMethod final : public SearchMethod {
       require_path(path, flag);
     parse_auto_keep(auto_keep_text(o.template_text), shape);
     if (!a.no_plots) check_gnuplot(a.gnuplot);
+    // Under a launcher (torchrun, srun, mpirun): the ladder tables are shared sweeps, the rest is rank 0's
+    // (dynamic_k.h). Joined before the slow steps: a bad address fails fast.
+    const LaunchFromEnvironment launch = launch_from_environment();
+    const auto group = SweepGroup::join(launch.env, sweep_, launch.test_exit_after_items);
+    const bool main_rank = !group || group->sharing().is_main();
     DtypeChoice dtype_choice;
-    const RunContext ctx = inference_context(a.device, a.dtype, a.threads, &dtype_choice);
+    const RunContext ctx =
+        inference_context(rank_device(a.device, launch.env), a.dtype, a.threads, &dtype_choice);
     const eval::Dataset train = eval::load_dataset(train_), val = eval::load_dataset(a.calib),
                         test = eval::load_dataset(a.test);
     const std::string model_hash = eval::model_folder_hash(a.model);
     auto model = VisionLanguageModel::load(a.model, ctx);
-    auto rep =
-        run_dynamic_k(model, a.model, model_hash, train, val, test, o, a.out, a.no_plots, stderr_log());
+    const auto log = [base = stderr_log(), prefix = group ? group->sharing().log_prefix() : ""](
+                         const std::string& line) { base(prefix + line); };
+    auto rep = run_dynamic_k(model, a.model, model_hash, train, val, test, o, a.out, a.no_plots, log,
+                             group ? &group->sharing() : nullptr);
+    if (group) group->sharing().finish();
+    if (!main_rank) return;  // rank 0 wrote the predictor and the report
     if (a.json) {
       out << rep.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       return;
@@ -107,6 +119,7 @@ class DynamicKMethod final : public SearchMethod {
   JobFlags job_;
   std::string train_, ladder_, target_ = "correct", keep_as_ = "auto";
   int64_t hidden_ = 64, predictor_steps_ = 600, limit_train_ = 0;
+  SweepFlags sweep_;
 };
 
 }  // namespace

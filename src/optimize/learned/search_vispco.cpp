@@ -27,6 +27,7 @@
 #include "optimize/learned/trainer.h"
 #include "optimize/search_flags.h"
 #include "optimize/searches.h"
+#include "optimize/sweep_group.h"
 
 namespace vispco::optimize {
 namespace {
@@ -287,7 +288,12 @@ class VisPcoMethod final : public SearchMethod {
         ->capture_default_str();
     flags.option("--al-patience", &a.o.al.patience, "Epochs in a row under ε to stop (release: 3)")
         ->capture_default_str();
-    flags.option("--world-size", &a.world_size, "Data-parallel processes (c10d Gloo)")->capture_default_str();
+    flags
+        .option(
+            "--world-size", &a.world_size,
+            "Data-parallel processes (c10d Gloo); under a launcher (torchrun, srun, mpirun) its variables "
+            "set this, --rank, --master-addr and --master-port (a flag given too must agree)")
+        ->capture_default_str();
     flags.option("--rank", &a.rank, "This process's rank; rank 0 hosts the TCPStore and writes the outputs")
         ->capture_default_str();
     flags.option("--master-addr", &a.master_addr, "Address of rank 0's TCPStore")->capture_default_str();
@@ -323,10 +329,35 @@ class VisPcoMethod final : public SearchMethod {
   void run(const SearchFlags& flags, std::ostream& out) override {
     a_.min_epochs_given = flags.given("--min-epochs");
     a_.min_lr_given = flags.given("--min-lr");
+    take_launch(flags, launch_from_environment().env);
     run_search(a_, out);
   }
 
  private:
+  // Under a launcher (torchrun, srun, mpirun; core/launcher_env.h) the group comes from its variables: RANK,
+  // WORLD_SIZE, MASTER_ADDR, MASTER_PORT (and cuda → cuda:LOCAL_RANK). A flag given as well must agree.
+  // Without launcher variables the flags stand, as before. @throws InvalidArgument for a disagreeing flag.
+  void take_launch(const SearchFlags& flags, const LauncherEnv& env) {
+    if (!env.distributed()) return;
+    PcoArgs& a = a_;
+    const auto agree = [&](const char* flag, const std::string& given, const std::string& launched,
+                           const char* variable) {
+      if (flags.given(flag) && given != launched)
+        throw InvalidArgument(std::string("vispco-search: ") + flag + " " + given + " disagrees with the " +
+                              env.launcher + " launch's " + variable + "=" + launched +
+                              " (under a launcher give neither, or the same value)");
+    };
+    agree("--world-size", std::to_string(a.world_size), std::to_string(env.world_size), "world size");
+    agree("--rank", std::to_string(a.rank), std::to_string(env.rank), "rank");
+    agree("--master-addr", a.master_addr, env.master_addr, "MASTER_ADDR");
+    agree("--master-port", std::to_string(a.master_port), std::to_string(env.master_port), "MASTER_PORT");
+    a.world_size = env.world_size;
+    a.rank = env.rank;
+    a.master_addr = env.master_addr;
+    a.master_port = env.master_port;
+    a.device = rank_device(a.device, env);
+  }
+
   PcoArgs a_;
 };
 
