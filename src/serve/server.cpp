@@ -17,6 +17,7 @@
 #include "core/errors.h"
 #include "io/image.h"
 #include "io/image_header.h"
+#include "model/chat_templates.h"
 #include "serve/api_error.h"
 #include "serve/http_guard.h"
 
@@ -200,7 +201,7 @@ struct ChatServer::Impl {
                      "invalid_request_error", "messages");
     GenerationJob job;
     try {
-      job.request = {model.preprocess(rgb), model.prompt_ids(cr.question)};
+      job.request = {model.preprocess(rgb), conversation_prompt_ids(model, cr.messages)};
     } catch (const Error& e) {
       throw bad_request(std::string("prompt: ") + e.what(), "messages");
     }
