@@ -53,6 +53,7 @@ void register_serve(CLI::App& app) {
     serve::ServerOptions server;
     int threads = 0;
     double max_body_mb = 20;
+    double image_cache_mb = 256;
     std::string max_prefill_tokens = "auto";
     std::string frontier;
     double target_loss = -1, target_flops = -1;
@@ -89,6 +90,10 @@ void register_serve(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--price-per-pflop", o->sched.price_per_pflop,
                   "Price of 10^15 prefill FLOPs: /metrics then counts the money spent and saved per plan")
+      ->capture_default_str();
+  cmd->add_option("--image-cache-mb", o->image_cache_mb,
+                  "Image KV cache, MiB: a later question on the same image (plan none or a pre-LLM, "
+                  "question-independent plan) skips the vision tower and the image's prefill; 0 = off")
       ->capture_default_str();
   cmd->add_option("--host", o->server.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", o->server.port, "TCP port (0 = any free port)")->capture_default_str();
@@ -147,6 +152,10 @@ void register_serve(CLI::App& app) {
   cmd->callback([o, cmd] {
     o->sched.default_plan = plan_for_model(o->model, o->sched.default_plan, cmd->count("--plan") > 0);
     o->server.max_body_bytes = static_cast<int64_t>(o->max_body_mb * 1048576.0);
+    if (!(o->image_cache_mb >= 0 && o->image_cache_mb <= 1 << 20))
+      throw InvalidArgument("--image-cache-mb must be in [0, 1048576], got " +
+                            std::to_string(o->image_cache_mb));
+    o->sched.image_cache_bytes = static_cast<int64_t>(o->image_cache_mb * 1048576.0);
     if (o->server.model_name.empty())
       o->server.model_name = std::filesystem::path(o->model).lexically_normal().filename().string();
     if (o->server.model_name.empty())
@@ -178,6 +187,13 @@ void register_serve(CLI::App& app) {
     policy_opts.guard = o->guard;
     auto model = VisionLanguageModel::load(o->model, ctx);
     apply_quant(model, o->quant);
+    if (o->sched.image_cache_bytes > 0) {  // image-cache keys name the weights and their quantisation
+      try {
+        o->sched.model_key = quant_model_key(eval::model_folder_hash(o->model), o->quant);
+      } catch (const Error&) {
+        o->sched.model_key = quant_model_key("dir:" + o->model, o->quant);
+      }
+    }
     serve::Metrics metrics;
     serve::declare_server_metrics(metrics);
     serve::BatchScheduler scheduler(model, o->model, o->sched, &metrics);

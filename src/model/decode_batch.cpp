@@ -60,24 +60,36 @@ std::vector<int64_t> DecodeBatch::ids() const {
   return out;
 }
 
+int64_t ImagePrefix::bytes() const {
+  int64_t n = cache.bytes();
+  if (next_pos.defined()) n += next_pos.numel() * next_pos.element_size();
+  return n;
+}
+
+void DecodeBatch::check_rows(size_t n, const std::vector<GenerationConfig>& configs,
+                             const std::vector<int64_t>& ids, const std::vector<bool>& record_logits,
+                             const std::vector<int64_t>& top_logprobs) const {
+  if (n == 0) throw InvalidArgument("decode batch: empty group");
+  if (configs.size() != n || ids.size() != n || record_logits.size() != n)
+    throw InvalidArgument("decode batch: " + std::to_string(n) + " requests with " +
+                          std::to_string(configs.size()) + " configs, " + std::to_string(ids.size()) +
+                          " ids and " + std::to_string(record_logits.size()) + " logit flags");
+  if (!top_logprobs.empty() && top_logprobs.size() != n)
+    throw InvalidArgument("decode batch: " + std::to_string(top_logprobs.size()) + " top_logprobs for " +
+                          std::to_string(n) + " requests");
+  for (const auto k : top_logprobs)
+    if (k < -1 || k > 20)
+      throw InvalidArgument("decode batch: top_logprobs must be −1 or in [0, 20], got " + std::to_string(k));
+  if (!to_feed_.empty()) throw Error("decode batch: add() between sample() and advance()");
+  for (const auto& gc : configs) gc.validate();
+}
+
 GenerationStats DecodeBatch::add(const std::vector<VlmRequest>& reqs,
                                  const std::vector<GenerationConfig>& configs,
                                  const std::vector<int64_t>& ids, PrefillHook* hook,
                                  const std::vector<bool>& record_logits,
                                  const std::vector<int64_t>& top_logprobs) {
-  if (reqs.empty()) throw InvalidArgument("decode batch: empty group");
-  if (configs.size() != reqs.size() || ids.size() != reqs.size() || record_logits.size() != reqs.size())
-    throw InvalidArgument("decode batch: " + std::to_string(reqs.size()) + " requests with " +
-                          std::to_string(configs.size()) + " configs, " + std::to_string(ids.size()) +
-                          " ids and " + std::to_string(record_logits.size()) + " logit flags");
-  if (!top_logprobs.empty() && top_logprobs.size() != reqs.size())
-    throw InvalidArgument("decode batch: " + std::to_string(top_logprobs.size()) + " top_logprobs for " +
-                          std::to_string(reqs.size()) + " requests");
-  for (const auto n : top_logprobs)
-    if (n < -1 || n > 20)
-      throw InvalidArgument("decode batch: top_logprobs must be −1 or in [0, 20], got " + std::to_string(n));
-  if (!to_feed_.empty()) throw Error("decode batch: add() between sample() and advance()");
-  for (const auto& gc : configs) gc.validate();
+  check_rows(reqs.size(), configs, ids, record_logits, top_logprobs);
   c10::InferenceMode guard;
   const auto dev = m_.context().device;
   Stopwatch total;
@@ -138,6 +150,13 @@ GenerationStats DecodeBatch::add(const std::vector<VlmRequest>& reqs,
       st.tokens_per_layer[l] = std::max(st.tokens_per_layer[l], p.stats.tokens_per_layer[l]);
   }
 
+  join(parts, order, configs, ids, record_logits, top_logprobs);
+  return st;
+}
+
+void DecodeBatch::join(std::vector<Prefilled>& parts, const std::vector<int64_t>& order,
+                       const std::vector<GenerationConfig>& configs, const std::vector<int64_t>& ids,
+                       const std::vector<bool>& record_logits, const std::vector<int64_t>& top_logprobs) {
   // Join into copies first (a KvCache copy shares its tensors, and concat_rows replaces them rather than
   // writing into them), then commit with moves that cannot throw: a throw leaves the running batch as it was.
   KvCache joined = cache_;
@@ -164,7 +183,136 @@ GenerationStats DecodeBatch::add(const std::vector<VlmRequest>& reqs,
   pending_logits_ = std::move(joined_logits);
   next_pos_ = std::move(joined_pos);
   for (auto& r : joining) rows_.push_back(std::move(r));
-  return st;
+}
+
+ImagePrefix DecodeBatch::prefill_image_prefix(const VlmRequest& req, PrefillHook* hook) {
+  if (hook != nullptr && hook->wants_visual_saliency())
+    throw InvalidArgument(
+        "decode batch: a plan that needs the gradient pre-pass reads the whole prompt; its "
+        "image prefix cannot be prefilled alone");
+  const int64_t image_id = m_.shape().image_token_id;
+  const auto& ids = req.prompt_ids;
+  if (std::count(ids.begin(), ids.end(), image_id) != 1)
+    throw InvalidArgument("a prompt must hold exactly one image placeholder (id " + std::to_string(image_id) +
+                          ")");
+  c10::InferenceMode guard;
+  const auto dev = m_.context().device;
+  ImagePrefix out;
+  Stopwatch vision;
+  const bool want_attention = hook != nullptr && hook->wants_vision_attention();
+  const auto vis = group_visual_tokens(m_, {req}, want_attention);
+  sync_device(dev);
+  out.vision_ms = vision.ms();
+  auto layout = vis.layout(0, m_.shape());
+  if (vis.layouts.empty()) layout.n_tokens = vis.embeds.size(1);
+  Stopwatch prefill;
+  if (hook != nullptr) hook->begin(vis.cls_attention, vis.keys, layout);
+  VlmRequest head = req;  // the prompt up to and including the placeholder
+  const auto p = std::find(ids.begin(), ids.end(), image_id) - ids.begin();
+  head.prompt_ids.assign(ids.begin(), ids.begin() + p + 1);
+  auto state = build_prefill_state(m_, {head}, vis.embeds.narrow(1, 0, layout.n_tokens), layout);
+  out.next_pos = next_positions(state.positions);  // before pruning: one past the image's largest position
+  out.cache = KvCache(m_.shape().n_layers);
+  DecoderStats dstats;
+  m_.language_model()->forward(state, out.cache, hook, &dstats);
+  sync_device(dev);
+  out.prefill_ms = prefill.ms();
+  out.n_prefix = p;
+  out.n_visual = layout.n_tokens;
+  out.n_visual_kept = state.visual[0].sum().item<int64_t>();
+  out.tokens_per_layer = dstats.tokens_per_layer;
+  return out;
+}
+
+GenerationStats DecodeBatch::add_after_prefixes(const std::vector<const ImagePrefix*>& prefixes,
+                                                const std::vector<VlmRequest>& reqs,
+                                                const std::vector<GenerationConfig>& configs,
+                                                const std::vector<int64_t>& ids,
+                                                const std::vector<bool>& record_logits,
+                                                const std::vector<int64_t>& top_logprobs) {
+  check_rows(reqs.size(), configs, ids, record_logits, top_logprobs);
+  if (prefixes.size() != reqs.size())
+    throw InvalidArgument("decode batch: " + std::to_string(prefixes.size()) + " image prefixes for " +
+                          std::to_string(reqs.size()) + " requests");
+  c10::InferenceMode guard;
+  const auto dev = m_.context().device;
+  const int64_t image_id = m_.shape().image_token_id;
+  const int64_t B = static_cast<int64_t>(reqs.size());
+  std::vector<std::vector<int64_t>> tails;  // each prompt's ids after its image placeholder
+  int64_t T = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    if (prefixes[b] == nullptr) throw InvalidArgument("decode batch: a null image prefix");
+    const auto& pids = reqs[b].prompt_ids;
+    if (std::count(pids.begin(), pids.end(), image_id) != 1)
+      throw InvalidArgument("a prompt must hold exactly one image placeholder (id " +
+                            std::to_string(image_id) + ")");
+    const auto p = std::find(pids.begin(), pids.end(), image_id) - pids.begin();
+    if (p != prefixes[b]->n_prefix)
+      throw InvalidArgument("decode batch: the image prefix was made for " +
+                            std::to_string(prefixes[b]->n_prefix) +
+                            " ids before the image, this prompt has " + std::to_string(p));
+    tails.emplace_back(pids.begin() + p + 1, pids.end());
+    if (tails.back().empty())
+      throw InvalidArgument(
+          "decode batch: a prompt ends with its image; the split prefill needs text after it");
+    T = std::max<int64_t>(T, static_cast<int64_t>(tails.back().size()));
+  }
+  Stopwatch prefill;
+  auto& lm = m_.language_model();
+  Prefilled part;
+  part.cache = KvCache(m_.shape().n_layers);
+  for (const auto* pre : prefixes) part.cache.concat_rows(pre->cache);  // left-padded to the longest layer
+  // The text after each image, left-padded to T; its positions continue from the prefix's next position.
+  const int64_t A = position_axes(prefixes[0]->next_pos);
+  const auto on = at::TensorOptions().device(dev);
+  std::vector<at::Tensor> rows;
+  auto valid = at::zeros({B, T}, at::TensorOptions().dtype(at::kBool));
+  auto offset = at::zeros({B, T}, at::TensorOptions().dtype(at::kLong));  // 0 … n−1 over the valid tail
+  auto start = at::zeros({B, 1}, at::TensorOptions().dtype(at::kLong));   // the prefix's next position
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t n = static_cast<int64_t>(tails[b].size()), pad = T - n;
+    auto emb = lm->embed(at::tensor(tails[b], at::kLong).to(dev));  // [n, D]
+    rows.push_back(pad > 0 ? at::cat({at::zeros({pad, emb.size(1)}, emb.options()), emb}, 0) : emb);
+    valid[b].narrow(0, pad, n).fill_(true);
+    offset[b].narrow(0, pad, n).copy_(at::arange(n, at::kLong));
+    const auto np = prefixes[b]->next_pos.to(at::kCPU).flatten();  // one value on every axis
+    start[b][0].fill_(np[0].item<int64_t>());
+  }
+  TokenState s;
+  s.hidden = at::stack(rows, 0);
+  s.valid = valid.to(dev);
+  s.visual = at::zeros({B, T}, on.dtype(at::kBool));
+  s.grid_index = at::full({B, T}, -1, on.dtype(at::kLong));
+  auto pos = ((start + offset) * valid.to(at::kLong)).to(dev);  // padding at position 0
+  s.positions = A == 1 ? pos : pos.unsqueeze(0).expand({A, B, T}).contiguous();
+  DecoderStats dstats;
+  auto h = lm->forward(s, part.cache, nullptr, &dstats);
+  part.logits = lm->logits(h.narrow(1, h.size(1) - 1, 1)).squeeze(1);  // [B, V]
+  part.next_pos = next_positions(s.positions);
+  sync_device(dev);
+  auto& st = part.stats;
+  st.prefill_ms = prefill.ms();
+  st.batch = B;
+  for (int64_t b = 0; b < B; ++b) {
+    const auto* pre = prefixes[b];
+    st.n_text_max = std::max<int64_t>(st.n_text_max, static_cast<int64_t>(reqs[b].prompt_ids.size()) - 1);
+    st.n_visual = std::max(st.n_visual, pre->n_visual);
+    st.n_visual_kept = std::max(st.n_visual_kept, pre->n_visual_kept);
+    st.row_n_visual.push_back(pre->n_visual);
+    st.row_n_visual_kept.push_back(pre->n_visual_kept);
+    if (st.tokens_per_layer.size() < pre->tokens_per_layer.size())
+      st.tokens_per_layer.resize(pre->tokens_per_layer.size(), 0);
+    for (size_t l = 0; l < pre->tokens_per_layer.size(); ++l)
+      st.tokens_per_layer[l] =
+          std::max(st.tokens_per_layer[l], pre->tokens_per_layer[l] + static_cast<int64_t>(tails[b].size()));
+  }
+  const GenerationStats out = st;
+  std::vector<Prefilled> parts;
+  parts.push_back(std::move(part));
+  std::vector<int64_t> order(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) order[b] = b;
+  join(parts, order, configs, ids, record_logits, top_logprobs);
+  return out;
 }
 
 DecodeBatch::Prefilled DecodeBatch::prefill_group(const std::vector<VlmRequest>& reqs,

@@ -37,6 +37,23 @@ using RowTokenCallback = std::function<bool(int64_t id, int64_t token)>;
 /// skip the tower for it (VlmRequest::visual).
 VlmRequest with_visual_row(const VlmRequest& r, const VisualTokens& vis, int64_t b, const ModelShape& shape);
 
+/// The decoder's KV cache of one prompt's prefix up to and including its image, after the plan's pruning
+/// (DecodeBatch::prefill_image_prefix): what a later question on the same image, under the same plan and the
+/// same text before the image, continues from (serve/image_cache.h). Immutable once made: DecodeBatch reads
+/// it and never appends to its buffers (each layer's buffer holds exactly its length, so the first append
+/// to a copy moves the copy to a new buffer).
+struct ImagePrefix {
+  KvCache cache;         ///< one row (B = 1); layers ≥ a stage's ℓ hold the kept visual tokens only
+  at::Tensor next_pos;   ///< [1, 1] or [A, 1, 1] int64: RoPE position of the first token after the image
+  int64_t n_prefix = 0;  ///< prompt ids before the image placeholder
+  int64_t n_visual = 0, n_visual_kept = 0;  ///< the image's N_v, and its visual tokens after the last stage
+  std::vector<int64_t> tokens_per_layer;    ///< prefix tokens entering each decoder layer
+  double vision_ms = 0;                     ///< vision tower + projector when it was made
+  double prefill_ms = 0;                    ///< decoder prefill of the prefix when it was made
+  /// Bytes held: the KV buffers, their validity masks and next_pos.
+  int64_t bytes() const;
+};
+
 /// The running decode batch of one model. Not thread-safe: one thread drives it.
 class DecodeBatch {
  public:
@@ -58,6 +75,29 @@ class DecodeBatch {
   GenerationStats add(const std::vector<VlmRequest>& reqs, const std::vector<GenerationConfig>& configs,
                       const std::vector<int64_t>& ids, PrefillHook* hook,
                       const std::vector<bool>& record_logits, const std::vector<int64_t>& top_logprobs = {});
+
+  /// The first half of a split prefill: the prompt of `req` up to and including its image (the placeholder
+  /// expanded to N_v visual tokens) through the decoder with `hook` pruning, into a fresh one-row cache; the
+  /// batch itself is unchanged. The tower runs unless req.visual carries its output. Only for hooks whose
+  /// decisions read nothing after the image (pre-LLM, question-independent plans: serve/image_cache.h
+  /// image_cacheable); a hook that wants the gradient pre-pass is refused.
+  /// @throws InvalidArgument for a prompt without exactly one placeholder, or such a hook.
+  ImagePrefix prefill_image_prefix(const VlmRequest& req, PrefillHook* hook);
+
+  /// The second half: each request's prompt ids after its image placeholder, prefilled as one group on top of
+  /// its prefix (prefixes[i] for reqs[i], e.g. an image-cache hit; the prefixes are read, not changed) — the
+  /// prefixes' caches are joined with left padding, the text after the image is left-padded to the longest
+  /// and takes positions from each prefix's next_pos — then the rows join the batch as add() joins them.
+  /// reqs[i].pixels and .visual are not read. @param configs, ids, record_logits, top_logprobs as add()
+  /// @return stats of this half: prefill_ms, n_text_max (the longest prompt's ids − 1), row_n_visual /
+  /// row_n_visual_kept from the prefixes, tokens_per_layer = the largest row's prefix + text after it.
+  /// Nothing changes when it throws. @throws InvalidArgument as add(), for a prefix count ≠ reqs.size(), or a
+  /// prompt with no text after its image.
+  GenerationStats add_after_prefixes(const std::vector<const ImagePrefix*>& prefixes,
+                                     const std::vector<VlmRequest>& reqs,
+                                     const std::vector<GenerationConfig>& configs,
+                                     const std::vector<int64_t>& ids, const std::vector<bool>& record_logits,
+                                     const std::vector<int64_t>& top_logprobs = {});
 
   /// Samples one token for every row from its pending logits (greedy or its own seeded sampler), calls
   /// `on_token`, then runs one decoder step [B', 1] over the rows that go on. @return the rows that finished,
@@ -101,6 +141,14 @@ class DecodeBatch {
   };
   Prefilled prefill_group(const std::vector<VlmRequest>& reqs, const VisualTokens& vis,
                           const VisualLayout& layout, PrefillHook* hook);
+  // Checks add()'s per-request arguments. @throws InvalidArgument.
+  void check_rows(size_t n, const std::vector<GenerationConfig>& configs, const std::vector<int64_t>& ids,
+                  const std::vector<bool>& record_logits, const std::vector<int64_t>& top_logprobs) const;
+  // Joins prefilled parts (rows of request indices `order`) into the batch: copies first, then commits with
+  // moves that cannot throw.
+  void join(std::vector<Prefilled>& parts, const std::vector<int64_t>& order,
+            const std::vector<GenerationConfig>& configs, const std::vector<int64_t>& ids,
+            const std::vector<bool>& record_logits, const std::vector<int64_t>& top_logprobs);
 
   VisionLanguageModel& m_;
   std::vector<Row> rows_;

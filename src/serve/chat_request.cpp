@@ -1,9 +1,11 @@
 // OpenAI chat-completion request parsing (see chat_request.h).
 #include "serve/chat_request.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "model/chat_templates.h"
 #include "serve/api_error.h"
 #include "serve/data_url.h"
 
@@ -25,16 +27,27 @@ T get_field(const json& j, const char* name, const char* expected) {
   return v.get<T>();
 }
 
-void parse_content(const json& content, ChatRequest& r) {
+// One message's content: a string, or a list of text and image_url parts (the image decoded into
+// r.image_bytes; a second image anywhere is refused before it is decoded).
+ChatMessage parse_message(const json& m, size_t index, ChatRequest& r) {
+  const std::string where = "message " + std::to_string(index);
+  if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
+    throw bad_request("each message must be an object with a string 'role' (" + where + " is not)",
+                      "messages");
+  ChatMessage out;
+  out.role = m["role"].get<std::string>();
+  if (!m.contains("content") || m["content"].is_null())
+    throw bad_request(where + " ('" + out.role + "') has no 'content'", "messages");
+  const auto& content = m["content"];
   if (content.is_string()) {
-    r.question = content.get<std::string>();
-    return;
+    out.parts = {{false, content.get<std::string>()}};
+    out.plain = true;
+    return out;
   }
   if (!content.is_array())
     throw bad_request(
         std::string("message content must be a string or a list of parts, got a ") + content.type_name(),
         "messages");
-  int n_images = 0;
   for (const auto& part : content) {
     if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
       throw bad_request("each content part must be an object with a string 'type'", "messages");
@@ -42,47 +55,47 @@ void parse_content(const json& content, ChatRequest& r) {
     if (type == "text") {
       if (!part.contains("text") || !part["text"].is_string())
         throw bad_request("a text part needs a string 'text'", "messages");
-      if (!r.question.empty()) r.question += "\n";
-      r.question += part["text"].get<std::string>();
+      out.parts.push_back({false, part["text"].get<std::string>()});
     } else if (type == "image_url") {
-      if (++n_images > 1)
-        throw bad_request("LLaVA-1.5 takes one image per request; this message has more", "messages");
+      if (out.role != "user")
+        throw bad_request(where + " ('" + out.role + "') holds an image; the image goes in a user turn",
+                          "messages");
+      if (!r.image_bytes.empty())
+        throw bad_request("a conversation takes one image; " + where + " holds another", "messages");
       const auto& iu = part.contains("image_url") ? part["image_url"] : json();
       const json url = iu.is_object() && iu.contains("url") ? iu["url"] : iu;
       if (!url.is_string()) throw bad_request("an image_url part needs image_url.url, a string", "messages");
       r.image_bytes = decode_data_url(url.get<std::string>());
+      out.parts.push_back({true, ""});
     } else {
       throw bad_request("unsupported content part type '" + type + "' (valid: text, image_url)", "messages");
     }
   }
+  return out;
 }
 
 void parse_messages(const json& body, ChatRequest& r) {
   if (!body.contains("messages")) throw bad_request("missing required field 'messages'", "messages");
   const auto& msgs = body["messages"];
   if (!msgs.is_array() || msgs.empty()) throw bad_request("'messages' must be a non-empty list", "messages");
-  if (msgs.size() > 1)
-    throw bad_request(
-        "this server answers one user message with one image (LLaVA-1.5's single-turn template); "
-        "got " +
-            std::to_string(msgs.size()) + " messages",
-        "messages");
-  const auto& m = msgs[0];
-  if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
-    throw bad_request("each message must be an object with a string 'role'", "messages");
-  const auto role = m["role"].get<std::string>();
-  if (role != "user")
-    throw bad_request("the message must have role 'user' (got '" + role +
-                          "'; system and assistant turns are "
-                          "not part of LLaVA-1.5's single-turn template)",
+  constexpr size_t kMaxMessages = 256;
+  if (msgs.size() > kMaxMessages)
+    throw bad_request("'messages' holds " + std::to_string(msgs.size()) + " messages; at most " +
+                          std::to_string(kMaxMessages) + " are taken",
                       "messages");
-  if (!m.contains("content")) throw bad_request("the user message has no 'content'", "messages");
-  parse_content(m["content"], r);
-  if (r.image_bytes.empty())
+  for (size_t i = 0; i < msgs.size(); ++i) r.messages.push_back(parse_message(msgs[i], i, r));
+  if (r.image_bytes.empty() && std::none_of(r.messages.begin(), r.messages.end(),
+                                            [](const ChatMessage& m) { return message_images(m) > 0; }))
     throw bad_request(
-        "the user message needs one image part ({\"type\": \"image_url\", \"image_url\": "
+        "the conversation needs one image part in a user turn ({\"type\": \"image_url\", \"image_url\": "
         "{\"url\": \"data:image/png;base64,...\"}})",
         "messages");
+  try {
+    check_conversation(r.messages);
+  } catch (const Error& e) {
+    throw bad_request(e.what(), "messages");
+  }
+  r.question = current_question(r.messages);
 }
 
 void parse_sampling(const json& body, const ChatLimits& limits, ChatRequest& r) {

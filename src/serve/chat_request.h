@@ -1,12 +1,14 @@
 // A POST /v1/chat/completions body in OpenAI's schema (platform.openai.com/docs/api-reference/chat/create),
-// parsed and validated into what vispco's generate() needs. LLaVA-1.5 takes one image and one question, so a
-// request holds one user message whose content is a string or a list of {"type": "text"} and one
-// {"type": "image_url"} parts; the image travels inline as a base64 data: URL.
+// parsed and validated into what vispco's generate() needs: a conversation (an optional system message, then
+// user / assistant turns alternating, ending with a user turn; model/chat_templates.h) whose contents are
+// strings or lists of {"type": "text"} and {"type": "image_url"} parts, with exactly one image in a user
+// turn; the image travels inline as a base64 data: URL.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "model/chat_message.h"
 #include "model/generate.h"
 #include "serve/frontier.h"
 
@@ -22,8 +24,11 @@ struct ChatLimits {
 
 /// A validated chat-completion request.
 struct ChatRequest {
-  std::string model;              ///< the "model" field ("" when absent)
-  std::string question;           ///< the user's text parts, joined by "\n"
+  std::string model;  ///< the "model" field ("" when absent)
+  /// The conversation in the client's order (roles and parts; the image part's bytes are image_bytes),
+  /// checked by model/chat_templates.h check_conversation().
+  std::vector<ChatMessage> messages;
+  std::string question;           ///< the last user turn's text parts, joined by "\n" (the current question)
   std::string image_bytes;        ///< the encoded image file (PNG, JPEG, WebP, BMP), from the data: URL
   GenerationConfig gen;           ///< max_tokens, temperature, top_p, seed (random when absent, as
                                   ///< OpenAI's), stop_at_eos (false with vLLM's "ignore_eos": true)
@@ -38,7 +43,8 @@ struct ChatRequest {
 
 /// Parses and validates a request body (JSON nested deeper than 64 levels is refused before any use).
 /// @throws ApiError 400 (invalid_request_error, naming the field) for malformed JSON, a missing or mistyped
-/// field, no user message, more than one message or image, a system/assistant turn, no image, n ≠ 1,
+/// field, a conversation check_conversation() refuses (roles out of order, no image or two, an image outside
+/// a user turn), n ≠ 1,
 /// out-of-range max_tokens / temperature / top_p / top_logprobs, top_logprobs without logprobs, a bad stop
 /// list, a bad image URL (serve/data_url.h), or a vispco block that is not an object, has a non-numeric
 /// or out-of-range target, or names a plan and a target together.

@@ -11,6 +11,7 @@
 #include "core/errors.h"
 #include "cost/flops.h"
 #include "cost/timer.h"
+#include "eval/run_key.h"
 #include "model/decode_batch.h"
 #include "model/logprobs.h"
 #include "prune/auto_keep/k_features.h"
@@ -32,13 +33,18 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-// Decoder prefill FLOPs of one row of a batch over its unpruned FLOPs. The batch's per-layer token counts
-// include the row's left padding (T_max − T_row positions in every layer).
-// Fills the row's decoder prefill FLOPs (pruned and unpruned) and their ratio.
-void row_flops(const ModelShape& shape, const GenerationStats& st, int64_t n_text, JobResult& r) {
+// A row's decoder tokens per layer in a batch prefill: the batch's per-layer counts less the row's left
+// padding (T_max − T_row positions in every layer).
+std::vector<int64_t> row_tokens_of(const GenerationStats& st, int64_t n_text) {
   const int64_t pad = st.n_text_max - n_text;
   std::vector<int64_t> row = st.tokens_per_layer;
   for (auto& n : row) n -= pad;
+  return row;
+}
+
+// Fills the row's decoder prefill FLOPs (pruned and unpruned) and their ratio. @param row its tokens per
+// layer
+void row_flops(const ModelShape& shape, const std::vector<int64_t>& row, int64_t n_text, JobResult& r) {
   r.prefill_flops = static_cast<double>(prefill_flops(shape.flops, row).decoder_total);
   r.prefill_flops_unpruned = static_cast<double>(
       prefill_flops(shape.flops, unpruned_tokens_per_layer(shape.flops, n_text)).decoder_total);
@@ -80,6 +86,8 @@ void SchedulerOptions::validate() const {
                           std::to_string(price_per_pflop));
   if (max_prefill_tokens < 0)
     throw InvalidArgument("max_prefill_tokens must be ≥ 0, got " + std::to_string(max_prefill_tokens));
+  if (image_cache_bytes < 0)
+    throw InvalidArgument("image_cache_bytes must be ≥ 0, got " + std::to_string(image_cache_bytes));
 }
 
 void declare_server_metrics(Metrics& m) {
@@ -103,6 +111,7 @@ void declare_server_metrics(Metrics& m) {
   m.declare("vispco_kv_cache_bytes", "gauge", "KV-cache bytes of the decode batch after its last step");
   m.declare("vispco_resident_memory_bytes", "gauge", "Resident set size of the server process");
   declare_cost_metrics(m);
+  declare_image_cache_metrics(m);
   m.declare("vispco_shadow_requests_total", "counter", "Requests drawn for a shadow run, by plan");
   m.declare("vispco_shadow_samples_total", "counter",
             "Shadow comparisons recorded (pruned answer vs the unpruned rerun), by plan");
@@ -130,6 +139,15 @@ BatchScheduler::BatchScheduler(VisionLanguageModel& model, std::string model_dir
   opts_.validate();
   opts_.default_plan = resolve_plan(opts_.default_plan);
   batch_ = std::make_unique<DecodeBatch>(model_);
+  image_cache_ = std::make_unique<ImageCache>(opts_.image_cache_bytes, metrics_);
+  model_key_ = opts_.model_key;
+  if (model_key_.empty() && image_cache_->enabled()) {
+    try {
+      model_key_ = eval::model_folder_hash(model_dir_);
+    } catch (const Error&) {
+      model_key_ = "dir:" + model_dir_;
+    }
+  }
   worker_ = std::thread([this] { worker(); });
 }
 
@@ -443,11 +461,21 @@ void BatchScheduler::admit(std::vector<std::unique_ptr<Pending>>& group) {
   group.clear();
   GenerationStats st;
   std::string plan;
+  std::vector<std::vector<int64_t>> row_tokens;  // each row's decoder tokens per layer (FLOPs)
   try {
     const BoundPlan& bound = joining[0]->p->plan;  // bound once per canonical plan: no file read here
-    const auto hook = bound.hook(0);
     plan = bound.text();
-    st = batch_->add(reqs, configs, ids, hook.get(), std::vector<bool>(reqs.size(), false), top_logprobs);
+    const bool hashed = std::all_of(joining.begin(), joining.end(),
+                                    [](const auto& a) { return !a->p->job.image_sha256.empty(); });
+    if (image_cache_->enabled() && hashed && cacheable(bound)) {
+      st = admit_cached(joining, bound, reqs, configs, ids, top_logprobs, row_tokens);
+    } else {
+      const auto hook = bound.hook(0);
+      st = batch_->add(reqs, configs, ids, hook.get(), std::vector<bool>(reqs.size(), false), top_logprobs);
+      for (const auto& a : joining)
+        row_tokens.push_back(
+            row_tokens_of(st, static_cast<int64_t>(a->p->job.request.prompt_ids.size()) - 1));
+    }
   } catch (const std::exception& e) {  // the running batch is unchanged (DecodeBatch::add)
     for (auto& a : joining) {
       a->r.error = e.what();
@@ -463,7 +491,7 @@ void BatchScheduler::admit(std::vector<std::unique_ptr<Pending>>& group) {
     r.n_visual_kept = st.row_n_visual_kept.at(i);
     r.prompt_tokens = n_text + r.n_visual;
     try {  // the rows are in the batch now: a failure here must not lose them
-      row_flops(shape, st, n_text, r);
+      row_flops(shape, row_tokens.at(i), n_text, r);
     } catch (const std::exception&) {
       r.prefill_flops_ratio = std::nan("");
     }
@@ -473,6 +501,66 @@ void BatchScheduler::admit(std::vector<std::unique_ptr<Pending>>& group) {
     active_[ids[i]] = std::move(joining[i]);
   }
   if (metrics_ != nullptr) metrics_->observe("vispco_batch_size", static_cast<double>(ids.size()));
+}
+
+bool BatchScheduler::cacheable(const BoundPlan& plan) {
+  const auto it = cacheable_.find(plan.key());
+  if (it != cacheable_.end()) return it->second;
+  bool ok = false;
+  try {
+    ok = image_cacheable(plan);
+  } catch (const std::exception&) {  // a gate file that cannot be read now: run the plan uncached
+  }
+  if (cacheable_.size() >= 1024) cacheable_.clear();  // plans a client may name are many: stay bounded
+  cacheable_[plan.key()] = ok;
+  return ok;
+}
+
+GenerationStats BatchScheduler::admit_cached(std::vector<std::unique_ptr<Active>>& joining,
+                                             const BoundPlan& bound, const std::vector<VlmRequest>& reqs,
+                                             const std::vector<GenerationConfig>& configs,
+                                             const std::vector<int64_t>& ids,
+                                             const std::vector<int64_t>& top_logprobs,
+                                             std::vector<std::vector<int64_t>>& row_tokens) {
+  const auto& ctx = model_.context();
+  const int64_t image_id = model_.shape().image_token_id;
+  std::vector<std::shared_ptr<const ImagePrefix>> held;  // alive until the rows have joined
+  std::vector<const ImagePrefix*> prefixes;
+  std::vector<std::string> outcome;
+  double made_ms = 0, vision_ms = 0;  // this admission's prefix prefills and tower passes (misses)
+  for (const auto& req : reqs) {
+    const auto& pids = req.prompt_ids;
+    const auto img = std::find(pids.begin(), pids.end(), image_id);
+    ImageCacheKey key{
+        model_key_,  std::string(c10::toString(ctx.dtype)),     ctx.device.str(),
+        bound.key(), joining[held.size()]->p->job.image_sha256, std::vector<int64_t>(pids.begin(), img)};
+    const std::string k = key.str();
+    auto pre = image_cache_->find(k);
+    if (pre != nullptr) {
+      outcome.push_back("hit");
+    } else {
+      const auto hook = bound.hook(0);
+      pre = std::make_shared<const ImagePrefix>(batch_->prefill_image_prefix(req, hook.get()));
+      image_cache_->insert(k, pre);
+      made_ms += pre->prefill_ms;
+      vision_ms += pre->vision_ms;
+      outcome.push_back("miss");
+    }
+    prefixes.push_back(pre.get());
+    held.push_back(std::move(pre));
+  }
+  auto st = batch_->add_after_prefixes(prefixes, reqs, configs, ids, std::vector<bool>(reqs.size(), false),
+                                       top_logprobs);
+  st.prefill_ms += made_ms;
+  st.vision_ms = vision_ms;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    joining[i]->r.image_cache = outcome[i];
+    const int64_t tail = static_cast<int64_t>(reqs[i].prompt_ids.size()) - 1 - held[i]->n_prefix;
+    std::vector<int64_t> row = held[i]->tokens_per_layer;
+    for (auto& n : row) n += tail;
+    row_tokens.push_back(std::move(row));
+  }
+  return st;
 }
 
 void BatchScheduler::decode_step() {

@@ -26,6 +26,7 @@
 #include "model/generate.h"
 #include "model/vlm.h"
 #include "prune/bound_plan.h"
+#include "serve/image_cache.h"
 #include "serve/metrics.h"
 
 namespace vispco::serve {
@@ -49,6 +50,14 @@ struct SchedulerOptions {
   /// Admit same-plan requests into a running decode batch (false: a batch runs to its end before the next
   /// one is formed).
   bool continuous = true;
+  /// Capacity of the image KV cache (serve/image_cache.h) in bytes; 0 disables it. With it, requests of an
+  /// image_cacheable() plan that carry GenerationJob::image_sha256 are prefilled in two halves (the prompt up
+  /// to and including the image, cached; then the rest), on a hit from the cached half. ≥ 0.
+  int64_t image_cache_bytes = int64_t{256} << 20;
+  /// The served model's identity in image-cache keys, quantisation included (`vispco serve`:
+  /// "sha256:…+quant:int8"); "" = eval::model_folder_hash(model_dir) (or the folder's path when it cannot
+  /// be hashed).
+  std::string model_key;
   /// @throws InvalidArgument naming the field.
   void validate() const;
 };
@@ -57,10 +66,12 @@ struct JobResult;
 
 /// One request as the worker runs it.
 struct GenerationJob {
-  VlmRequest request;             ///< preprocessed pixels + prompt ids
-  GenerationConfig gen;           ///< this row's decoding settings
-  std::string plan;               ///< plan text ("" → the default plan); keep=auto plans get K per request
-  std::string question;           ///< the user's text (keep=auto reads the question's embedding)
+  VlmRequest request;    ///< preprocessed pixels + prompt ids
+  GenerationConfig gen;  ///< this row's decoding settings
+  std::string plan;      ///< plan text ("" → the default plan); keep=auto plans get K per request
+  std::string question;  ///< the current question (keep=auto reads its embedding)
+  /// SHA-256 (hex) of the encoded image bytes the client sent; "" = do not use the image cache for this job.
+  std::string image_sha256;
   std::vector<std::string> stop;  ///< stop sequences (serve/text_stream.h)
   int64_t top_logprobs = -1;      ///< −1 off, else 0–20
   /// Streaming: called on the worker thread with each new piece of answer text; returning false (client
@@ -95,6 +106,9 @@ struct JobResult {
   int64_t batch_size = 0;             ///< rows of the prefill batch this job ran in
   int64_t decode_batch_size = 0;      ///< most rows decoded together in one step while this job ran
   std::string error;                  ///< non-empty when generation failed (the server answers 500)
+  /// The image KV cache for this job: "hit" (its image prefix came from the cache), "miss" (computed and
+  /// stored), "off" (not used: cache disabled, a plan whose kept tokens depend on the question, or no hash).
+  std::string image_cache = "off";
 };
 
 /// The batch scheduler and its worker thread.
@@ -141,6 +155,10 @@ class BatchScheduler {
   size_t queue_depth() const;
   /// Plans held in the scheduler's caches (bound static plans + keep=auto plans), by canonical text.
   size_t cached_plan_count() const;
+  /// Whether the image KV cache is on (SchedulerOptions::image_cache_bytes > 0).
+  bool image_cache_enabled() const { return image_cache_->enabled(); }
+  /// The image KV cache (its counters, for tests and /metrics).
+  const ImageCache& image_cache() const { return *image_cache_; }
 
  private:
   struct Pending {
@@ -175,9 +193,19 @@ class BatchScheduler {
                                                   const std::string& key, int64_t n);
   // Prefills a same-plan group and joins it to the decode batch; on failure answers the group with the error.
   void admit(std::vector<std::unique_ptr<Pending>>& group);
+  struct Active;
+  // admit()'s prefill through the image cache (image_cacheable plans): each row's image prefix from the
+  // cache or computed and stored, then the rest of the prompts as one group. Sets each row's image_cache and
+  // its decoder tokens per layer (row_tokens). @throws what DecodeBatch throws.
+  GenerationStats admit_cached(std::vector<std::unique_ptr<Active>>& joining, const BoundPlan& bound,
+                               const std::vector<VlmRequest>& reqs,
+                               const std::vector<GenerationConfig>& configs, const std::vector<int64_t>& ids,
+                               const std::vector<int64_t>& top_logprobs,
+                               std::vector<std::vector<int64_t>>& row_tokens);
+  // Whether a plan's image prefix may be cached (image_cacheable, remembered by plan key; worker thread).
+  bool cacheable(const BoundPlan& plan);
   // One decode step of the batch; answers the rows that finish. On failure answers every row with the error.
   void decode_step();
-  struct Active;
   // Prompt tokens of a waiting request: text + N_v visual tokens before pruning.
   int64_t prompt_tokens(const Pending& p) const;
   // Answers every row of the decode batch with `error` and starts an empty batch.
@@ -204,6 +232,9 @@ class BatchScheduler {
   // Static plans (each may hold a gate's weights) and keep=auto plans (each a loaded predictor and its rungs'
   // plans), bound once per canonical text (issue 45: both bounded).
   mutable PlanCache static_plans_, auto_plans_;
+  std::unique_ptr<ImageCache> image_cache_;
+  std::string model_key_;                  // ImageCacheKey::model
+  std::map<std::string, bool> cacheable_;  // worker thread: image_cacheable by plan key
   std::thread worker_;
 };
 

@@ -15,8 +15,10 @@
 #include <thread>
 
 #include "core/errors.h"
+#include "core/hash.h"
 #include "io/image.h"
 #include "io/image_header.h"
+#include "model/chat_templates.h"
 #include "serve/api_error.h"
 #include "serve/http_guard.h"
 
@@ -142,7 +144,8 @@ struct ChatServer::Impl {
               {"ttft_ms", r.ttft_ms},
               {"queue_ms", r.queue_ms},
               {"batch_size", r.batch_size},
-              {"decode_batch_size", r.decode_batch_size}};
+              {"decode_batch_size", r.decode_batch_size},
+              {"image_cache", r.image_cache}};
     for (const auto& [k, v] : plan_info.items()) j[k] = v;
     if (j.value("shadowed", false))
       j["shadow_note"] = "an unpruned rerun is queued; its comparison goes to /metrics, not to this reply";
@@ -200,10 +203,11 @@ struct ChatServer::Impl {
                      "invalid_request_error", "messages");
     GenerationJob job;
     try {
-      job.request = {model.preprocess(rgb), model.prompt_ids(cr.question)};
+      job.request = {model.preprocess(rgb), conversation_prompt_ids(model, cr.messages)};
     } catch (const Error& e) {
       throw bad_request(std::string("prompt: ") + e.what(), "messages");
     }
+    if (scheduler.image_cache_enabled()) job.image_sha256 = sha256_hex(cr.image_bytes);
     const auto& ids = job.request.prompt_ids;
     if (std::count(ids.begin(), ids.end(), model.shape().image_token_id) != 1)
       throw bad_request(

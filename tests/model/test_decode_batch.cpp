@@ -5,10 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <opencv2/core.hpp>
 
 #include "core/errors.h"
+#include "model/chat_templates.h"
 #include "model/decode_batch.h"
+#include "model/qwen2_vl/presets.h"
 #include "model/tiny_model.h"
+#include "prune/bound_plan.h"
 #include "prune/plan_hook.h"
 
 namespace vispco {
@@ -233,6 +237,99 @@ TEST(DecodeBatch, MisuseIsRefused) {
   batch.advance();
   EXPECT_EQ(batch.rows(), 1);
   EXPECT_EQ(batch.n_generated(), 1);
+}
+
+// The split prefill (image prefix, then the rest on it): rows of different prompts — a system message, a
+// three-turn conversation, different question lengths, so the joined prefixes and the texts after the image
+// are left-padded — prefilled as one group after one row already decodes, generate what they generate alone
+// through the one-piece prefill; the stored prefixes are unchanged by it (they are reused for a second add).
+// On LLaVA (1-D RoPE) with DivPrune at ℓ = 0 and on the tiny Qwen2.5-VL (M-RoPE, 49 visual tokens) unpruned.
+void expect_split_prefill_equals_alone(VisionLanguageModel& m, const std::string& plan, double tol) {
+  const auto gc = greedy(5);
+  const auto img = [](const std::string& q) { return ChatMessage{"user", {{true, ""}, {false, q}}, false}; };
+  const auto text = [](const std::string& role, const std::string& t) {
+    return ChatMessage{role, {{false, t}}, true};
+  };
+  const auto px = [&](uint64_t seed) {  // a random 64 × 64 RGB image through the family's preprocessing
+    cv::Mat rgb(64, 64, CV_8UC3);
+    cv::theRNG().state = seed;
+    cv::randu(rgb, cv::Scalar::all(0), cv::Scalar::all(255));
+    return m.preprocess(rgb);
+  };
+  std::vector<VlmRequest> reqs = {
+      {px(1), conversation_prompt_ids(m, {img("How many cubes?")})},
+      {px(2),
+       conversation_prompt_ids(m, {text("system", "Answer in one word."), img("What colour is the cube?")})},
+      {px(3), conversation_prompt_ids(
+                  m, {img("Is it red?"), text("assistant", "yes"),
+                      text("user", "What does the text above the green cone on the left say?")})}};
+  const auto bound = BoundPlan::bind(plan, m.shape(), ScorerEnv{});
+  DecodeBatch batch(m);
+  std::map<int64_t, FinishedRow> done;
+  batch.add({reqs[0]}, {gc}, {0}, bound.hook(0).get(), {true});  // a running row, prefilled in one piece
+  for (auto& f : batch.step()) done[f.id] = std::move(f);
+  std::vector<ImagePrefix> prefixes;
+  for (int i = 1; i < 3; ++i) prefixes.push_back(batch.prefill_image_prefix(reqs[i], bound.hook(0).get()));
+  ASSERT_NE(prefixes[0].n_prefix, prefixes[1].n_prefix);  // the system message sits before the image
+  std::vector<at::Tensor> keys_before;
+  for (const auto& p : prefixes) keys_before.push_back(p.cache.layers.back().keys().clone());
+  const auto st = batch.add_after_prefixes({&prefixes[0], &prefixes[1]}, {reqs[1], reqs[2]}, {gc, gc}, {1, 2},
+                                           {true, true});
+  EXPECT_EQ(batch.rows(), 3);
+  EXPECT_EQ(st.row_n_visual_kept[0], prefixes[0].n_visual_kept);
+  while (!batch.empty())
+    for (auto& f : batch.step()) done[f.id] = std::move(f);
+  for (size_t i = 0; i < prefixes.size(); ++i)  // reused, not written into
+    EXPECT_TRUE(at::equal(prefixes[i].cache.layers.back().keys(), keys_before[i])) << i;
+  std::vector<int64_t> alone_tokens;
+  for (int64_t i = 0; i < 3; ++i) {
+    auto hook = bound.hook(0);
+    const auto out = generate(m, {reqs[i]}, gc, hook.get(), true);
+    alone_tokens = out.tokens[0];
+    EXPECT_EQ(done[i].tokens, out.tokens[0]) << plan << " row " << i;
+    double worst = 0;
+    for (size_t s = 0; s < out.step_logits.size(); ++s)
+      worst = std::max(worst, max_diff(done[i].step_logits.at(s)[0], out.step_logits[s][0]));
+    std::printf("%s row %lld: split prefill vs one piece, max |logit diff| %.3g\n", plan.c_str(),
+                static_cast<long long>(i), worst);
+    EXPECT_LT(worst, tol) << plan << " row " << i;
+  }
+  // The stored prefix serves again: row 2 alone on it generates what it generates in one piece.
+  DecodeBatch again(m);
+  again.add_after_prefixes({&prefixes[1]}, {reqs[2]}, {gc}, {9}, {false});
+  std::vector<FinishedRow> last;
+  while (!again.empty())
+    for (auto& f : again.step()) last.push_back(std::move(f));
+  ASSERT_EQ(last.size(), 1u);
+  EXPECT_EQ(last[0].tokens, alone_tokens) << plan;
+}
+
+TEST(DecodeBatch, SplitPrefillRowsEqualOnePieceAlone) {
+  auto llava = testing::load_tiny();
+  expect_split_prefill_equals_alone(llava, "divprune:layer=0,keep=8", 1e-4);
+  expect_split_prefill_equals_alone(llava, "none", 1e-4);
+  const auto qwen_dir = testing::written_once([](const testing::TempDir& dir) {
+    write_random_qwen2_vl(dir.str(), find_qwen2_vl_preset("tiny-qwen2.5-vl").config, 3, c10::kFloat);
+    return dir.str();
+  });
+  auto qwen = VisionLanguageModel::load(qwen_dir, RunContext{});
+  expect_split_prefill_equals_alone(qwen, "none", 1e-4);
+}
+
+TEST(DecodeBatch, SplitPrefillRefusesMismatchedPrefixes) {
+  auto m = testing::load_tiny();
+  const auto gc = greedy(2);
+  DecodeBatch batch(m);
+  const VlmRequest a{test_pixels(56, 1), m.prompt_ids("q")};
+  const auto pre = batch.prefill_image_prefix(a, nullptr);
+  VlmRequest longer = a;
+  longer.prompt_ids.insert(longer.prompt_ids.begin() + 1, 5);  // one more id before the image
+  EXPECT_THROW(batch.add_after_prefixes({&pre}, {longer}, {gc}, {0}, {false}), InvalidArgument);
+  EXPECT_THROW(batch.add_after_prefixes({&pre, &pre}, {a}, {gc}, {0}, {false}), InvalidArgument);
+  VlmRequest ends = a;
+  ends.prompt_ids.resize(static_cast<size_t>(pre.n_prefix) + 1);  // nothing after the image
+  EXPECT_THROW(batch.add_after_prefixes({&pre}, {ends}, {gc}, {0}, {false}), InvalidArgument);
+  EXPECT_TRUE(batch.empty());
 }
 
 }  // namespace

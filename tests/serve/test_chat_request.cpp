@@ -126,11 +126,11 @@ TEST(ChatRequest, RefusesBadRequestsWith400NamingTheField) {
   two_images.push_back({{"type", "image_url"}, {"image_url", {{"url", kHelloUrl}}}});
   EXPECT_EQ(status_of(request_with(two_images)), 400);
   json sys = request_with(parts("q"));
-  sys["messages"][0]["role"] = "system";
+  sys["messages"][0]["role"] = "system";  // a system message with the image and no user turn
   EXPECT_EQ(status_of(sys), 400);
-  json multi = request_with(parts("q"));
-  multi["messages"].push_back({{"role", "user"}, {"content", "again"}});
-  EXPECT_EQ(status_of(multi), 400);
+  json two_users = request_with(parts("q"));  // user, user: turns must alternate
+  two_users["messages"].push_back({{"role", "user"}, {"content", "again"}});
+  EXPECT_EQ(status_of(two_users), 400);
   EXPECT_EQ(status_of(request_with(parts("q", "https://example.com/a.png"))), 400);
   const std::vector<std::pair<std::string, json>> bad = {{"max_tokens", 0},
                                                          {"max_tokens", 100000},
@@ -214,6 +214,62 @@ TEST(RequestPlan, FileNamingPlansAreRefusedAndOthersPass) {
     EXPECT_NO_THROW(check_request_plan(p)) << p;
   EXPECT_THROW(check_request_plan("fastv:keep=" + std::string(2000, '0') + "4"),
                ApiError);  // over 1,024 chars
+}
+
+}  // namespace
+}  // namespace vispco::serve
+
+namespace vispco::serve {
+namespace {
+
+json msg(const std::string& role, const json& content) { return {{"role", role}, {"content", content}}; }
+
+std::string message_of(const json& body) {
+  try {
+    parse_chat_request(body.dump());
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(e.param(), "messages");
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ChatRequest, TakesAConversationWithTheImageInAUserTurn) {
+  const json body = {
+      {"messages",
+       {msg("system", "Be brief."), msg("user", parts("first question")), msg("assistant", "a red cube"),
+        msg("user",
+            json::array({{{"type", "text"}, {"text", "and"}}, {{"type", "text"}, {"text", "its size?"}}}))}}};
+  const auto r = parse_chat_request(body.dump());
+  ASSERT_EQ(r.messages.size(), 4u);
+  EXPECT_EQ(r.messages[0].role, "system");
+  EXPECT_TRUE(r.messages[0].plain);
+  EXPECT_EQ(r.messages[0].parts.at(0).text, "Be brief.");
+  ASSERT_EQ(r.messages[1].parts.size(), 2u);  // client order kept: text, image
+  EXPECT_FALSE(r.messages[1].parts[0].image);
+  EXPECT_TRUE(r.messages[1].parts[1].image);
+  EXPECT_EQ(r.messages[2].parts.at(0).text, "a red cube");
+  EXPECT_EQ(r.question, "and\nits size?");  // the last user turn, its text parts joined by "\n"
+  EXPECT_EQ(r.image_bytes, "hello");
+}
+
+TEST(ChatRequest, RefusesConversationsNoTemplateTakesWithOneLine) {
+  const json image = parts("q");
+  const std::vector<std::pair<json, std::string>> bad = {
+      {json::array({msg("user", "hi"), msg("assistant", parts("a")), msg("user", "q")}), "user turn"},
+      {json::array({msg("user", image), msg("assistant", "a"), msg("user", image)}), "one image"},
+      {json::array({msg("assistant", "a"), msg("user", image)}), "alternate"},
+      {json::array({msg("user", image), msg("system", "late"), msg("user", "q")}), "only come first"},
+      {json::array({msg("user", image), msg("assistant", "a")}), "last message"},
+      {json::array({msg("user", image), msg("tool", "x"), msg("user", "q")}), "unknown role"},
+      {json::array({msg("system", "s"), msg("user", "no image")}), "one image"},
+      {json::array({msg("user", image), msg("assistant", nullptr), msg("user", "q")}), "no 'content'"}};
+  for (const auto& [messages, words] : bad) {
+    const auto what = message_of({{"messages", messages}});
+    EXPECT_NE(what.find(words), std::string::npos) << messages.dump() << " → " << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;  // one line
+  }
 }
 
 }  // namespace

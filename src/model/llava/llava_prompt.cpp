@@ -7,14 +7,22 @@
 
 namespace vispco {
 
-std::vector<int64_t> llava_prompt_ids(const io::Tokenizer& tok, const std::string& question,
-                                      int64_t image_token_index) {
+namespace {
+
+void check_image_token(const io::Tokenizer& tok, int64_t image_token_index) {
   if (image_token_index >= 0 && image_token_index < tok.vocab_size() && !tok.added_token(image_token_index))
     throw InvalidArgument("llava_prompt_ids: image_token_index " + std::to_string(image_token_index) +
                           " is a text piece of the tokenizer (vocab_size " +
                           std::to_string(tok.vocab_size()) +
                           "); expected an id >= vocab_size (HF: 32000), < 0 (LLaVA: -200), or an added token "
                           "declared in tokenizer_config.json's added_tokens_decoder");
+}
+
+}  // namespace
+
+std::vector<int64_t> llava_prompt_ids(const io::Tokenizer& tok, const std::string& question,
+                                      int64_t image_token_index) {
+  check_image_token(tok, image_token_index);
   // Each text segment around <image> gets its own dummy prefix, as LLaVA's tokenizer_image_token and HF's
   // legacy Llama tokenizers do: "USER: " -> ▁US ER : ▁ ; "\n..." -> ▁ <0x0A> ...
   std::vector<int64_t> ids = tok.encode("USER: ", /*add_bos=*/true);
@@ -26,6 +34,40 @@ std::vector<int64_t> llava_prompt_ids(const io::Tokenizer& tok, const std::strin
 
 std::vector<int64_t> llava_followup_ids(const io::Tokenizer& tok, const std::string& question) {
   return tok.encode("USER: " + question + " ASSISTANT:", /*add_bos=*/false);
+}
+
+std::vector<int64_t> llava_conversation_ids(const io::Tokenizer& tok,
+                                            const std::vector<ChatMessage>& messages,
+                                            int64_t image_token_index) {
+  check_image_token(tok, image_token_index);
+  std::vector<int64_t> ids;
+  std::string pending;  // the system text and its separator, put before the next "USER: "
+  const auto emit = [&](const std::string& text) {
+    const auto t = tok.encode(text, /*add_bos=*/ids.empty());
+    ids.insert(ids.end(), t.begin(), t.end());
+  };
+  for (const ChatMessage& m : messages) {
+    const std::string text = message_text(m);
+    if (m.role == "system") {
+      pending = text.empty() ? std::string() : text + " ";
+    } else if (m.role == "user") {
+      if (message_images(m) > 0) {
+        emit(pending + "USER: ");
+        ids.push_back(image_token_index);
+        emit("\n" + text + " ASSISTANT:");
+      } else {
+        emit(pending + "USER: " + text + " ASSISTANT:");
+      }
+      pending.clear();
+    } else if (m.role == "assistant") {
+      emit(text);
+      ids.push_back(tok.eos_id());
+    } else {
+      throw InvalidArgument("LLaVA-1.5's template has no role '" + m.role +
+                            "' (valid: system, user, assistant)");
+    }
+  }
+  return ids;
 }
 
 }  // namespace vispco

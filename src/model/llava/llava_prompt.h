@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "io/tokenizer.h"
+#include "model/chat_message.h"
 
 namespace vispco {
 
@@ -25,5 +26,21 @@ std::vector<int64_t> llava_prompt_ids(const io::Tokenizer& tok, const std::strin
 
 /// A later turn of a LLaVA-1.5 conversation (no image, no BOS): "USER: {question} ASSISTANT:".
 std::vector<int64_t> llava_followup_ids(const io::Tokenizer& tok, const std::string& question);
+
+/// Prompt ids of a whole conversation in LLaVA-1.5's "vicuna_v1" template (LLaVA's conversation.py,
+/// SeparatorStyle.TWO: "{system} USER: <image>\n{q1} ASSISTANT: {a1}</s>USER: {q2} ASSISTANT:"), built as
+/// the bundled model was trained on several turns (train/teacher_forced_batch.cpp): segments tokenized apart,
+/// each with SentencePiece's dummy prefix — [BOS] + encode("{system} USER: ") + [image] + encode("\n{q1}
+/// ASSISTANT:"), each earlier answer encode("{a}") + [EOS] (the "</s>" separator is the EOS id, not text),
+/// each later question llava_followup_ids. The user turn holding the image puts it first ("USER: <image>\n
+/// {text}"), whatever the order of its parts; the system text (a first "system" message) and its " " come
+/// before the first "USER: ", and no system sentence is added when there is none — so one user turn gives
+/// exactly llava_prompt_ids. A message's text is message_text(). @param messages an optional system message,
+/// then user / assistant turns alternating, ending with a user turn, one image in all (checked by
+/// model/chat_templates.h check_conversation; here only roles are read). @throws InvalidArgument as
+/// llava_prompt_ids, or for a role other than system / user / assistant.
+std::vector<int64_t> llava_conversation_ids(const io::Tokenizer& tok,
+                                            const std::vector<ChatMessage>& messages,
+                                            int64_t image_token_index);
 
 }  // namespace vispco

@@ -51,18 +51,29 @@ std::string render_qwen2_vl_chat(const std::vector<ChatMessage>& messages, bool 
 
 std::vector<int64_t> qwen2_vl_prompt_ids(const io::Tokenizer& tok, const std::string& question,
                                          int64_t image_token_id) {
+  return qwen2_vl_conversation_ids(tok, {{"user", {{true, ""}, {false, question}}, false}}, image_token_id);
+}
+
+std::vector<int64_t> qwen2_vl_conversation_ids(const io::Tokenizer& tok,
+                                               const std::vector<ChatMessage>& messages,
+                                               int64_t image_token_id) {
   const auto& added = tok.added_tokens();
   for (const char* s : kTemplateTokens)
     if (std::none_of(added.begin(), added.end(), [&](const io::AddedToken& t) { return t.content == s; }))
       throw InvalidArgument(std::string("the tokenizer has no added token '") + s +
                             "', which Qwen2-VL's chat template needs");
-  for (const char* s : kControlTokens)
-    if (question.find(s) != std::string::npos)
-      throw InvalidArgument(std::string("the question holds the control token '") + s +
-                            "'; a Qwen2-VL prompt cannot take it as text");
-  const auto ids = tok.encode(render_qwen2_vl_chat({{"user", {{true, ""}, {false, question}}, false}},
-                                                   /*add_generation_prompt=*/true),
-                              /*add_bos=*/false);
+  for (const ChatMessage& m : messages) {
+    for (const ChatPart& p : m.parts)
+      for (const char* s : kControlTokens)
+        if (!p.image && p.text.find(s) != std::string::npos)
+          throw InvalidArgument(
+              (messages.size() == 1 ? std::string("the question") : "a " + m.role + " message") +
+              " holds the control token '" + s + "'; a Qwen2-VL prompt cannot take it as text");
+    if (m.role.find("<|") != std::string::npos || m.role.find('\n') != std::string::npos)
+      throw InvalidArgument("a Qwen2-VL message role may not hold a control token or a newline");
+  }
+  const auto ids =
+      tok.encode(render_qwen2_vl_chat(messages, /*add_generation_prompt=*/true), /*add_bos=*/false);
   if (std::count(ids.begin(), ids.end(), image_token_id) != 1)
     throw InvalidArgument("the tokenizer's <|image_pad|> is not the config's image_token_id " +
                           std::to_string(image_token_id));

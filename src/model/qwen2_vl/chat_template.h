@@ -9,22 +9,9 @@
 #include <vector>
 
 #include "io/tokenizer.h"
+#include "model/chat_message.h"
 
 namespace vispco {
-
-/// One part of a message's content: text, or an image (rendered as its placeholder span).
-struct ChatPart {
-  bool image = false;  ///< true: an image (<|vision_start|><|image_pad|><|vision_end|>); false: `text`
-  std::string text;    ///< the text of a text part
-};
-
-/// One chat message, as a client sends it (OpenAI / transformers' messages).
-struct ChatMessage {
-  std::string role;  ///< "system", "user", "assistant", …
-  /// Content as a list of parts; with `plain` the message's content was one string, parts[0].text.
-  std::vector<ChatPart> parts;
-  bool plain = false;  ///< content given as a string (the template renders it without the part loop)
-};
 
 /// The prompt text of `messages` as the template renders it: "<|im_start|>system\nYou are a helpful
 /// assistant.<|im_end|>\n" first unless the first message is a system message, then each message as
@@ -41,5 +28,15 @@ std::string render_qwen2_vl_chat(const std::vector<ChatMessage>& messages, bool 
 /// one of them (a second image placeholder or a forged turn).
 std::vector<int64_t> qwen2_vl_prompt_ids(const io::Tokenizer& tok, const std::string& question,
                                          int64_t image_token_id);
+
+/// Prompt ids of a whole conversation (render_qwen2_vl_chat with the generation prompt, tokenized): the
+/// default system message unless the first message is a system one, each earlier assistant answer closed by
+/// "<|im_end|>\n". `messages` are rendered as given (vispco's server puts a turn's image first, then its
+/// text: model/chat_templates.h), so one user turn [image, question] gives exactly qwen2_vl_prompt_ids.
+/// @throws InvalidArgument as qwen2_vl_prompt_ids, for a control token in any message's text, or when the
+/// rendering does not hold `image_token_id` exactly once.
+std::vector<int64_t> qwen2_vl_conversation_ids(const io::Tokenizer& tok,
+                                               const std::vector<ChatMessage>& messages,
+                                               int64_t image_token_id);
 
 }  // namespace vispco
