@@ -219,6 +219,40 @@ TEST(Finetune, RunValidatesResumesAndRecordsItsPlan) {
   EXPECT_NE(r.out.find("kept 16"), std::string::npos) << r.out;
 }
 
+TEST(Finetune, StoppedAtAStepAndResumedEqualsOneRun) {
+  testing::TempDir tmp;
+  eval::synthvqa::SynthOptions so;
+  so.seed = 5;
+  so.count = 2;
+  so.n_threads = 1;
+  eval::synthvqa::generate_synthvqa(so, tmp / "val");
+  const auto val = eval::load_dataset(tmp / "val");
+  FinetuneOptions o;
+  o.plan = "fastv:layer=2,keep=4";
+  o.steps = 4;
+  o.batch = 2;
+  o.val_every = 2;
+  o.patience = 5;
+  o.lr = 1e-2;
+  EXPECT_THROW(run_finetune(testing::tiny_model_dir(), val, nullptr, o, tmp / "bad", 1, {}, {}, nullptr, 4),
+               InvalidArgument);
+  run_finetune(testing::tiny_model_dir(), val, nullptr, o, tmp / "one", 1, {});
+  const auto paused =
+      run_finetune(testing::tiny_model_dir(), val, nullptr, o, tmp / "two", 1, {}, {}, nullptr, 2);
+  EXPECT_TRUE(paused.paused) << paused.stopped;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "two/model"));
+  EXPECT_FALSE(std::filesystem::exists(tmp / "two/finetune.json"));
+  const auto resumed = run_finetune(testing::tiny_model_dir(), val, nullptr, o, tmp / "two", 1, {});
+  EXPECT_FALSE(resumed.paused);
+  EXPECT_EQ(resumed.stopped, "steps done");
+  // One process, the checkpoint's exact values: the same weights as the uninterrupted run, bit for bit.
+  std::vector<at::Tensor> a, b;
+  torch::load(a, tmp / "one/checkpoint/params.pt");
+  torch::load(b, tmp / "two/checkpoint/params.pt");
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(at::equal(a[i], b[i])) << i;
+}
+
 TEST(Finetune, OptionsValidateAndRoundTrip) {
   FinetuneOptions o;
   EXPECT_THROW(o.validate(), InvalidArgument) << "no plan";
