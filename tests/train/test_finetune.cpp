@@ -101,9 +101,20 @@ TEST(Finetune, AKeepAllPlanLeavesTheLossUnchangedAndMergingPlansAreRefused) {
   at::NoGradGuard ng;
   ConversationOptions co;
   co.prune_hook = &replay;
-  const double with = conversation_loss(m, b.images, b.turns, co).total.item<double>();
-  const double without = conversation_loss(m, b.images, b.turns, ConversationOptions{}).total.item<double>();
+  const auto with_parts = conversation_loss(m, b.images, b.turns, co);
+  const auto without_parts = conversation_loss(m, b.images, b.turns, ConversationOptions{});
+  const double with = with_parts.total.item<double>(), without = without_parts.total.item<double>();
   EXPECT_NEAR(with, without, 1e-6);
+  // The count the loss averaged over: each answer's tokens and its EOS (the ids appended in batch()), with
+  // and without the pruning forward (text tokens are never pruned).
+  int64_t n_answer = 0;
+  for (size_t i = 0; i < b.full.size(); ++i)
+    n_answer += static_cast<int64_t>(b.full[i].prompt_ids.size() - b.prompts[i].prompt_ids.size());
+  EXPECT_EQ(with_parts.n_targets, n_answer);
+  EXPECT_EQ(without_parts.n_targets, n_answer);
+  ReplayHook pruning = replayed(m, b, "fastv:layer=2,keep=4");
+  co.prune_hook = &pruning;
+  EXPECT_EQ(conversation_loss(m, b.images, b.turns, co).n_targets, n_answer);
   PlanHook vz(parse_plan("visionzip:keep=6", m.shape()), m.shape());
   first_token(m, b, vz);
   EXPECT_THROW(ReplayHook{vz.traces()}, InvalidArgument);
