@@ -41,6 +41,7 @@ void register_finetune(CLI::App& app) {
     int threads = 0;
     std::string progress = "auto";
     double epochs = 0;
+    int64_t stop_at_step = 0;
     optimize::SweepFlags sweep;  // --dist-timeout only: finetune shares gradients, not work items
   };
   auto a = std::make_shared<Args>();
@@ -61,6 +62,10 @@ void register_finetune(CLI::App& app) {
   cmd->add_option("--steps", a->o.steps, "Most optimiser steps")->capture_default_str();
   cmd->add_option("--epochs", a->epochs, "Instead of --steps: passes over --train-scenes scenes")
       ->excludes("--steps");
+  cmd->add_option("--stop-at-step", a->stop_at_step,
+                  "Stop after this step with a checkpoint (0 = run to the end); running again without it "
+                  "resumes there, on the schedule of --steps")
+      ->capture_default_str();
   add_count_option(cmd, "--train-scenes", &a->o.train_scenes,
                    "Training-scene pool size (0 = a fresh scene every time)");
   cmd->add_option("--batch", a->o.batch, "(image, question) pairs per step")->capture_default_str();
@@ -99,18 +104,19 @@ void register_finetune(CLI::App& app) {
     const ModelShape shape = load_model_shape(a->model);
     a->o.plan = BoundPlan::bind(a->plan, shape, ScorerEnv{a->model}).text();  // canonical, checked early
     a->o.validate();
-    const auto val = eval::load_dataset(a->val);
-    std::unique_ptr<eval::Dataset> test;
-    if (!a->test.empty()) test = std::make_unique<eval::Dataset>(eval::load_dataset(a->test));
     // Under a launcher (torchrun, srun, mpirun): data-parallel over the launch's Gloo group (finetune.h);
-    // rank 0 writes. Joined before the slow steps: a bad address fails fast.
+    // rank 0 validates, tests and writes, so it alone reads --val and --test. Checked before the
+    // rendezvous, and joined before the slow steps: a bad address fails fast.
     const optimize::LaunchFromEnvironment launch = optimize::launch_from_environment();
-    if (a->o.batch < launch.env.world_size)
-      throw InvalidArgument("finetune: --batch " + std::to_string(a->o.batch) + " is smaller than the " +
-                            std::to_string(launch.env.world_size) +
-                            " processes of the launch (each trains on a share of every step's batch)");
+    train::check_batch_covers_ranks(a->o.batch, launch.env.world_size);
+    const bool main_rank = launch.env.rank == 0;
+    eval::Dataset val;
+    std::unique_ptr<eval::Dataset> test;
+    if (main_rank) {
+      val = eval::load_dataset(a->val);
+      if (!a->test.empty()) test = std::make_unique<eval::Dataset>(eval::load_dataset(a->test));
+    }
     const auto group = optimize::SweepGroup::join(launch.env, a->sweep);
-    const bool main_rank = !group || group->sharing().is_main();
     const std::string prefix = group ? group->sharing().log_prefix() : "";
     auto mode = eval::parse_progress_mode(a->progress);
     if (!main_rank) mode = eval::ProgressMode::kOff;
@@ -121,8 +127,12 @@ void register_finetune(CLI::App& app) {
       std::fprintf(stderr, "%s%s%s\n", bar ? "\r\033[K" : "", prefix.c_str(), l.c_str());
     };
     const auto rep = train::run_finetune(a->model, val, test.get(), a->o, a->out, a->threads, log, mode,
-                                         group ? &group->group() : nullptr);
+                                         group ? &group->group() : nullptr, a->stop_at_step);
     if (!main_rank) return;  // rank 0 wrote the model and the report
+    if (rep.paused) {
+      std::cout << rep.stopped << ": checkpoint " << a->out << "/checkpoint\n";
+      return;
+    }
     std::cout << "tuned for " << rep.options.plan << ": best validation accuracy " << rep.best_val_accuracy
               << " at step " << rep.best_step << " (" << rep.stopped << "); model " << a->out
               << "/model, report " << a->out << "/finetune.md\n";

@@ -78,7 +78,9 @@ ConversationLoss pruned_conversation_loss(VisionLanguageModel& m, TeacherForcedB
   const PositionTargets targets(batch.state, batch.target);
   auto h = lm->forward(batch.state, cache, &hook);  // state → the surviving tokens
   ConversationLoss out;
-  out.token = token_loss(lm->logits(h), targets.at(batch.state));  // logits [B, T', V] fp32
+  const at::Tensor kept_target = targets.at(batch.state);  // [B, T']
+  out.token = token_loss(lm->logits(h), kept_target);      // logits [B, T', V] fp32
+  out.n_targets = kept_target.ne(-100).sum().item<int64_t>();
   out.total = out.token;
   out.grounding = out.answer = out.readout = out.glyph = out.glyph_value = at::zeros({}, out.token.options());
   return out;
@@ -138,6 +140,7 @@ ConversationLoss conversation_loss(VisionLanguageModel& m, const at::Tensor& ima
   const auto dev = logits.device();
   ConversationLoss out;
   out.token = token_loss(logits, batch.target);
+  out.n_targets = batch.target.ne(-100).sum().item<int64_t>();
   const auto zero = [&] { return at::zeros({}, out.token.options()); };
   std::vector<at::Tensor> word_probs, answer_probs;  // the recorded layers in order; each loss takes its own
   if (rec) {

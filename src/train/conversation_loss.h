@@ -110,6 +110,9 @@ struct ConversationOptions {
 /// part that is off is 0).
 struct ConversationLoss {
   at::Tensor total, token, grounding, answer, readout, glyph, glyph_value;
+  /// Targets the token loss averaged over (its positions with a target other than −100), ≥ 0: what a
+  /// data-parallel step weighs each rank's mean by (train/finetune.h).
+  int64_t n_targets = 0;
 };
 
 /// Stage-2 loss with the options above: cross-entropy of the answer tokens (or, with text_loss, of every text

@@ -21,7 +21,6 @@
 #include "core/json_file.h"
 #include "core/text_file.h"
 #include "cost/timer.h"
-#include "eval/distributed/kv_store.h"
 #include "eval/evaluator.h"
 #include "eval/plan_evaluation.h"
 #include "eval/synthvqa/generator.h"
@@ -97,15 +96,9 @@ double accuracy_with(VisionLanguageModel& m, const eval::Dataset& ds, size_t lim
   return acc;
 }
 
-// Targets of a one-turn conversation's answer-token loss: the answer's tokens and EOS, as
-// build_teacher_forced_batch() lays them out (train/teacher_forced_batch.cpp); text tokens are never pruned,
-// so a pruning forward keeps them all.
-int64_t answer_target_count(const VisionLanguageModel& m, const std::string& answer) {
-  return static_cast<int64_t>(m.tokenizer().encode(answer, false).size()) + 1;
-}
-
-// Rank 0's resume position, parameters and optimiser state on every rank of `group` (the others have no
-// checkpoint: no shared file system needed). The optimiser state travels through the group's store.
+// Rank 0's resume position, parameters and AdamW state (per parameter: step, exp_avg, exp_avg_sq) on every
+// rank of `group`, each through the group's flattened fp32 broadcast (the others have no checkpoint: no
+// shared file system needed; fp32 holds a step count exactly up to 2^24).
 void share_resume_state(optimize::learned::DataParallel& group, const std::vector<at::Tensor>& params,
                         torch::optim::AdamW& opt, int64_t& step, bool& stopped) {
   at::Tensor pos = at::tensor({static_cast<float>(step), stopped ? 1.0f : 0.0f});
@@ -114,22 +107,35 @@ void share_resume_state(optimize::learned::DataParallel& group, const std::vecto
   stopped = pos[1].item<float>() > 0.5f;
   if (step == 0 && !stopped) return;  // a fresh run: every rank starts from the model folder's weights
   group.broadcast(params);
-  const std::string key = "vispco/finetune/optimizer";
-  auto store = group.kv_store();
-  if (group.is_main()) {
-    std::ostringstream os;
-    torch::save(opt, os);
-    store->set(key, os.str());
+  // Each parameter's AdamW step (0: no state yet, a parameter that never had a gradient), then its moments.
+  auto& state = opt.state();
+  const auto key = [](const at::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); };
+  at::Tensor steps = at::zeros({static_cast<int64_t>(params.size())}, at::kFloat);  // [n_params]
+  if (group.is_main())
+    for (size_t i = 0; i < params.size(); ++i)
+      if (const auto it = state.find(key(params[i])); it != state.end())
+        steps[static_cast<int64_t>(i)] =
+            static_cast<float>(static_cast<torch::optim::AdamWParamState&>(*it->second).step());
+  group.broadcast({steps});
+  std::vector<at::Tensor> moments;  // exp_avg, exp_avg_sq of each parameter with state, in order
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto n = static_cast<int64_t>(steps[static_cast<int64_t>(i)].item<float>());
+    if (!group.is_main()) {
+      state.erase(key(params[i]));
+      if (n == 0) continue;
+      auto s = std::make_unique<torch::optim::AdamWParamState>();
+      s->step(n);
+      s->exp_avg(at::zeros_like(params[i], at::MemoryFormat::Preserve));
+      s->exp_avg_sq(at::zeros_like(params[i], at::MemoryFormat::Preserve));
+      state[key(params[i])] = std::move(s);
+    }
+    if (n == 0) continue;
+    auto& s = static_cast<torch::optim::AdamWParamState&>(*state.at(key(params[i])));
+    TORCH_CHECK(!s.max_exp_avg_sq().defined(), "finetune: AMSGrad state is not shared (AMSGrad is off)");
+    moments.push_back(s.exp_avg());
+    moments.push_back(s.exp_avg_sq());
   }
-  group.barrier();
-  if (!group.is_main()) {
-    const auto bytes = store->get(key);
-    if (!bytes) throw Error("finetune: rank 0's optimiser state is missing from its store");
-    std::istringstream is(*bytes);
-    torch::load(opt, is);
-  }
-  group.barrier();
-  if (group.is_main()) store->erase(key);
+  group.broadcast(moments);
 }
 
 nlohmann::json per_family(const eval::EvalReport& r) {
@@ -174,6 +180,13 @@ nlohmann::json to_json(const FinetuneOptions& o) { return finetune_fields().writ
 
 FinetuneOptions finetune_options_from_json(const nlohmann::json& j) {
   return finetune_fields().read_valid(j);
+}
+
+void check_batch_covers_ranks(int64_t batch, int64_t n_ranks) {
+  if (batch < n_ranks)
+    throw InvalidArgument("finetune: --batch " + std::to_string(batch) + " is smaller than the " +
+                          std::to_string(n_ranks) +
+                          " processes of the launch (each trains on a share of every step's batch)");
 }
 
 uint64_t training_scene(const FinetuneOptions& options, int64_t step, int64_t b) {
@@ -239,18 +252,19 @@ std::string FinetuneReport::to_markdown() const {
 FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& val, const eval::Dataset* test,
                             const FinetuneOptions& options, const std::string& out_dir, int n_threads,
                             const std::function<void(const std::string&)>& log, eval::ProgressMode progress,
-                            optimize::learned::DataParallel* group) {
+                            optimize::learned::DataParallel* group, int64_t stop_at_step) {
   options.validate();
+  if (stop_at_step != 0 && !(stop_at_step >= 1 && stop_at_step < options.steps))
+    throw InvalidArgument("finetune: --stop-at-step " + std::to_string(stop_at_step) + " must be in [1, " +
+                          std::to_string(options.steps) + ") (--steps " + std::to_string(options.steps) +
+                          ")");
+  const int64_t last_step = stop_at_step > 0 ? stop_at_step : options.steps;  // of this run
   Stopwatch wall;
   // Data parallelism (see finetune.h): this rank's share [lo, hi) of every step's batch.
   const bool dist = group != nullptr && group->world_size() > 1;
   const int64_t n_ranks = dist ? group->world_size() : 1, rank = dist ? group->rank() : 0;
   const bool main = rank == 0;
-  if (options.batch < n_ranks)
-    throw InvalidArgument("finetune: --batch " + std::to_string(options.batch) + " is smaller than the " +
-                          std::to_string(n_ranks) +
-                          " processes of the launch (each trains on a share of "
-                          "every step's batch)");
+  check_batch_covers_ranks(options.batch, n_ranks);
   const int64_t lo = options.batch * rank / n_ranks, hi = options.batch * (rank + 1) / n_ranks;
   auto say = [&](const std::string& l) {
     if (log) log(l);
@@ -386,20 +400,18 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
   Stopwatch since_ckpt;
   double loss_sum = 0;
   int64_t loss_n = 0;
-  eval::Progress bar(static_cast<size_t>(std::max<int64_t>(0, options.steps - step)), "finetune", progress);
-  while (rep.stopped.empty() && step < options.steps) {
+  eval::Progress bar(static_cast<size_t>(std::max<int64_t>(0, last_step - step)), "finetune", progress);
+  while (rep.stopped.empty() && step < last_step) {
     // One batch of fresh (image, question, answer) scenes.
     std::vector<eval::synthvqa::SynthSample> samples;
     std::vector<at::Tensor> px;
     std::vector<VlmRequest> reqs;
     std::vector<std::vector<std::pair<std::string, std::string>>> turns;
-    int64_t n_targets = 0;  // this rank's answer-token targets
     for (int64_t b = lo; b < hi; ++b) {
       samples.push_back(eval::synthvqa::make_sample(options.data_seed, training_scene(options, step, b)));
       px.push_back(m.preprocess(samples.back().rgb));
       reqs.push_back({px.back(), m.prompt_ids(samples.back().question)});
       turns.push_back({{samples.back().question, samples.back().answer}});
-      if (dist) n_targets += answer_target_count(m, samples.back().answer);
     }
     // The plan's decisions, from an inference prefill of the prompts (exactly what inference would keep).
     const auto hook = plan.hook(0);
@@ -417,9 +429,10 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
     if (dist) {
       // The whole batch's loss is Σ_r n_r·L_r / N (L_r this rank's mean over its n_r targets, N = Σ_r n_r):
       // each rank back-propagates W·n_r/N·L_r, whose gradients averaged over the W ranks are its gradient.
-      at::Tensor counts = at::tensor({static_cast<float>(n_targets)});
+      // n_r is what the loss averaged over (its own count, so the weighting cannot drift from it).
+      at::Tensor counts = at::tensor({static_cast<float>(parts.n_targets)});
       group->all_reduce_sum(counts);
-      const double n_all = counts.item<float>(), share = static_cast<double>(n_targets) / n_all;
+      const double n_all = counts.item<float>(), share = static_cast<double>(parts.n_targets) / n_all;
       (parts.total * (static_cast<double>(n_ranks) * share)).backward();
       group->average_gradients(params);
       at::Tensor loss = at::tensor({static_cast<float>(parts.total.item<double>() * share)});
@@ -455,6 +468,12 @@ FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& v
       save_ckpt();
       since_ckpt.reset();
     }
+  }
+  if (rep.stopped.empty() && step < options.steps) {  // --stop-at-step: a checkpoint to resume from, no more
+    if (main) save_ckpt();                            // (written with `stopped` empty: the run goes on)
+    rep.stopped = "paused after step " + std::to_string(step) + " (--stop-at-step; run again to resume)";
+    rep.paused = true;
+    return rep;
   }
   if (rep.stopped.empty()) rep.stopped = "steps done";
   if (!main) return rep;  // rank 0 writes the checkpoint, the tuned model and the report

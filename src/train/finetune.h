@@ -53,6 +53,9 @@ nlohmann::json to_json(const FinetuneOptions& o);
 uint64_t training_scene(const FinetuneOptions& options, int64_t step, int64_t b);
 /// @throws InvalidArgument for unknown keys or bad values.
 FinetuneOptions finetune_options_from_json(const nlohmann::json& j);
+/// Data parallelism needs a share of every step's batch on each of the `n_ranks` processes.
+/// @throws InvalidArgument when batch < n_ranks.
+void check_batch_covers_ranks(int64_t batch, int64_t n_ranks);
 
 /// What a fine-tune measured (finetune.json / finetune.md).
 struct FinetuneReport {
@@ -69,7 +72,8 @@ struct FinetuneReport {
   std::vector<Check> checks;
   int64_t best_step = 0;
   double best_val_accuracy = 0;
-  std::string stopped;            ///< "early stopping after P checks without a new best" | "steps done"
+  std::string stopped;  ///< "early stopping after P checks without a new best" | "steps done"
+  bool paused = false;  ///< ended by run_finetune's stop_at_step: a checkpoint, nothing else written
   nlohmann::json test = nullptr;  ///< per-family test accuracy before/after, with the plan and unpruned
   int64_t n_trainable = 0;        ///< trainable parameters
   double wall_s = 0;
@@ -92,12 +96,17 @@ struct FinetuneReport {
 ///        the next all-reduce: the group's timeout must exceed a check), decides early stopping (broadcast),
 ///        and writes the checkpoint, the tuned model and the report; on resume it sends the other ranks its
 ///        checkpoint's parameters and optimiser state through the group, so they need no copy of `out_dir`.
-///        The other ranks return a report with options and n_trainable set, and write nothing.
+///        The other ranks return a report with options and n_trainable set, and write nothing; their `val`
+///        and `test` are not read (an empty dataset will do).
 ///        @throws InvalidArgument when B < W; what c10d throws when a collective fails or times out.
+/// @param stop_at_step 0, or a step in [1, options.steps): stop after it with a checkpoint and return, the
+///        report's `stopped` saying so, without the tuned model or the report files; a later run with the
+///        same options resumes there as from a killed run (the learning-rate schedule spans options.steps, so
+///        the two runs take the steps one run would). @throws InvalidArgument outside that range.
 FinetuneReport run_finetune(const std::string& model_dir, const eval::Dataset& val, const eval::Dataset* test,
                             const FinetuneOptions& options, const std::string& out_dir, int n_threads,
                             const std::function<void(const std::string&)>& log,
                             eval::ProgressMode progress = eval::ProgressMode::kOff,
-                            optimize::learned::DataParallel* group = nullptr);
+                            optimize::learned::DataParallel* group = nullptr, int64_t stop_at_step = 0);
 
 }  // namespace vispco::train

@@ -311,7 +311,15 @@ TEST(DistributedSweeps, DynamicKLadderOnThreeRanksEqualsOneProcess) {
   // The labels' ladder tables (train, validation, test × 3 rungs) are shared sweeps; the predictor, τ, the
   // keep=auto run and the report are rank 0's. The random scorer makes some answers change along the ladder.
   if (!launcher_missing().empty()) GTEST_SKIP() << launcher_missing();
-  expect_same_ladder_report(dynamic_k_args(), "dynamic_k.json");
+  const std::string all = expect_same_ladder_report(dynamic_k_args(), "dynamic_k.json");
+  // Rank 0's own work (a vision-tower pass per sample for the K features) starts after the last shared
+  // sweep: no worker waits on it for a next sweep (under --dist-timeout).
+  const size_t features = all.find("[rank 0/3] K features");
+  ASSERT_NE(features, std::string::npos) << all;
+  const size_t last_test_rung = all.rfind("[rank 0/3]   test K=576");
+  ASSERT_NE(last_test_rung, std::string::npos) << all;
+  EXPECT_GT(features, last_test_rung) << all;
+  EXPECT_EQ(all.find("[rank 0/3]   ", features), std::string::npos) << "a table after the features:\n" << all;
 }
 
 TEST(DistributedSweeps, DynamicKLadderSurvivesAVanishedWorker) {

@@ -101,9 +101,20 @@ TEST(Finetune, AKeepAllPlanLeavesTheLossUnchangedAndMergingPlansAreRefused) {
   at::NoGradGuard ng;
   ConversationOptions co;
   co.prune_hook = &replay;
-  const double with = conversation_loss(m, b.images, b.turns, co).total.item<double>();
-  const double without = conversation_loss(m, b.images, b.turns, ConversationOptions{}).total.item<double>();
+  const auto with_parts = conversation_loss(m, b.images, b.turns, co);
+  const auto without_parts = conversation_loss(m, b.images, b.turns, ConversationOptions{});
+  const double with = with_parts.total.item<double>(), without = without_parts.total.item<double>();
   EXPECT_NEAR(with, without, 1e-6);
+  // The count the loss averaged over: each answer's tokens and its EOS (the ids appended in batch()), with
+  // and without the pruning forward (text tokens are never pruned).
+  int64_t n_answer = 0;
+  for (size_t i = 0; i < b.full.size(); ++i)
+    n_answer += static_cast<int64_t>(b.full[i].prompt_ids.size() - b.prompts[i].prompt_ids.size());
+  EXPECT_EQ(with_parts.n_targets, n_answer);
+  EXPECT_EQ(without_parts.n_targets, n_answer);
+  ReplayHook pruning = replayed(m, b, "fastv:layer=2,keep=4");
+  co.prune_hook = &pruning;
+  EXPECT_EQ(conversation_loss(m, b.images, b.turns, co).n_targets, n_answer);
   PlanHook vz(parse_plan("visionzip:keep=6", m.shape()), m.shape());
   first_token(m, b, vz);
   EXPECT_THROW(ReplayHook{vz.traces()}, InvalidArgument);
@@ -217,6 +228,40 @@ TEST(Finetune, RunValidatesResumesAndRecordsItsPlan) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("warning"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("kept 16"), std::string::npos) << r.out;
+}
+
+TEST(Finetune, StoppedAtAStepAndResumedEqualsOneRun) {
+  testing::TempDir tmp;
+  eval::synthvqa::SynthOptions so;
+  so.seed = 5;
+  so.count = 2;
+  so.n_threads = 1;
+  eval::synthvqa::generate_synthvqa(so, tmp / "val");
+  const auto val = eval::load_dataset(tmp / "val");
+  FinetuneOptions o;
+  o.plan = "fastv:layer=2,keep=4";
+  o.steps = 4;
+  o.batch = 2;
+  o.val_every = 2;
+  o.patience = 5;
+  o.lr = 1e-2;
+  EXPECT_THROW(run_finetune(testing::tiny_model_dir(), val, nullptr, o, tmp / "bad", 1, {}, {}, nullptr, 4),
+               InvalidArgument);
+  run_finetune(testing::tiny_model_dir(), val, nullptr, o, tmp / "one", 1, {});
+  const auto paused =
+      run_finetune(testing::tiny_model_dir(), val, nullptr, o, tmp / "two", 1, {}, {}, nullptr, 2);
+  EXPECT_TRUE(paused.paused) << paused.stopped;
+  EXPECT_FALSE(std::filesystem::exists(tmp / "two/model"));
+  EXPECT_FALSE(std::filesystem::exists(tmp / "two/finetune.json"));
+  const auto resumed = run_finetune(testing::tiny_model_dir(), val, nullptr, o, tmp / "two", 1, {});
+  EXPECT_FALSE(resumed.paused);
+  EXPECT_EQ(resumed.stopped, "steps done");
+  // One process, the checkpoint's exact values: the same weights as the uninterrupted run, bit for bit.
+  std::vector<at::Tensor> a, b;
+  torch::load(a, tmp / "one/checkpoint/params.pt");
+  torch::load(b, tmp / "two/checkpoint/params.pt");
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(at::equal(a[i], b[i])) << i;
 }
 
 TEST(Finetune, OptionsValidateAndRoundTrip) {

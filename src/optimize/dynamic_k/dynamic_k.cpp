@@ -47,24 +47,26 @@ struct SplitTable {
   double unpruned_prefill_ms = 0;
 };
 
-// The split's ladder table and, when `features`, its samples' K features (rank 0 of a launch alone needs
-// them).
+// The split's ladder table (under a launcher: one shared sweep per rung, every rank takes part).
 SplitTable build_table(VisionLanguageModel& m, const std::string& hash, const eval::Dataset& ds, size_t limit,
                        const AutoKeepPlan& plan, const std::vector<int64_t>& ladder, const DynamicKOptions& o,
                        const ScorerEnv& env, const std::string& split, const Log& log,
-                       eval::WorkSharing* sharing, bool features) {
+                       eval::WorkSharing* sharing) {
   auto le = evaluate_ladder(
       m, hash, ds, limit, plan, ladder, o.batch_size, o.store_path, env,
       [&](const std::string& line) {
         if (log) log("  " + split + " " + line);
       },
       sharing);
-  SplitTable st{std::move(le.table), {}, le.unpruned_prefill_ms};
-  if (!features) return st;
+  return {std::move(le.table), {}, le.unpruned_prefill_ms};
+}
+
+// The K features of the table's samples (one vision-tower pass each): rank 0's alone, so called only after
+// the last shared sweep — a worker waiting for a next sweep would otherwise wait out --dist-timeout.
+void add_features(VisionLanguageModel& m, const eval::Dataset& ds, const DynamicKOptions& o, SplitTable& st) {
   std::vector<size_t> idx(st.table.n());
   for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
   st.features = dataset_k_features(m, ds, idx, o.batch_size).features;
-  return st;
 }
 
 bool within(double acc, double ref, const DynamicKOptions& o) {
@@ -335,16 +337,20 @@ DynamicKReport run_dynamic_k(VisionLanguageModel& model, const std::string& mode
   const ScorerEnv env{model_dir};
   const KTarget target = k_target_from_name(options.target);
 
-  // Under a launcher the tables are shared sweeps; the rest is rank 0's (see dynamic_k.h).
+  // Under a launcher the tables are shared sweeps, all three before anything of rank 0's alone; the rest
+  // (features, predictor, τ, end to end) is rank 0's (see dynamic_k.h).
   const bool main = sharing == nullptr || sharing->is_main();
   if (log) log("ladder tables (train, validation, test) …");
   auto tr = build_table(model, model_hash, train, options.limit_train, plan, rep.ladder, options, env,
-                        "train", log, sharing, main);
+                        "train", log, sharing);
   auto va = build_table(model, model_hash, val, options.limit_val, plan, rep.ladder, options, env, "val", log,
-                        sharing, main);
+                        sharing);
   auto te = build_table(model, model_hash, test, options.limit_test, plan, rep.ladder, options, env, "test",
-                        log, sharing, main);
+                        log, sharing);
   if (!main) return rep;
+  if (log) log("K features (train, validation, test) …");
+  for (auto [ds, st] : {std::pair{&train, &tr}, std::pair{&val, &va}, std::pair{&test, &te}})
+    add_features(model, *ds, options, *st);
   const int R = static_cast<int>(rep.ladder.size());
 
   // Labels and training.

@@ -22,7 +22,8 @@ TEST(ConversationLoss, TextLossCoversEveryTextTokenAfterTheImage) {
   at::NoGradGuard ng;
   ConversationOptions opts;
   opts.text_loss = true;
-  const double got = conversation_loss(m, images, turns, opts).total.item<double>();
+  const auto parts = conversation_loss(m, images, turns, opts);
+  const double got = parts.total.item<double>();
   // By hand: the NLL of every id after the image.
   auto state = t.state();
   KvCache cache(cfg.text.num_hidden_layers);
@@ -33,6 +34,7 @@ TEST(ConversationLoss, TextLossCoversEveryTextTokenAfterTheImage) {
   double nll = 0;
   for (int64_t j = 0; j < n_after; ++j) nll -= logp[0][T - n_after - 1 + j][ids[p + 1 + j]].item<double>();
   EXPECT_NEAR(got, nll / n_after, 1e-4);
+  EXPECT_EQ(parts.n_targets, n_after);  // the count it averaged over
   // The answer-only loss is a different number (fewer tokens).
   EXPECT_GT(std::abs(conversation_loss(m, images, turns).item<double>() - got), 1e-3);
 }
