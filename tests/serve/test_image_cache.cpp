@@ -100,7 +100,7 @@ TEST(ImageCache, OnlyPlansWhoseTokensIgnoreTheQuestionAreCached) {
     EXPECT_TRUE(serve::image_cacheable(BoundPlan::bind(p, m.shape(), env))) << p;
   for (const std::string p :
        {"random:keep=8", "random:layer=0,keep=8", "fastv:layer=1,keep=8", "divprune:layer=1,keep=8",
-        "pool:layer=1,keep=4", "divprune:layer=0,keep=12+fastv:layer=1,keep=8", "cdpruner:keep=8"})
+        "uniform:layer=1,keep=8", "divprune:layer=0,keep=12+fastv:layer=1,keep=8", "cdpruner:keep=8"})
     EXPECT_FALSE(serve::image_cacheable(BoundPlan::bind(p, m.shape(), env))) << p;
   // base_view (a LLaVA-NeXT model: its images have a base view) reads the layout alone.
   const auto next = testing::load_tiny_next();
