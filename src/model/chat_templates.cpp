@@ -1,11 +1,39 @@
 // The chat-template table and the shared conversation rules (see chat_templates.h).
 #include "model/chat_templates.h"
 
+#include <algorithm>
+#include <cstdio>
+
 #include "core/errors.h"
 #include "model/llava/llava_prompt.h"
 #include "model/qwen2_vl/chat_template.h"
 
 namespace vispco {
+
+std::string quoted_for_error(const std::string& s, size_t max_bytes) {
+  size_t n = std::min(s.size(), max_bytes);
+  while (n > 0 && n < s.size() && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;  // a whole char
+  std::string out = "'";
+  for (size_t i = 0; i < n; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '\\' || c == '\'') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (n < s.size()) out += "…";
+  return out + "'";
+}
 
 const std::vector<ChatTemplate>& chat_templates() {
   static const std::vector<ChatTemplate> table = {
@@ -36,7 +64,7 @@ void check_conversation(const std::vector<ChatMessage>& messages) {
   size_t first_turn = 0;
   for (size_t i = 0; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
-    const std::string where = "message " + std::to_string(i) + " ('" + m.role + "')";
+    const std::string where = "message " + std::to_string(i) + " (" + quoted_for_error(m.role) + ")";
     if (m.role == "system") {
       if (i != 0) throw InvalidArgument(where + ": a system message may only come first");
       if (message_images(m) > 0) throw InvalidArgument(where + ": an image in a system message");
@@ -55,8 +83,9 @@ void check_conversation(const std::vector<ChatMessage>& messages) {
     images += message_images(m);
   }
   if (messages.back().role != "user")
-    throw InvalidArgument("the last message must be a user turn (the question to answer), got '" +
-                          messages.back().role + "'");
+    throw InvalidArgument("message " + std::to_string(messages.size() - 1) +
+                          ": the last message must be a user turn (the question to answer), got " +
+                          quoted_for_error(messages.back().role));
   if (images != 1)
     throw InvalidArgument(
         "a conversation takes exactly one image, in a user turn ({\"type\": \"image_url\", "

@@ -26,6 +26,11 @@ struct ChatTemplate {
       prompt_ids;
 };
 
+/// A client's string (a role, a part type) as an error message may quote it: in single quotes, at most
+/// `max_bytes` bytes of it (cut on a UTF-8 character boundary, "…" marking the cut), control characters,
+/// backslashes and quotes escaped (\n, \t, \\, \', \xNN), so the message stays one line and short.
+std::string quoted_for_error(const std::string& s, size_t max_bytes = 40);
+
 /// The table (built once).
 const std::vector<ChatTemplate>& chat_templates();
 

@@ -40,6 +40,18 @@ VisualTokens group_visual_tokens(VisionLanguageModel& m, const std::vector<VlmRe
   return stack_visual_tokens(rows, m.shape());
 }
 
+// A copy of `c` whose every layer's buffers hold exactly its length (ImagePrefix::exact_buffers): the first
+// append of a LayerKvCache keeps the tensors it is given.
+KvCache exact_copy(const KvCache& c) {
+  KvCache out(static_cast<int64_t>(c.layers.size()));
+  for (size_t l = 0; l < c.layers.size(); ++l) {
+    const auto& layer = c.layers[l];
+    if (layer.bytes() == 0) continue;
+    out.layers[l].append(layer.keys().clone(), layer.values().clone(), layer.valid().clone());
+  }
+  return out;
+}
+
 }  // namespace
 
 VlmRequest with_visual_row(const VlmRequest& r, const VisualTokens& vis, int64_t b, const ModelShape& shape) {
@@ -64,6 +76,17 @@ int64_t ImagePrefix::bytes() const {
   int64_t n = cache.bytes();
   if (next_pos.defined()) n += next_pos.numel() * next_pos.element_size();
   return n;
+}
+
+bool ImagePrefix::exact_buffers() const {
+  for (const auto& l : cache.layers) {
+    if (l.bytes() == 0) continue;
+    // bytes() counts the buffers' capacity; keys(), values() and valid() are views of their first length().
+    const auto k = l.keys(), v = l.values(), valid = l.valid();
+    if (l.bytes() != k.numel() * k.element_size() + v.numel() * v.element_size() + valid.numel())
+      return false;
+  }
+  return true;
 }
 
 void DecodeBatch::check_rows(size_t n, const std::vector<GenerationConfig>& configs,
@@ -186,41 +209,89 @@ void DecodeBatch::join(std::vector<Prefilled>& parts, const std::vector<int64_t>
 }
 
 ImagePrefix DecodeBatch::prefill_image_prefix(const VlmRequest& req, PrefillHook* hook) {
+  return std::move(prefill_image_prefixes({req}, hook).at(0));
+}
+
+std::vector<ImagePrefix> DecodeBatch::prefill_image_prefixes(const std::vector<VlmRequest>& reqs,
+                                                             PrefillHook* hook) {
+  if (reqs.empty()) throw InvalidArgument("decode batch: no requests to prefill image prefixes for");
   if (hook != nullptr && hook->wants_visual_saliency())
     throw InvalidArgument(
         "decode batch: a plan that needs the gradient pre-pass reads the whole prompt; its "
         "image prefix cannot be prefilled alone");
   const int64_t image_id = m_.shape().image_token_id;
-  const auto& ids = req.prompt_ids;
-  if (std::count(ids.begin(), ids.end(), image_id) != 1)
-    throw InvalidArgument("a prompt must hold exactly one image placeholder (id " + std::to_string(image_id) +
-                          ")");
+  std::vector<VlmRequest> heads;  // each prompt up to and including its placeholder
+  for (const auto& req : reqs) {
+    const auto& ids = req.prompt_ids;
+    if (std::count(ids.begin(), ids.end(), image_id) != 1)
+      throw InvalidArgument("a prompt must hold exactly one image placeholder (id " +
+                            std::to_string(image_id) + ")");
+    VlmRequest head = req;
+    head.prompt_ids.assign(ids.begin(), std::find(ids.begin(), ids.end(), image_id) + 1);
+    heads.push_back(std::move(head));
+  }
   c10::InferenceMode guard;
   const auto dev = m_.context().device;
-  ImagePrefix out;
   Stopwatch vision;
   const bool want_attention = hook != nullptr && hook->wants_vision_attention();
-  const auto vis = group_visual_tokens(m_, {req}, want_attention);
+  const auto vis = group_visual_tokens(m_, reqs, want_attention);
   sync_device(dev);
-  out.vision_ms = vision.ms();
-  auto layout = vis.layout(0, m_.shape());
-  if (vis.layouts.empty()) layout.n_tokens = vis.embeds.size(1);
-  Stopwatch prefill;
-  if (hook != nullptr) hook->begin(vis.cls_attention, vis.keys, layout);
-  VlmRequest head = req;  // the prompt up to and including the placeholder
-  const auto p = std::find(ids.begin(), ids.end(), image_id) - ids.begin();
-  head.prompt_ids.assign(ids.begin(), ids.begin() + p + 1);
-  auto state = build_prefill_state(m_, {head}, vis.embeds.narrow(1, 0, layout.n_tokens), layout);
-  out.next_pos = next_positions(state.positions);  // before pruning: one past the image's largest position
-  out.cache = KvCache(m_.shape().n_layers);
-  DecoderStats dstats;
-  m_.language_model()->forward(state, out.cache, hook, &dstats);
-  sync_device(dev);
-  out.prefill_ms = prefill.ms();
-  out.n_prefix = p;
-  out.n_visual = layout.n_tokens;
-  out.n_visual_kept = state.visual[0].sum().item<int64_t>();
-  out.tokens_per_layer = dstats.tokens_per_layer;
+  const double vision_ms = vision.ms();
+  // Groups of one layout, as add() makes them.
+  std::vector<std::vector<int64_t>> groups;
+  std::vector<VisualLayout> group_layout;
+  for (int64_t b = 0; b < static_cast<int64_t>(reqs.size()); ++b) {
+    auto l = vis.layout(b, m_.shape());
+    if (vis.layouts.empty()) l.n_tokens = vis.embeds.size(1);
+    auto it = std::find(group_layout.begin(), group_layout.end(), l);
+    if (it == group_layout.end()) {
+      group_layout.push_back(l);
+      groups.push_back({b});
+    } else {
+      groups[it - group_layout.begin()].push_back(b);
+    }
+  }
+  std::vector<ImagePrefix> out(reqs.size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const auto& layout = group_layout[g];
+    std::vector<VlmRequest> sub;
+    std::vector<VisualTokens> rows;
+    int64_t longest = 0;
+    for (const auto b : groups[g]) {
+      sub.push_back(heads[b]);
+      if (groups.size() > 1) rows.push_back(vis.row(b, m_.shape()));
+      longest = std::max<int64_t>(longest, static_cast<int64_t>(heads[b].prompt_ids.size()));
+    }
+    const VisualTokens gv = groups.size() == 1 ? vis : stack_visual_tokens(rows, m_.shape());
+    Stopwatch prefill;
+    if (hook != nullptr) hook->begin(gv.cls_attention, gv.keys, layout);
+    auto state = build_prefill_state(m_, sub, gv.embeds.narrow(1, 0, layout.n_tokens), layout);
+    const auto next = next_positions(state.positions);  // before pruning: one past each image's last position
+    KvCache cache(m_.shape().n_layers);
+    DecoderStats dstats;
+    m_.language_model()->forward(state, cache, hook, &dstats);
+    sync_device(dev);
+    const double prefill_ms = prefill.ms();
+    const auto kept = state.visual.sum(1).to(at::kCPU);  // [B_g] visual tokens left per row
+    for (size_t j = 0; j < groups[g].size(); ++j) {
+      const int64_t b = groups[g][j];
+      ImagePrefix& p = out[b];
+      const auto row = at::tensor({static_cast<int64_t>(j)}, at::kLong);
+      p.cache = cache;                // shares the batch's tensors until select_rows() copies this row out
+      p.cache.select_rows(row);       // this row, its leading padding dropped
+      p.cache = exact_copy(p.cache);  // exact buffers (ImagePrefix), no view of the batch's
+      p.next_pos = next.index_select(position_batch_dim(next), row.to(next.device()));
+      p.n_prefix = static_cast<int64_t>(heads[b].prompt_ids.size()) - 1;
+      p.n_visual = layout.n_tokens;
+      p.n_visual_kept = kept[static_cast<int64_t>(j)].item<int64_t>();
+      // Left padding enters every layer (it is text, never pruned): this row's own count is T minus its pad.
+      const int64_t pad = longest - static_cast<int64_t>(heads[b].prompt_ids.size());
+      p.tokens_per_layer = dstats.tokens_per_layer;
+      for (auto& n : p.tokens_per_layer) n -= pad;
+      p.vision_ms = vision_ms;
+      p.prefill_ms = prefill_ms;
+    }
+  }
   return out;
 }
 
@@ -247,6 +318,10 @@ GenerationStats DecodeBatch::add_after_prefixes(const std::vector<const ImagePre
       throw InvalidArgument("a prompt must hold exactly one image placeholder (id " +
                             std::to_string(image_id) + ")");
     const auto p = std::find(pids.begin(), pids.end(), image_id) - pids.begin();
+    if (!prefixes[b]->exact_buffers())
+      throw InvalidArgument(
+          "decode batch: an image prefix whose KV buffers have spare capacity (it would be written "
+          "in place when shared); make it with prefill_image_prefixes()");
     if (p != prefixes[b]->n_prefix)
       throw InvalidArgument("decode batch: the image prefix was made for " +
                             std::to_string(prefixes[b]->n_prefix) +

@@ -39,9 +39,13 @@ VlmRequest with_visual_row(const VlmRequest& r, const VisualTokens& vis, int64_t
 
 /// The decoder's KV cache of one prompt's prefix up to and including its image, after the plan's pruning
 /// (DecodeBatch::prefill_image_prefix): what a later question on the same image, under the same plan and the
-/// same text before the image, continues from (serve/image_cache.h). Immutable once made: DecodeBatch reads
-/// it and never appends to its buffers (each layer's buffer holds exactly its length, so the first append
-/// to a copy moves the copy to a new buffer).
+/// same text before the image, continues from (serve/image_cache.h). Immutable once made, and shared: a
+/// one-row add_after_prefixes() (and a join into an empty batch) takes the prefix's KV tensors themselves
+/// (KvCache copies share tensors), then appends the text after the image and the decode steps to them. That
+/// is safe only because each layer's buffer holds exactly its length (exact_buffers()): LayerKvCache::append
+/// then has no spare capacity to write into and moves the copy to a new buffer, leaving the prefix's
+/// tensors untouched. prefill_image_prefixes() makes prefixes so (copying a buffer with spare capacity) and
+/// add_after_prefixes() and ImageCache::insert refuse others.
 struct ImagePrefix {
   KvCache cache;         ///< one row (B = 1); layers ≥ a stage's ℓ hold the kept visual tokens only
   at::Tensor next_pos;   ///< [1, 1] or [A, 1, 1] int64: RoPE position of the first token after the image
@@ -52,6 +56,9 @@ struct ImagePrefix {
   double prefill_ms = 0;                    ///< decoder prefill of the prefix when it was made
   /// Bytes held: the KV buffers, their validity masks and next_pos.
   int64_t bytes() const;
+  /// Whether every layer's buffers hold exactly its cached length (no spare capacity an append would write
+  /// into in place; see above).
+  bool exact_buffers() const;
 };
 
 /// The running decode batch of one model. Not thread-safe: one thread drives it.
@@ -79,10 +86,22 @@ class DecodeBatch {
   /// The first half of a split prefill: the prompt of `req` up to and including its image (the placeholder
   /// expanded to N_v visual tokens) through the decoder with `hook` pruning, into a fresh one-row cache; the
   /// batch itself is unchanged. The tower runs unless req.visual carries its output. Only for hooks whose
-  /// decisions read nothing after the image (pre-LLM, question-independent plans: serve/image_cache.h
-  /// image_cacheable); a hook that wants the gradient pre-pass is refused.
-  /// @throws InvalidArgument for a prompt without exactly one placeholder, or such a hook.
+  /// decisions read nothing after the image (pre-LLM, question-independent plans: prune/bound_plan.h
+  /// BoundPlan::question_independent); a hook that wants the gradient pre-pass is refused.
+  /// prefill_image_prefixes({req}, hook)[0]. @throws InvalidArgument for a prompt without exactly one
+  /// placeholder, or such a hook.
   ImagePrefix prefill_image_prefix(const VlmRequest& req, PrefillHook* hook);
+
+  /// prefill_image_prefix() for several requests at once, as add() prefills: one vision-tower pass over all
+  /// their images, then one decoder prefill (left padding) per group of one layout (N_v, grid), each with
+  /// its own hook->begin(); each row's cache is then cut out (its padding dropped) into its own one-row
+  /// prefix with exact buffers. Each prefix's vision_ms / prefill_ms are those of the pass that made it
+  /// (shared by the rows of that pass). A row's KV may differ from a one-row prefill's by float rounding
+  /// (another batch shape); a prefix is reused as stored, so a later hit continues from exactly the KV the
+  /// request that made it continued from. @return one prefix per request, in order.
+  /// @throws InvalidArgument for no requests, a prompt without exactly one placeholder, or a hook that wants
+  /// the gradient pre-pass.
+  std::vector<ImagePrefix> prefill_image_prefixes(const std::vector<VlmRequest>& reqs, PrefillHook* hook);
 
   /// The second half: each request's prompt ids after its image placeholder, prefilled as one group on top of
   /// its prefix (prefixes[i] for reqs[i], e.g. an image-cache hit; the prefixes are read, not changed) — the
@@ -91,8 +110,8 @@ class DecodeBatch {
   /// reqs[i].pixels and .visual are not read. @param configs, ids, record_logits, top_logprobs as add()
   /// @return stats of this half: prefill_ms, n_text_max (the longest prompt's ids − 1), row_n_visual /
   /// row_n_visual_kept from the prefixes, tokens_per_layer = the largest row's prefix + text after it.
-  /// Nothing changes when it throws. @throws InvalidArgument as add(), for a prefix count ≠ reqs.size(), or a
-  /// prompt with no text after its image.
+  /// Nothing changes when it throws. @throws InvalidArgument as add(), for a prefix count ≠ reqs.size(), a
+  /// prompt with no text after its image, or a prefix without exact buffers (ImagePrefix::exact_buffers).
   GenerationStats add_after_prefixes(const std::vector<const ImagePrefix*>& prefixes,
                                      const std::vector<VlmRequest>& reqs,
                                      const std::vector<GenerationConfig>& configs,

@@ -11,6 +11,7 @@
 #include "core/errors.h"
 #include "prune/auto_keep/k_features.h"
 #include "prune/plan_hook.h"
+#include "prune/question_independent.h"
 
 namespace vispco {
 
@@ -85,6 +86,16 @@ BoundPlan BoundPlan::bind(const std::string& text, const ModelShape& shape, cons
 
 bool BoundPlan::unpruned() const { return !s_->is_auto && s_->plan.empty(); }
 bool BoundPlan::is_auto() const { return s_->is_auto; }
+bool BoundPlan::question_independent() const {
+  if (s_->is_auto) return false;
+  for (size_t i = 0; i < s_->plan.stages.size(); ++i) {
+    const auto& st = s_->plan.stages[i];
+    if (st.layer != 0) return false;
+    const auto* q = dynamic_cast<const QuestionIndependent*>(s_->scorers.at(i).get());
+    if (q == nullptr || !q->question_independent()) return false;
+  }
+  return true;
+}
 const PruningPlan& BoundPlan::plan() const { return s_->plan; }
 const std::string& BoundPlan::text() const { return s_->text; }
 const std::string& BoundPlan::key() const { return s_->key; }

@@ -45,6 +45,12 @@ class BoundPlan {
   bool unpruned() const;
   /// True for a keep=auto plan (then plan() is empty and at_keep() gives the plan each sample runs).
   bool is_auto() const;
+  /// Whether the kept tokens depend on the image alone (what a cached image KV prefix needs,
+  /// serve/image_cache.h): true for the unpruned plan, or a static plan whose every stage acts at ℓ = 0
+  /// with a scorer that declares so as bound (prune/question_independent.h; the learned gate from the
+  /// use_question of the file it loaded, nothing read again; a select= selector reads the scores and tokens
+  /// only). False for keep=auto (K is decided per request from the question).
+  bool question_independent() const;
   /// The static plan; empty when unpruned or keep=auto.
   const PruningPlan& plan() const;
   /// Canonical text: "none", PruningPlan::to_string(), or AutoKeepPlan::to_string() for keep=auto.

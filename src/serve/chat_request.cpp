@@ -37,7 +37,7 @@ ChatMessage parse_message(const json& m, size_t index, ChatRequest& r) {
   ChatMessage out;
   out.role = m["role"].get<std::string>();
   if (!m.contains("content") || m["content"].is_null())
-    throw bad_request(where + " ('" + out.role + "') has no 'content'", "messages");
+    throw bad_request(where + " (" + quoted_for_error(out.role) + ") has no 'content'", "messages");
   const auto& content = m["content"];
   if (content.is_string()) {
     out.parts = {{false, content.get<std::string>()}};
@@ -46,29 +46,37 @@ ChatMessage parse_message(const json& m, size_t index, ChatRequest& r) {
   }
   if (!content.is_array())
     throw bad_request(
-        std::string("message content must be a string or a list of parts, got a ") + content.type_name(),
+        where + ": message content must be a string or a list of parts, got a " + content.type_name(),
         "messages");
   for (const auto& part : content) {
     if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
-      throw bad_request("each content part must be an object with a string 'type'", "messages");
+      throw bad_request(where + ": each content part must be an object with a string 'type'", "messages");
     const auto type = part["type"].get<std::string>();
     if (type == "text") {
       if (!part.contains("text") || !part["text"].is_string())
-        throw bad_request("a text part needs a string 'text'", "messages");
+        throw bad_request(where + ": a text part needs a string 'text'", "messages");
       out.parts.push_back({false, part["text"].get<std::string>()});
     } else if (type == "image_url") {
       if (out.role != "user")
-        throw bad_request(where + " ('" + out.role + "') holds an image; the image goes in a user turn",
-                          "messages");
+        throw bad_request(
+            where + " (" + quoted_for_error(out.role) + ") holds an image; the image goes in a user turn",
+            "messages");
       if (!r.image_bytes.empty())
-        throw bad_request("a conversation takes one image; " + where + " holds another", "messages");
+        throw bad_request(where + ": a conversation takes one image; this message holds another", "messages");
       const auto& iu = part.contains("image_url") ? part["image_url"] : json();
       const json url = iu.is_object() && iu.contains("url") ? iu["url"] : iu;
-      if (!url.is_string()) throw bad_request("an image_url part needs image_url.url, a string", "messages");
-      r.image_bytes = decode_data_url(url.get<std::string>());
+      if (!url.is_string())
+        throw bad_request(where + ": an image_url part needs image_url.url, a string", "messages");
+      try {
+        r.image_bytes = decode_data_url(url.get<std::string>());
+      } catch (const ApiError& e) {  // name the message
+        throw ApiError(e.status(), where + ": " + e.what(), e.type(), e.param());
+      }
       out.parts.push_back({true, ""});
     } else {
-      throw bad_request("unsupported content part type '" + type + "' (valid: text, image_url)", "messages");
+      throw bad_request(
+          where + ": unsupported content part type " + quoted_for_error(type) + " (valid: text, image_url)",
+          "messages");
     }
   }
   return out;

@@ -3,28 +3,11 @@
 
 #include <algorithm>
 
-#include "prune/gate.h"
+#include "core/errors.h"
 
 namespace vispco::serve {
 
-bool image_cacheable(const BoundPlan& plan) {
-  if (plan.is_auto()) return false;
-  if (plan.unpruned()) return true;
-  // Scorers whose decision at ℓ = 0 reads the visual tokens (or the tower's signals) and nothing of the text.
-  static const char* const kImageOnly[] = {"divprune", "visionzip", "pool", "uniform", "base_view", "gate"};
-  for (const auto& st : plan.plan().stages) {
-    if (st.layer != 0) return false;
-    if (std::none_of(std::begin(kImageOnly), std::end(kImageOnly),
-                     [&](const char* s) { return st.scorer == s; }))
-      return false;
-    if (st.scorer == "gate") {  // a gate trained with use_question reads the pooled question
-      const auto it = st.options.find("file");
-      const std::string path = it != st.options.end() ? it->second : default_gate_path(plan.env().model_dir);
-      if (load_gate(path)->cfg.use_question) return false;
-    }
-  }
-  return true;
-}
+bool image_cacheable(const BoundPlan& plan) { return plan.question_independent(); }
 
 std::string ImageCacheKey::str() const {
   std::string out;
@@ -58,6 +41,8 @@ std::shared_ptr<const ImagePrefix> ImageCache::find(const std::string& key) {
 
 bool ImageCache::insert(const std::string& key, std::shared_ptr<const ImagePrefix> prefix) {
   if (prefix == nullptr) return false;
+  if (!prefix->exact_buffers())  // a shared prefix with spare capacity would be written in place
+    throw InvalidArgument("image cache: a prefix whose KV buffers have spare capacity cannot be shared");
   const int64_t n = prefix->bytes();
   std::lock_guard<std::mutex> lock(mu_);
   if (const auto it = index_.find(key); it != index_.end()) {  // replace

@@ -18,12 +18,10 @@
 
 namespace vispco::serve {
 
-/// Whether a plan's prefix may be cached: the unpruned plan, or a static plan whose every stage acts at
-/// ℓ = 0 with a scorer that reads the visual tokens (or the tower's signals) alone — divprune, visionzip,
-/// pool, uniform, base_view, and gate when its file says use_question = false (the gate file is read once
-/// here). Not: keep=auto (decided per request), random (its draw depends on the batch's shape), stages at
-/// ℓ ≥ 1 or text-guided scorers (fastv, sparsevlm, cdpruner, dart, grad), whose kept tokens depend on the
-/// question. @throws what load_gate throws for a gate file that cannot be read.
+/// Whether a plan's prefix may be cached: BoundPlan::question_independent() — decided by the bound plan's
+/// scorers themselves (prune/question_independent.h; the gate from the use_question of the file it was bound
+/// to), nothing read here. Cacheable: unpruned; stages at ℓ = 0 of divprune, visionzip, pool, uniform,
+/// base_view, a gate without use_question. Not: keep=auto, random, stages at ℓ ≥ 1, text-guided scorers.
 bool image_cacheable(const BoundPlan& plan);
 
 /// What a cached prefix depends on. Every field is part of the key (docs/serving.md says why each is).
@@ -48,7 +46,8 @@ class ImageCache {
   /// The prefix stored under `key` (made most recent) or null; counts a hit or a miss.
   std::shared_ptr<const ImagePrefix> find(const std::string& key);
   /// Stores a prefix (replacing one under the same key), evicting the least recently used entries until it
-  /// fits. A prefix larger than the capacity is not stored. @return whether it was stored.
+  /// fits. A prefix larger than the capacity is not stored. @return whether it was stored. @throws
+  /// InvalidArgument for a prefix without exact buffers (ImagePrefix::exact_buffers: hits share its tensors).
   bool insert(const std::string& key, std::shared_ptr<const ImagePrefix> prefix);
   int64_t max_bytes() const { return max_bytes_; }
   bool enabled() const { return max_bytes_ > 0; }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <future>
+#include <map>
 
 #include "core/errors.h"
 #include "cost/flops.h"
@@ -462,12 +463,14 @@ void BatchScheduler::admit(std::vector<std::unique_ptr<Pending>>& group) {
   GenerationStats st;
   std::string plan;
   std::vector<std::vector<int64_t>> row_tokens;  // each row's decoder tokens per layer (FLOPs)
+  bool cached = false;
   try {
     const BoundPlan& bound = joining[0]->p->plan;  // bound once per canonical plan: no file read here
     plan = bound.text();
     const bool hashed = std::all_of(joining.begin(), joining.end(),
                                     [](const auto& a) { return !a->p->job.image_sha256.empty(); });
-    if (image_cache_->enabled() && hashed && cacheable(bound)) {
+    cached = image_cache_->enabled() && hashed && image_cacheable(bound);  // from the bound scorers
+    if (cached) {  // sets each row's own prefill_ms (hits do not pay for the misses' prefixes)
       st = admit_cached(joining, bound, reqs, configs, ids, top_logprobs, row_tokens);
     } else {
       const auto hook = bound.hook(0);
@@ -496,24 +499,11 @@ void BatchScheduler::admit(std::vector<std::unique_ptr<Pending>>& group) {
       r.prefill_flops_ratio = std::nan("");
     }
     r.queue_ms = ms_between(joining[i]->p->enqueued, start);
-    r.prefill_ms = st.prefill_ms;
+    if (!cached) r.prefill_ms = st.prefill_ms;  // the group's prefill, every row's
     r.batch_size = static_cast<int64_t>(joining.size());
     active_[ids[i]] = std::move(joining[i]);
   }
   if (metrics_ != nullptr) metrics_->observe("vispco_batch_size", static_cast<double>(ids.size()));
-}
-
-bool BatchScheduler::cacheable(const BoundPlan& plan) {
-  const auto it = cacheable_.find(plan.key());
-  if (it != cacheable_.end()) return it->second;
-  bool ok = false;
-  try {
-    ok = image_cacheable(plan);
-  } catch (const std::exception&) {  // a gate file that cannot be read now: run the plan uncached
-  }
-  if (cacheable_.size() >= 1024) cacheable_.clear();  // plans a client may name are many: stay bounded
-  cacheable_[plan.key()] = ok;
-  return ok;
 }
 
 GenerationStats BatchScheduler::admit_cached(std::vector<std::unique_ptr<Active>>& joining,
@@ -524,40 +514,67 @@ GenerationStats BatchScheduler::admit_cached(std::vector<std::unique_ptr<Active>
                                              std::vector<std::vector<int64_t>>& row_tokens) {
   const auto& ctx = model_.context();
   const int64_t image_id = model_.shape().image_token_id;
-  std::vector<std::shared_ptr<const ImagePrefix>> held;  // alive until the rows have joined
-  std::vector<const ImagePrefix*> prefixes;
-  std::vector<std::string> outcome;
-  double made_ms = 0, vision_ms = 0;  // this admission's prefix prefills and tower passes (misses)
-  for (const auto& req : reqs) {
-    const auto& pids = req.prompt_ids;
+  const size_t n = reqs.size();
+  std::vector<std::shared_ptr<const ImagePrefix>> held(n);  // alive until the rows have joined
+  std::vector<std::string> keys(n), outcome(n);
+  std::map<std::string, size_t> first;  // key → the first row of this group with it
+  std::vector<size_t> misses;           // rows whose prefix is made now (one per key)
+  for (size_t i = 0; i < n; ++i) {
+    const auto& pids = reqs[i].prompt_ids;
     const auto img = std::find(pids.begin(), pids.end(), image_id);
-    ImageCacheKey key{
-        model_key_,  std::string(c10::toString(ctx.dtype)),     ctx.device.str(),
-        bound.key(), joining[held.size()]->p->job.image_sha256, std::vector<int64_t>(pids.begin(), img)};
-    const std::string k = key.str();
-    auto pre = image_cache_->find(k);
-    if (pre != nullptr) {
-      outcome.push_back("hit");
+    keys[i] =
+        ImageCacheKey{
+            model_key_,  std::string(c10::toString(ctx.dtype)), ctx.device.str(),
+            bound.key(), joining[i]->p->job.image_sha256,       std::vector<int64_t>(pids.begin(), img)}
+            .str();
+    if (first.count(keys[i]) > 0) continue;  // the same prefix as an earlier row: made or found once
+    first[keys[i]] = i;
+    held[i] = image_cache_->find(keys[i]);
+    if (held[i] != nullptr) {
+      outcome[i] = "hit";
     } else {
-      const auto hook = bound.hook(0);
-      pre = std::make_shared<const ImagePrefix>(batch_->prefill_image_prefix(req, hook.get()));
-      image_cache_->insert(k, pre);
-      made_ms += pre->prefill_ms;
-      vision_ms += pre->vision_ms;
-      outcome.push_back("miss");
+      outcome[i] = "miss";
+      misses.push_back(i);
     }
-    prefixes.push_back(pre.get());
-    held.push_back(std::move(pre));
   }
-  auto st = batch_->add_after_prefixes(prefixes, reqs, configs, ids, std::vector<bool>(reqs.size(), false),
-                                       top_logprobs);
+  // The misses together, as the uncached path prefills a group: one tower pass, one prefix prefill per
+  // layout.
+  double made_ms = 0, vision_ms = 0;
+  if (!misses.empty()) {
+    std::vector<VlmRequest> todo;
+    for (const auto i : misses) todo.push_back(reqs[i]);
+    const auto hook = bound.hook(0);
+    Stopwatch making;
+    auto made = batch_->prefill_image_prefixes(todo, hook.get());
+    vision_ms = made.at(0).vision_ms;   // one tower pass for all
+    made_ms = making.ms() - vision_ms;  // every layout's prefix prefill
+    for (size_t j = 0; j < misses.size(); ++j) {
+      auto pre = std::make_shared<const ImagePrefix>(std::move(made[j]));
+      image_cache_->insert(keys[misses[j]], pre);
+      held[misses[j]] = std::move(pre);
+    }
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (held[i] == nullptr) {  // a later row with an earlier row's prefix
+      const size_t f = first.at(keys[i]);
+      held[i] = held[f];
+      outcome[i] = "hit";
+      image_cache_->find(keys[i]);  // counted as the hit it is (a prefix too large to store counts a miss)
+    }
+  std::vector<const ImagePrefix*> prefixes;
+  for (const auto& h : held) prefixes.push_back(h.get());
+  auto st =
+      batch_->add_after_prefixes(prefixes, reqs, configs, ids, std::vector<bool>(n, false), top_logprobs);
+  const double tail_ms = st.prefill_ms;
   st.prefill_ms += made_ms;
   st.vision_ms = vision_ms;
-  for (size_t i = 0; i < reqs.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     joining[i]->r.image_cache = outcome[i];
+    // This row's own prefill: the text after the image, plus, for a miss, the pass that made its prefix.
+    joining[i]->r.prefill_ms = tail_ms + (outcome[i] == "miss" ? held[i]->prefill_ms : 0.0);
     const int64_t tail = static_cast<int64_t>(reqs[i].prompt_ids.size()) - 1 - held[i]->n_prefix;
     std::vector<int64_t> row = held[i]->tokens_per_layer;
-    for (auto& n : row) n += tail;
+    for (auto& t : row) t += tail;
     row_tokens.push_back(std::move(row));
   }
   return st;

@@ -195,15 +195,14 @@ class BatchScheduler {
   void admit(std::vector<std::unique_ptr<Pending>>& group);
   struct Active;
   // admit()'s prefill through the image cache (image_cacheable plans): each row's image prefix from the
-  // cache or computed and stored, then the rest of the prompts as one group. Sets each row's image_cache and
+  // cache, or — for the misses, together — computed in one batch (DecodeBatch::prefill_image_prefixes) and
+  // stored, then the rest of the prompts as one group. Sets each row's image_cache, its own prefill_ms and
   // its decoder tokens per layer (row_tokens). @throws what DecodeBatch throws.
   GenerationStats admit_cached(std::vector<std::unique_ptr<Active>>& joining, const BoundPlan& bound,
                                const std::vector<VlmRequest>& reqs,
                                const std::vector<GenerationConfig>& configs, const std::vector<int64_t>& ids,
                                const std::vector<int64_t>& top_logprobs,
                                std::vector<std::vector<int64_t>>& row_tokens);
-  // Whether a plan's image prefix may be cached (image_cacheable, remembered by plan key; worker thread).
-  bool cacheable(const BoundPlan& plan);
   // One decode step of the batch; answers the rows that finish. On failure answers every row with the error.
   void decode_step();
   // Prompt tokens of a waiting request: text + N_v visual tokens before pruning.
@@ -233,8 +232,7 @@ class BatchScheduler {
   // plans), bound once per canonical text (issue 45: both bounded).
   mutable PlanCache static_plans_, auto_plans_;
   std::unique_ptr<ImageCache> image_cache_;
-  std::string model_key_;                  // ImageCacheKey::model
-  std::map<std::string, bool> cacheable_;  // worker thread: image_cacheable by plan key
+  std::string model_key_;  // ImageCacheKey::model
   std::thread worker_;
 };
 

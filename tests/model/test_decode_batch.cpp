@@ -11,6 +11,7 @@
 #include "model/chat_templates.h"
 #include "model/decode_batch.h"
 #include "model/qwen2_vl/presets.h"
+#include "model/qwen2_vl/tiny_qwen.h"
 #include "model/tiny_model.h"
 #include "prune/bound_plan.h"
 #include "prune/plan_hook.h"
@@ -271,6 +272,29 @@ void expect_split_prefill_equals_alone(VisionLanguageModel& m, const std::string
   std::vector<ImagePrefix> prefixes;
   for (int i = 1; i < 3; ++i) prefixes.push_back(batch.prefill_image_prefix(reqs[i], bound.hook(0).get()));
   ASSERT_NE(prefixes[0].n_prefix, prefixes[1].n_prefix);  // the system message sits before the image
+  // Made together (one tower pass, one left-padded prefill, as the server makes a burst's misses): each row's
+  // prefix is the one made alone — its padding dropped, the same positions, counts and next position, its
+  // keys and values within rounding — and, like it, holds exact buffers.
+  const auto together = batch.prefill_image_prefixes({reqs[1], reqs[2]}, bound.hook(0).get());
+  ASSERT_EQ(together.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const auto &a = together[i], &b = prefixes[i];
+    EXPECT_TRUE(a.exact_buffers() && b.exact_buffers()) << plan << " " << i;
+    EXPECT_EQ(a.n_prefix, b.n_prefix);
+    EXPECT_EQ(a.n_visual, b.n_visual);
+    EXPECT_EQ(a.n_visual_kept, b.n_visual_kept);
+    EXPECT_EQ(a.tokens_per_layer, b.tokens_per_layer) << plan << " " << i;
+    EXPECT_TRUE(at::equal(a.next_pos, b.next_pos)) << plan << " " << i;
+    double worst = 0;
+    for (size_t l = 0; l < a.cache.layers.size(); ++l) {
+      ASSERT_EQ(a.cache.layers[l].length(), b.cache.layers[l].length()) << plan << " layer " << l;
+      EXPECT_TRUE(a.cache.layers[l].valid().all().item<bool>());  // no padding left
+      worst = std::max({worst, max_diff(a.cache.layers[l].keys(), b.cache.layers[l].keys()),
+                        max_diff(a.cache.layers[l].values(), b.cache.layers[l].values())});
+    }
+    std::printf("%s prefix %zu: made in a batch vs alone, max |KV diff| %.3g\n", plan.c_str(), i, worst);
+    EXPECT_LT(worst, tol) << plan << " " << i;
+  }
   std::vector<at::Tensor> keys_before;
   for (const auto& p : prefixes) keys_before.push_back(p.cache.layers.back().keys().clone());
   const auto st = batch.add_after_prefixes({&prefixes[0], &prefixes[1]}, {reqs[1], reqs[2]}, {gc, gc}, {1, 2},
@@ -294,7 +318,14 @@ void expect_split_prefill_equals_alone(VisionLanguageModel& m, const std::string
                 static_cast<long long>(i), worst);
     EXPECT_LT(worst, tol) << plan << " row " << i;
   }
-  // The stored prefix serves again: row 2 alone on it generates what it generates in one piece.
+  // The stored prefix serves again: row 2 alone on it generates what it generates in one piece. A one-row
+  // batch shares the prefix's tensors (ImagePrefix), then appends its text and decode steps: the prefix's
+  // keys and values, every layer, stay as they were.
+  std::vector<at::Tensor> kv_before;
+  for (const auto& l : prefixes[1].cache.layers) {
+    kv_before.push_back(l.keys().clone());
+    kv_before.push_back(l.values().clone());
+  }
   DecodeBatch again(m);
   again.add_after_prefixes({&prefixes[1]}, {reqs[2]}, {gc}, {9}, {false});
   std::vector<FinishedRow> last;
@@ -302,17 +333,27 @@ void expect_split_prefill_equals_alone(VisionLanguageModel& m, const std::string
     for (auto& f : again.step()) last.push_back(std::move(f));
   ASSERT_EQ(last.size(), 1u);
   EXPECT_EQ(last[0].tokens, alone_tokens) << plan;
+  for (size_t l = 0; l < prefixes[1].cache.layers.size(); ++l) {
+    EXPECT_TRUE(at::equal(prefixes[1].cache.layers[l].keys(), kv_before[2 * l])) << plan << " layer " << l;
+    EXPECT_TRUE(at::equal(prefixes[1].cache.layers[l].values(), kv_before[2 * l + 1]))
+        << plan << " layer " << l;
+  }
+  // A prefix with spare capacity in a buffer (a decode-style append grew it) would be written in place when
+  // shared: refused.
+  ImagePrefix spare = prefixes[1];
+  auto& l0 = spare.cache.layers[0];
+  l0.append(l0.keys().narrow(2, 0, 1), l0.values().narrow(2, 0, 1), l0.valid().narrow(1, 0, 1));
+  EXPECT_FALSE(spare.exact_buffers());
+  DecodeBatch refused(m);
+  EXPECT_THROW(refused.add_after_prefixes({&spare}, {reqs[2]}, {gc}, {9}, {false}), InvalidArgument);
+  EXPECT_TRUE(refused.empty());
 }
 
 TEST(DecodeBatch, SplitPrefillRowsEqualOnePieceAlone) {
   auto llava = testing::load_tiny();
   expect_split_prefill_equals_alone(llava, "divprune:layer=0,keep=8", 1e-4);
   expect_split_prefill_equals_alone(llava, "none", 1e-4);
-  const auto qwen_dir = testing::written_once([](const testing::TempDir& dir) {
-    write_random_qwen2_vl(dir.str(), find_qwen2_vl_preset("tiny-qwen2.5-vl").config, 3, c10::kFloat);
-    return dir.str();
-  });
-  auto qwen = VisionLanguageModel::load(qwen_dir, RunContext{});
+  auto qwen = VisionLanguageModel::load(testing::tiny_qwen_dir(), RunContext{});
   expect_split_prefill_equals_alone(qwen, "none", 1e-4);
 }
 

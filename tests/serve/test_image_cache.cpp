@@ -10,6 +10,8 @@
 #include <regex>
 
 #include "model/kv_cache.h"
+#include "model/llava_next_model.h"
+#include "prune/gate.h"
 #include "serve/image_cache.h"
 #include "server_fixture.h"
 
@@ -96,9 +98,32 @@ TEST(ImageCache, OnlyPlansWhoseTokensIgnoreTheQuestionAreCached) {
   for (const std::string p :
        {"none", "divprune:layer=0,keep=8", "pool:keep=4", "visionzip:keep=8", "uniform:layer=0,keep=8"})
     EXPECT_TRUE(serve::image_cacheable(BoundPlan::bind(p, m.shape(), env))) << p;
-  for (const std::string p : {"random:keep=8", "fastv:layer=1,keep=8", "divprune:layer=1,keep=8",
-                              "divprune:layer=0,keep=12+fastv:layer=1,keep=8"})
+  for (const std::string p :
+       {"random:keep=8", "random:layer=0,keep=8", "fastv:layer=1,keep=8", "divprune:layer=1,keep=8",
+        "uniform:layer=1,keep=8", "divprune:layer=0,keep=12+fastv:layer=1,keep=8", "cdpruner:keep=8"})
     EXPECT_FALSE(serve::image_cacheable(BoundPlan::bind(p, m.shape(), env))) << p;
+  // base_view (a LLaVA-NeXT model: its images have a base view) reads the layout alone.
+  const auto next = testing::load_tiny_next();
+  EXPECT_TRUE(serve::image_cacheable(BoundPlan::bind("base_view:keep=8", next.shape(), ScorerEnv{})));
+}
+
+TEST(ImageCache, AGateIsCacheableOnlyWithoutUseQuestionAsBound) {
+  auto m = testing::load_tiny();
+  testing::TempDir tmp;
+  for (const bool use_question : {true, false}) {
+    GateConfig cfg;
+    cfg.d_model = m.shape().hidden_size;
+    cfg.hidden = 8;
+    cfg.use_question = use_question;
+    TokenGate gate(cfg, 3);
+    const auto path = tmp / (use_question ? "q.safetensors" : "noq.safetensors");
+    save_gate(path, gate);
+    const auto plan = BoundPlan::bind("gate:keep=8,file=" + path, m.shape(), ScorerEnv{});
+    // Decided from the bound scorer: the file is not read again (even when it is gone by then).
+    std::remove(path.c_str());
+    EXPECT_EQ(serve::image_cacheable(plan), !use_question) << "use_question " << use_question;
+    EXPECT_EQ(plan.question_independent(), !use_question);
+  }
 }
 
 json post(httplib::Client& c, const json& body, int* status = nullptr) {

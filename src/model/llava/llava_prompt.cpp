@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/errors.h"
+#include "model/chat_templates.h"
 
 namespace vispco {
 
@@ -16,6 +17,17 @@ void check_image_token(const io::Tokenizer& tok, int64_t image_token_index) {
                           std::to_string(tok.vocab_size()) +
                           "); expected an id >= vocab_size (HF: 32000), < 0 (LLaVA: -200), or an added token "
                           "declared in tokenizer_config.json's added_tokens_decoder");
+}
+
+// Refuses text holding a special added token's content ("<s>", "</s>", "<unk>", "<image>", …) or the image
+// token's: the tokenizer matches them whole, so such text would become a control id — an EOS and a turn the
+// client forged. One line naming the message and the token.
+void check_no_special_text(const io::Tokenizer& tok, int64_t image_token_index, const std::string& text,
+                           const std::string& where) {
+  for (const io::AddedToken& t : tok.added_tokens())
+    if ((t.special || t.id == image_token_index) && text.find(t.content) != std::string::npos)
+      throw InvalidArgument(where + " holds the special token " + quoted_for_error(t.content) +
+                            "; a LLaVA prompt cannot take it as text");
 }
 
 }  // namespace
@@ -46,8 +58,11 @@ std::vector<int64_t> llava_conversation_ids(const io::Tokenizer& tok,
     const auto t = tok.encode(text, /*add_bos=*/ids.empty());
     ids.insert(ids.end(), t.begin(), t.end());
   };
-  for (const ChatMessage& m : messages) {
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
     const std::string text = message_text(m);
+    check_no_special_text(tok, image_token_index, text,
+                          "message " + std::to_string(i) + " (" + quoted_for_error(m.role) + ")");
     if (m.role == "system") {
       pending = text.empty() ? std::string() : text + " ";
     } else if (m.role == "user") {
@@ -63,8 +78,8 @@ std::vector<int64_t> llava_conversation_ids(const io::Tokenizer& tok,
       emit(text);
       ids.push_back(tok.eos_id());
     } else {
-      throw InvalidArgument("LLaVA-1.5's template has no role '" + m.role +
-                            "' (valid: system, user, assistant)");
+      throw InvalidArgument("message " + std::to_string(i) + ": LLaVA-1.5's template has no role " +
+                            quoted_for_error(m.role) + " (valid: system, user, assistant)");
     }
   }
   return ids;

@@ -38,7 +38,9 @@ std::vector<int64_t> llava_followup_ids(const io::Tokenizer& tok, const std::str
 /// exactly llava_prompt_ids. A message's text is message_text(). @param messages an optional system message,
 /// then user / assistant turns alternating, ending with a user turn, one image in all (checked by
 /// model/chat_templates.h check_conversation; here only roles are read). @throws InvalidArgument as
-/// llava_prompt_ids, or for a role other than system / user / assistant.
+/// llava_prompt_ids, for a role other than system / user / assistant, or for a message whose text holds a
+/// special added token's content (e.g. "</s>", "<s>", "<image>": the tokenizer would make it a control id,
+/// letting client text end a turn and forge the next), as Qwen's template refuses its control tokens.
 std::vector<int64_t> llava_conversation_ids(const io::Tokenizer& tok,
                                             const std::vector<ChatMessage>& messages,
                                             int64_t image_token_index);

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "core/errors.h"
+#include "model/chat_templates.h"
 
 namespace vispco {
 
@@ -62,15 +63,19 @@ std::vector<int64_t> qwen2_vl_conversation_ids(const io::Tokenizer& tok,
     if (std::none_of(added.begin(), added.end(), [&](const io::AddedToken& t) { return t.content == s; }))
       throw InvalidArgument(std::string("the tokenizer has no added token '") + s +
                             "', which Qwen2-VL's chat template needs");
-  for (const ChatMessage& m : messages) {
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
     for (const ChatPart& p : m.parts)
       for (const char* s : kControlTokens)
         if (!p.image && p.text.find(s) != std::string::npos)
           throw InvalidArgument(
-              (messages.size() == 1 ? std::string("the question") : "a " + m.role + " message") +
+              (messages.size() == 1
+                   ? std::string("the question")
+                   : "message " + std::to_string(i) + " (" + quoted_for_error(m.role) + ")") +
               " holds the control token '" + s + "'; a Qwen2-VL prompt cannot take it as text");
     if (m.role.find("<|") != std::string::npos || m.role.find('\n') != std::string::npos)
-      throw InvalidArgument("a Qwen2-VL message role may not hold a control token or a newline");
+      throw InvalidArgument("message " + std::to_string(i) + " (" + quoted_for_error(m.role) +
+                            "): a Qwen2-VL message role may not hold a control token or a newline");
   }
   const auto ids =
       tok.encode(render_qwen2_vl_chat(messages, /*add_generation_prompt=*/true), /*add_bos=*/false);

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/errors.h"
+#include "prune/question_independent.h"
 #include "prune/scorers/scorers.h"
 
 namespace vispco {
@@ -25,8 +26,9 @@ class RandomScorer : public Scorer {
   }
 };
 
-class UniformScorer : public Scorer {
+class UniformScorer : public Scorer, public QuestionIndependent {
  public:
+  bool question_independent() const override { return true; }
   HookPoint hook_point() const override { return HookPoint::kAny; }
   ScorerNeeds needs() const override { return {.prompt_only = true}; }
   Selection select(const ScoreInput& in) const override {
@@ -42,8 +44,9 @@ class UniformScorer : public Scorer {
 // The base (global, downscaled) view of a tiling family (LLaVA-NeXT's base image features): the first
 // N_v − rows·cols tokens of an image, before its high-resolution grid (VisualLayout). Keeping them drops the
 // tiles: the "base view alone" ablation at K = n_base, and a uniform subsample of it below.
-class BaseViewScorer : public Scorer {
+class BaseViewScorer : public Scorer, public QuestionIndependent {
  public:
+  bool question_independent() const override { return true; }
   HookPoint hook_point() const override { return HookPoint::kPreLlm; }
   ScorerNeeds needs() const override { return {.prompt_only = true}; }
   bool applies_to(const ModelShape& shape) const override { return n_base(shape) > 0; }
@@ -80,8 +83,9 @@ class BaseViewScorer : public Scorer {
   }
 };
 
-class PoolScorer : public Scorer {
+class PoolScorer : public Scorer, public QuestionIndependent {
  public:
+  bool question_independent() const override { return true; }
   HookPoint hook_point() const override { return HookPoint::kPreLlm; }
   ScorerNeeds needs() const override { return {.prompt_only = true}; }
   // Only models whose visual tokens are one whole patch grid ([CLS] aside): not LLaVA-NeXT's base + tiles.

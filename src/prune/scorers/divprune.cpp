@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "prune/question_independent.h"
 #include "prune/scorers/scorers.h"
 
 namespace vispco {
@@ -46,8 +47,9 @@ std::vector<int64_t> max_min_diverse_subset(const at::Tensor& dist, int64_t k) {
 
 namespace {
 
-class DivPruneScorer : public Scorer {
+class DivPruneScorer : public Scorer, public QuestionIndependent {
  public:
+  bool question_independent() const override { return true; }
   HookPoint hook_point() const override { return HookPoint::kAny; }
   ScorerNeeds needs() const override { return {.prompt_only = true}; }
   Selection select(const ScoreInput& in) const override {

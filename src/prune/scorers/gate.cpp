@@ -8,13 +8,16 @@
 
 #include "core/errors.h"
 #include "core/hash.h"
+#include "prune/question_independent.h"
 #include "prune/scorers/scorers.h"
 
 namespace vispco {
 namespace {
 
-class GateScorer : public Scorer {
+class GateScorer : public Scorer, public QuestionIndependent {
  public:
+  // A gate trained with use_question reads the pooled question (score()).
+  bool question_independent() const override { return gate_ && !gate_->cfg.use_question; }
   HookPoint hook_point() const override { return HookPoint::kPreLlm; }
   ScorerNeeds needs() const override { return {.prompt_only = true}; }
   std::vector<std::string> option_names() const override { return {"file"}; }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "prune/question_independent.h"
 #include "prune/scorers/scorers.h"
 
 namespace vispco {
@@ -51,8 +52,9 @@ std::pair<at::Tensor, at::Tensor> merge_unkept(const at::Tensor& tokens, const a
 
 namespace {
 
-class VisionZipScorer : public Scorer {
+class VisionZipScorer : public Scorer, public QuestionIndependent {
  public:
+  bool question_independent() const override { return true; }
   HookPoint hook_point() const override { return HookPoint::kPreLlm; }
   ScorerNeeds needs() const override { return {.vision_attention = true, .prompt_only = true}; }
   std::vector<std::string> option_names() const override { return {"contextual"}; }

@@ -21,6 +21,7 @@
 #include "model/n_visual_varies.h"
 #include "model/quant.h"
 #include "model/qwen2_vl/presets.h"
+#include "model/qwen2_vl/tiny_qwen.h"
 #include "optimize/dynamic_k/dynamic_k.h"
 #include "optimize/optimize.h"
 #include "prune/bound_plan.h"
@@ -32,12 +33,7 @@
 namespace vispco {
 namespace {
 
-const std::string& tiny_qwen_dir() {
-  return testing::written_once([](const testing::TempDir& dir) {
-    write_random_qwen2_vl(dir.str(), find_qwen2_vl_preset("tiny-qwen2.5-vl").config, 3, c10::kFloat);
-    return dir.str();
-  });
-}
+using testing::tiny_qwen_dir;
 
 VisionLanguageModel load_tiny_qwen() { return VisionLanguageModel::load(tiny_qwen_dir(), RunContext{}); }
 
