@@ -52,6 +52,27 @@ KvCache exact_copy(const KvCache& c) {
   return out;
 }
 
+// The rows of `vis` grouped by visual layout (N_v, grid), groups and rows in order of first appearance:
+// {row indices per group, each group's layout}. Without per-image layouts every row has the shape's grid
+// at the embeddings' N_v.
+std::pair<std::vector<std::vector<int64_t>>, std::vector<VisualLayout>> group_by_layout(
+    const VisualTokens& vis, const ModelShape& shape) {
+  std::vector<std::vector<int64_t>> groups;
+  std::vector<VisualLayout> layouts;
+  for (int64_t b = 0; b < vis.embeds.size(0); ++b) {
+    auto l = vis.layout(b, shape);
+    if (vis.layouts.empty()) l.n_tokens = vis.embeds.size(1);  // every image as the shape says
+    const auto it = std::find(layouts.begin(), layouts.end(), l);
+    if (it == layouts.end()) {
+      layouts.push_back(l);
+      groups.push_back({b});
+    } else {
+      groups[it - layouts.begin()].push_back(b);
+    }
+  }
+  return {groups, layouts};
+}
+
 }  // namespace
 
 VlmRequest with_visual_row(const VlmRequest& r, const VisualTokens& vis, int64_t b, const ModelShape& shape) {
@@ -122,19 +143,7 @@ GenerationStats DecodeBatch::add(const std::vector<VlmRequest>& reqs,
   const double vision_ms = total.ms();
   // Images of different layouts (N_v, grid) are prefilled in groups of one layout, in order of first
   // appearance; every group's rows then join the batch together (decode mixes them freely).
-  std::vector<std::vector<int64_t>> groups;
-  std::vector<VisualLayout> group_layout;
-  for (int64_t b = 0; b < static_cast<int64_t>(reqs.size()); ++b) {
-    auto l = vis.layout(b, m_.shape());
-    if (vis.layouts.empty()) l.n_tokens = vis.embeds.size(1);  // every image as the shape says
-    auto it = std::find(group_layout.begin(), group_layout.end(), l);
-    if (it == group_layout.end()) {
-      group_layout.push_back(l);
-      groups.push_back({b});
-    } else {
-      groups[it - group_layout.begin()].push_back(b);
-    }
-  }
+  const auto [groups, group_layout] = group_by_layout(vis, m_.shape());
   std::vector<Prefilled> parts;
   std::vector<int64_t> order;  // request index of each prefilled row, in join order
   for (size_t g = 0; g < groups.size(); ++g) {
@@ -237,20 +246,7 @@ std::vector<ImagePrefix> DecodeBatch::prefill_image_prefixes(const std::vector<V
   const auto vis = group_visual_tokens(m_, reqs, want_attention);
   sync_device(dev);
   const double vision_ms = vision.ms();
-  // Groups of one layout, as add() makes them.
-  std::vector<std::vector<int64_t>> groups;
-  std::vector<VisualLayout> group_layout;
-  for (int64_t b = 0; b < static_cast<int64_t>(reqs.size()); ++b) {
-    auto l = vis.layout(b, m_.shape());
-    if (vis.layouts.empty()) l.n_tokens = vis.embeds.size(1);
-    auto it = std::find(group_layout.begin(), group_layout.end(), l);
-    if (it == group_layout.end()) {
-      group_layout.push_back(l);
-      groups.push_back({b});
-    } else {
-      groups[it - group_layout.begin()].push_back(b);
-    }
-  }
+  const auto [groups, group_layout] = group_by_layout(vis, m_.shape());  // as add() groups them
   std::vector<ImagePrefix> out(reqs.size());
   for (size_t g = 0; g < groups.size(); ++g) {
     const auto& layout = group_layout[g];
