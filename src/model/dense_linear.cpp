@@ -4,7 +4,6 @@
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 
-#include "core/cpu_features.h"
 #include "model/gemv/gemv.h"
 
 namespace vispco {
@@ -25,15 +24,6 @@ bool needs_grad(const at::Tensor& x, const at::Tensor& weight, const at::Tensor&
          (x.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
 }
 
-// Whether a bf16 product of `rows` rows of width `in` goes through oneDNN's AMX brgemm at a row count where
-// LibTorch 1.13's blocking is 2–5× slow (docs/benchmarks.md, "the bf16 row-count cliff"): only on AMX CPUs,
-// for real model widths (the bundled 192-wide model is left as it was), and not when autograd records.
-bool pad_rows_for_amx(const at::Tensor& x, int64_t rows, int64_t in, bool grad) {
-  static const bool amx = detect_cpu_features().amx_bf16;
-  return amx && !grad && x.scalar_type() == at::kBFloat16 && rows > kDenseLinearFewRows &&
-         rows % kDenseLinearRowBlock != 0 && in >= 1024;
-}
-
 }  // namespace
 
 at::Tensor dense_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
@@ -41,14 +31,6 @@ at::Tensor dense_linear(const at::Tensor& x, const at::Tensor& weight, const at:
     return at::linear(x, weight, bias);
   if (gemv_accepts(x, weight, bias) && !needs_grad(x, weight, bias)) return gemv(x, weight, bias);
   const int64_t in = x.size(-1), rows = x.numel() / in;
-  if (pad_rows_for_amx(x, rows, in, needs_grad(x, weight, bias))) {
-    const int64_t padded = (rows + kDenseLinearRowBlock - 1) / kDenseLinearRowBlock * kDenseLinearRowBlock;
-    auto xp = at::zeros({padded, in}, x.options());
-    xp.narrow(0, 0, rows).copy_(x.reshape({rows, in}));
-    auto sizes = x.sizes().vec();
-    sizes.back() = weight.size(0);
-    return at::linear(xp, weight, bias).narrow(0, 0, rows).view(sizes);
-  }
   const bool bf16 = x.scalar_type() == at::kBFloat16;
   const bool one_row = rows == 1 && (!bf16 || bf16_mv_sums_in_fp32());
   const bool few_bf16_rows = !one_row && rows <= kDenseLinearFewRows && bf16;

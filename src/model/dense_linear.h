@@ -10,12 +10,6 @@ namespace vispco {
 /// rows and slower at 616 (2 threads, AMX-BF16 Xeon, the 1.1B decoder's shapes).
 inline constexpr int64_t kDenseLinearFewRows = 64;
 
-/// Row multiple to which dense_linear pads a bf16 prefill product on AMX CPUs (zero rows, cut off after):
-/// LibTorch 1.13's oneDNN AMX brgemm runs 2–5× slower at scattered row counts (464, 496, 816–992 but 960,
-/// 1392, 1488, and most counts that are not multiples of 16) and at full speed at every multiple of 64 from
-/// 64 to 1600 (2048 → 11008, 2 threads; docs/benchmarks.md, "the bf16 row-count cliff").
-inline constexpr int64_t kDenseLinearRowBlock = 64;
-
 /// y = x Wᵀ + b, as torch.nn.functional.linear, with CPU paths for the few rows of a decode step, whose time
 /// is the read of every weight (issues 20 and 51; bench/bench_decode_bandwidth, docs/benchmarks.md):
 /// - 1..kGemvMaxRows rows (decode at batch ≤ 4), fp32 or bf16, contiguous weight, no gradient recorded
@@ -27,10 +21,6 @@ inline constexpr int64_t kDenseLinearRowBlock = 64;
 /// - up to kDenseLinearFewRows rows in bf16 (batched decode): (W xᵀ)ᵀ through at::mm, 21–23 GB/s where
 ///   at::linear's x Wᵀ reaches 8–15 GB/s at 2–64 rows (in fp32 both forms are alike, so fp32 keeps
 ///   at::linear).
-/// - more than kDenseLinearFewRows rows in bf16 on an AMX CPU, in ≥ 1024, no gradient recorded, rows not a
-///   multiple of kDenseLinearRowBlock: at::linear on x padded with zero rows to the next multiple (< 64 extra
-///   rows), the padding's outputs dropped — each row's result is what at::linear gives it, up to the kernel's
-///   blocking.
 /// Everything else (prefill, training, other devices) calls at::linear. Results agree with at::linear to
 /// rounding (another summation order), not bit for bit.
 /// @param x [..., in] @param weight [out, in], x's dtype @param bias [out] or undefined
