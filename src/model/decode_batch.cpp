@@ -52,6 +52,16 @@ KvCache exact_copy(const KvCache& c) {
   return out;
 }
 
+// The requests' visual tokens (group_visual_tokens, the tower's attention too when the hook scores with it)
+// and the milliseconds the tower took, the device synchronised.
+std::pair<VisualTokens, double> encode_timed(VisionLanguageModel& m, const std::vector<VlmRequest>& reqs,
+                                             PrefillHook* hook) {
+  Stopwatch vision;
+  auto vis = group_visual_tokens(m, reqs, hook != nullptr && hook->wants_vision_attention());
+  sync_device(m.context().device);
+  return {std::move(vis), vision.ms()};
+}
+
 // The rows of `vis` grouped by visual layout (N_v, grid), groups and rows in order of first appearance:
 // {row indices per group, each group's layout}. Without per-image layouts every row has the shape's grid
 // at the embeddings' N_v.
@@ -136,11 +146,7 @@ GenerationStats DecodeBatch::add(const std::vector<VlmRequest>& reqs,
   check_rows(reqs.size(), configs, ids, record_logits, top_logprobs);
   c10::InferenceMode guard;
   const auto dev = m_.context().device;
-  Stopwatch total;
-  const bool want_attention = hook != nullptr && hook->wants_vision_attention();
-  const auto vis = group_visual_tokens(m_, reqs, want_attention);
-  sync_device(dev);
-  const double vision_ms = total.ms();
+  const auto [vis, vision_ms] = encode_timed(m_, reqs, hook);
   // Images of different layouts (N_v, grid) are prefilled in groups of one layout, in order of first
   // appearance; every group's rows then join the batch together (decode mixes them freely).
   const auto [groups, group_layout] = group_by_layout(vis, m_.shape());
@@ -241,11 +247,7 @@ std::vector<ImagePrefix> DecodeBatch::prefill_image_prefixes(const std::vector<V
   }
   c10::InferenceMode guard;
   const auto dev = m_.context().device;
-  Stopwatch vision;
-  const bool want_attention = hook != nullptr && hook->wants_vision_attention();
-  const auto vis = group_visual_tokens(m_, reqs, want_attention);
-  sync_device(dev);
-  const double vision_ms = vision.ms();
+  const auto [vis, vision_ms] = encode_timed(m_, reqs, hook);
   const auto [groups, group_layout] = group_by_layout(vis, m_.shape());  // as add() groups them
   std::vector<ImagePrefix> out(reqs.size());
   for (size_t g = 0; g < groups.size(); ++g) {

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <string>
+#include <utility>
 
 #include "model/generate.h"
 #include "model/llava/llava_prompt.h"
@@ -16,28 +18,41 @@ namespace {
 
 using nlohmann::json;
 
-TEST(OpenAiNodeClient, ChatCompletionStreamedAndNot) {
-  const std::filesystem::path dir =
-      std::filesystem::path(::vispco::testing::source_dir()) / "tests/serve/node";
-  if (std::system("node --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "node is not installed";
+std::filesystem::path node_dir() {
+  return std::filesystem::path(::vispco::testing::source_dir()) / "tests/serve/node";
+}
+
+// Why the Node client tests cannot run here ("" when they can).
+std::string node_missing(const std::filesystem::path& dir) {
+  if (std::system("node --version > /dev/null 2>&1") != 0) return "node is not installed";
   if (!std::filesystem::exists(dir / "node_modules/openai/package.json"))
-    GTEST_SKIP() << "the openai npm package is not installed in " << dir
-                 << " (scripts/install-deps.sh installs it where npm's registry can be reached)";
+    return "the openai npm package is not installed in " + dir.string() +
+           " (scripts/install-deps.sh installs it where npm's registry can be reached)";
+  return "";
+}
+
+// Runs `command` in a shell, stdout and stderr together: {exit status as pclose returns it, output}.
+std::pair<int, std::string> run_shell(const std::string& command) {
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  if (p == nullptr) return {-1, "popen failed"};
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  return {pclose(p), out};
+}
+
+TEST(OpenAiNodeClient, ChatCompletionStreamedAndNot) {
+  const std::filesystem::path dir = node_dir();
+  if (const auto why = node_missing(dir); !why.empty()) GTEST_SKIP() << why;
   testing::ServerFixture f;
   testing::TempDir tmp;
   const auto png = testing::test_png(64, 21);
   testing::write_file(tmp / "img.png", png);
   const std::string q = "How many cubes are there?";
-  FILE* p = popen(("cd " + dir.string() + " && node openai_client.mjs " + std::to_string(f.port()) + " " +
-                   tmp.str("img.png") + " '" + q + "' 2>&1")
-                      .c_str(),
-                  "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  ASSERT_EQ(pclose(p), 0) << out;
+  const auto [status, out] = run_shell("cd " + dir.string() + " && node openai_client.mjs " +
+                                       std::to_string(f.port()) + " " + tmp.str("img.png") + " '" + q + "'");
+  ASSERT_EQ(status, 0) << out;
   const auto j = json::parse(out.substr(out.find('{')));
   GenerationConfig gc;
   gc.max_new_tokens = 6;
@@ -53,29 +68,18 @@ TEST(OpenAiNodeClient, ChatCompletionStreamedAndNot) {
 }
 
 TEST(OpenAiNodeClient, ThreeTurnConversationAboutOneImage) {
-  const std::filesystem::path dir =
-      std::filesystem::path(::vispco::testing::source_dir()) / "tests/serve/node";
-  if (std::system("node --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "node is not installed";
-  if (!std::filesystem::exists(dir / "node_modules/openai/package.json"))
-    GTEST_SKIP() << "the openai npm package is not installed in " << dir
-                 << " (scripts/install-deps.sh installs it where npm's registry can be reached)";
+  const std::filesystem::path dir = node_dir();
+  if (const auto why = node_missing(dir); !why.empty()) GTEST_SKIP() << why;
   testing::ServerFixture f;
   testing::TempDir tmp;
   const auto png = testing::test_png(64, 22);
   testing::write_file(tmp / "img.png", png);
   const std::string system = "Answer in one word.";
   const std::vector<std::string> qs = {"What colour is the cube?", "Is it large?", "How many spheres?"};
-  FILE* p =
-      popen(("cd " + dir.string() + " && node openai_chat.mjs " + std::to_string(f.port()) + " " +
-             tmp.str("img.png") + " '" + system + "' '" + qs[0] + "' '" + qs[1] + "' '" + qs[2] + "' 2>&1")
-                .c_str(),
-            "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  ASSERT_EQ(pclose(p), 0) << out;
+  const auto [status, out] =
+      run_shell("cd " + dir.string() + " && node openai_chat.mjs " + std::to_string(f.port()) + " " +
+                tmp.str("img.png") + " '" + system + "' '" + qs[0] + "' '" + qs[1] + "' '" + qs[2] + "'");
+  ASSERT_EQ(status, 0) << out;
   const auto j = json::parse(out.substr(out.find('{')));
   // Each turn's answer as generate() gives it for vicuna_v1's ids written out here: "{system} USER: <image>\n
   // {q1} ASSISTANT:", then per earlier turn its answer + EOS and "USER: {q} ASSISTANT:" (the layout the

@@ -70,6 +70,19 @@ std::pair<double, double> param_diff(const std::string& ref_out, const std::stri
   return {max_diff, max_move};
 }
 
+// Expects the finetune run in `out` to end at the weights of the one-process run in `ref_out`, within the
+// tolerance of runs that differ in fp32 summation order only (another padding length in each rank's forward,
+// the loss weighting, the all-reduce), which Adam's normalisation can amplify where a gradient is small:
+// 1e-5 absolute and 0.1 % of the distance trained. `what` names the comparison in the printed figures.
+void expect_same_weights(const std::string& ref_out, const std::string& out, const std::string& what) {
+  const auto [max_diff, max_move] = param_diff(ref_out, out);
+  std::printf("finetune, %s: max |Δθ| = %.3e; training moved θ by up to %.3e\n", what.c_str(), max_diff,
+              max_move);
+  EXPECT_GT(max_move, 1e-3) << "training did not move the projector, so the comparison says nothing";
+  EXPECT_LT(max_diff, 1e-5) << what;
+  EXPECT_LT(max_diff, 1e-3 * max_move) << what;
+}
+
 TEST(DistributedTraining, FinetuneOnTwoRanksEqualsOneProcessOnTheWholeBatch) {
   if (!launcher_missing().empty()) GTEST_SKIP() << launcher_missing();
   TempDir tmp;
@@ -80,18 +93,9 @@ TEST(DistributedTraining, FinetuneOnTwoRanksEqualsOneProcessOnTheWholeBatch) {
   const CommandResult two = testing::launch(2, finetune_args(tmp / "two") + " --dist-timeout 120");
   ASSERT_EQ(two.exit_code, 0) << two.out << two.err;
   EXPECT_NE((two.out + two.err).find("[rank 0/2] step 3/3 loss"), std::string::npos) << two.err;
-  const auto [max_diff, max_move] = param_diff(tmp / "one", tmp / "two");
-  std::printf(
-      "finetune, 2 ranks × 2 scenes vs 1 × 4, 3 AdamW steps: max |Δθ| = %.3e; training moved θ by up "
-      "to %.3e\n",
-      max_diff, max_move);
-  EXPECT_GT(max_move, 1e-3) << "training did not move the projector, so the comparison says nothing";
-  // Tolerance (fp32): the runs differ in float summation order only (another padding length in each rank's
-  // forward, the loss weighting, the all-reduce), which Adam's normalisation can amplify where a gradient is
-  // small: 1e-5 absolute and 0.1 % of the distance trained (measured here: 6e-8 after moving 3e-2; an
-  // unweighted mean of the ranks' losses is off by far more, the tiny model's answers having 1–3 tokens).
-  EXPECT_LT(max_diff, 1e-5);
-  EXPECT_LT(max_diff, 1e-3 * max_move);
+  // Measured here: 6e-8 after moving 3e-2; an unweighted mean of the ranks' losses is off by far more, the
+  // tiny model's answers having 1–3 tokens.
+  expect_same_weights(tmp / "one", tmp / "two", "2 ranks × 2 scenes vs 1 × 4, 3 AdamW steps");
   // The logged loss is the whole batch's on both runs; the check and the report are rank 0's.
   const auto ja = nlohmann::json::parse(testing::read_file(tmp / "one/finetune.json"));
   const auto jb = nlohmann::json::parse(testing::read_file(tmp / "two/finetune.json"));
@@ -122,15 +126,8 @@ TEST(DistributedTraining, FinetuneStoppedAndResumedOnTwoRanksEqualsOneProcess) {
   ASSERT_EQ(second.exit_code, 0) << second.out << second.err;
   EXPECT_NE((second.out + second.err).find("[rank 0/2] resumed at step 2"), std::string::npos) << second.err;
   EXPECT_NE((second.out + second.err).find("[rank 0/2] step 4/4 loss"), std::string::npos) << second.err;
-  const auto [max_diff, max_move] = param_diff(tmp / "one", tmp / "two");
-  std::printf(
-      "finetune, 2 ranks × 2 scenes, 2 steps + resumed to 4, vs 1 × 4 in one run: max |Δθ| = %.3e; "
-      "training moved θ by up to %.3e\n",
-      max_diff, max_move);
-  EXPECT_GT(max_move, 1e-3) << "training did not move the projector, so the comparison says nothing";
-  // The tolerance of FinetuneOnTwoRanksEqualsOneProcessOnTheWholeBatch (summation order only).
-  EXPECT_LT(max_diff, 1e-5);
-  EXPECT_LT(max_diff, 1e-3 * max_move);
+  expect_same_weights(tmp / "one", tmp / "two",
+                      "2 ranks × 2 scenes, 2 steps + resumed to 4, vs 1 × 4 in one run");
   // The losses of steps 1–2 (logged before the stop) and 3–4 (after the resume) are the whole batch's.
   const auto ja = nlohmann::json::parse(testing::read_file(tmp / "one/finetune.json"));
   const auto jb = nlohmann::json::parse(testing::read_file(tmp / "two/finetune.json"));
