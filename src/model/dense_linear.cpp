@@ -3,7 +3,10 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
+#include <torch/version.h>
 
+#include "core/cpu_features.h"
+#include "model/amx_row_blocks.h"
 #include "model/gemv/gemv.h"
 
 namespace vispco {
@@ -24,6 +27,33 @@ bool needs_grad(const at::Tensor& x, const at::Tensor& weight, const at::Tensor&
          (x.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
 }
 
+// Whether this product runs on LibTorch 1.13's oneDNN AMX matmul at a row count it blocks badly
+// (amx_row_blocks.h): AMX CPU, bf16, past the few-row paths, a real model's width (the bundled 192-wide
+// model is left as it was), no autograd.
+bool pad_to_fast_row_count(const at::Tensor& x, int64_t rows, int64_t in, bool grad) {
+#if TORCH_VERSION_MAJOR == 1 && TORCH_VERSION_MINOR == 13
+  static const bool amx = detect_cpu_features().amx_bf16;
+  return amx && !grad && x.scalar_type() == at::kBFloat16 && rows > kDenseLinearFewRows &&
+         in >= kDenseLinearPadMinWidth && amx_slow_row_count(rows);
+#else
+  (void)x, (void)rows, (void)in, (void)grad;
+  return false;
+#endif
+}
+
+// x Wᵀ + b on x copied into amx_fast_row_count(rows) rows (the extra rows zero), the extra output rows cut
+// off: a row slice of a contiguous result is itself contiguous, so only x is copied.
+at::Tensor linear_on_fast_row_count(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                                    int64_t rows, int64_t in) {
+  const int64_t padded = amx_fast_row_count(rows);
+  auto xp = at::empty({padded, in}, x.options());
+  xp.narrow(0, 0, rows).copy_(x.reshape({rows, in}));
+  xp.narrow(0, rows, padded - rows).zero_();
+  auto sizes = x.sizes().vec();
+  sizes.back() = weight.size(0);
+  return at::linear(xp, weight, bias).narrow(0, 0, rows).view(sizes);
+}
+
 }  // namespace
 
 at::Tensor dense_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
@@ -31,6 +61,8 @@ at::Tensor dense_linear(const at::Tensor& x, const at::Tensor& weight, const at:
     return at::linear(x, weight, bias);
   if (gemv_accepts(x, weight, bias) && !needs_grad(x, weight, bias)) return gemv(x, weight, bias);
   const int64_t in = x.size(-1), rows = x.numel() / in;
+  if (pad_to_fast_row_count(x, rows, in, needs_grad(x, weight, bias)))
+    return linear_on_fast_row_count(x, weight, bias, rows, in);
   const bool bf16 = x.scalar_type() == at::kBFloat16;
   const bool one_row = rows == 1 && (!bf16 || bf16_mv_sums_in_fp32());
   const bool few_bf16_rows = !one_row && rows <= kDenseLinearFewRows && bf16;
@@ -46,6 +78,15 @@ at::Tensor dense_linear(const at::Tensor& x, const at::Tensor& weight, const at:
     y = (bias.defined() ? at::addmm(bias.unsqueeze(1), weight, xt) : at::mm(weight, xt)).t().contiguous();
   }
   return y.view(sizes);
+}
+
+int64_t dense_linear_row_count(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  if (x.dim() < 1 || x.size(-1) == 0) return 0;
+  const int64_t in = x.size(-1), rows = x.numel() / in;
+  return x.device().is_cpu() && weight.dim() == 2 &&
+                 pad_to_fast_row_count(x, rows, in, needs_grad(x, weight, bias))
+             ? amx_fast_row_count(rows)
+             : rows;
 }
 
 }  // namespace vispco

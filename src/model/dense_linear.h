@@ -10,6 +10,10 @@ namespace vispco {
 /// rows and slower at 616 (2 threads, AMX-BF16 Xeon, the 1.1B decoder's shapes).
 inline constexpr int64_t kDenseLinearFewRows = 64;
 
+/// Least input width at which dense_linear moves a bf16 product off a slow AMX row count
+/// (model/amx_row_blocks.h).
+inline constexpr int64_t kDenseLinearPadMinWidth = 1024;
+
 /// y = x Wᵀ + b, as torch.nn.functional.linear, with CPU paths for the few rows of a decode step, whose time
 /// is the read of every weight (issues 20 and 51; bench/bench_decode_bandwidth, docs/benchmarks.md):
 /// - 1..kGemvMaxRows rows (decode at batch ≤ 4), fp32 or bf16, contiguous weight, no gradient recorded
@@ -21,11 +25,19 @@ inline constexpr int64_t kDenseLinearFewRows = 64;
 /// - up to kDenseLinearFewRows rows in bf16 (batched decode): (W xᵀ)ᵀ through at::mm, 21–23 GB/s where
 ///   at::linear's x Wᵀ reaches 8–15 GB/s at 2–64 rows (in fp32 both forms are alike, so fp32 keeps
 ///   at::linear).
+/// - more than kDenseLinearFewRows rows in bf16, in ≥ kDenseLinearPadMinWidth, no gradient recorded, on an
+///   AMX CPU with LibTorch 1.13, at a row count amx_slow_row_count flags (oneDNN's AMX matmul 2–5× slower
+///   there; docs/benchmarks.md, "the bf16 row-count cliff"): at::linear on x copied into
+///   amx_fast_row_count(rows) rows (1–8 more, zero), the extra outputs dropped.
 /// Everything else (prefill, training, other devices) calls at::linear. Results agree with at::linear to
 /// rounding (another summation order), not bit for bit.
 /// @param x [..., in] @param weight [out, in], x's dtype @param bias [out] or undefined
 /// @return [..., out] in x's dtype, contiguous. @throws c10::Error on mismatched shapes or dtypes (as
 /// at::linear).
 at::Tensor dense_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias = {});
+
+/// The row count at which dense_linear(x, weight, bias) computes x Wᵀ: amx_fast_row_count(rows) where it
+/// moves a slow AMX row count (above), else x's rows (x.numel() / x.size(-1)). For benchmarks and tests.
+int64_t dense_linear_row_count(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias = {});
 
 }  // namespace vispco

@@ -2,7 +2,10 @@
 // broadcasting and summing, and its other shapes against at::linear.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+#include <torch/version.h>
 
+#include "core/cpu_features.h"
+#include "model/amx_row_blocks.h"
 #include "model/dense_linear.h"
 
 namespace vispco {
@@ -65,6 +68,33 @@ TEST(DenseLinear, OtherShapesAreAtLinear) {
   EXPECT_TRUE(at::equal(dense_linear(x, w), at::linear(x, w)));
   const auto wb = w.to(at::kBFloat16), xb = at::randn({kDenseLinearFewRows + 1, 24}).to(at::kBFloat16);
   EXPECT_TRUE(at::equal(dense_linear(xb, wb), at::linear(xb, wb)));  // bf16 past the few-row limit
+}
+
+// 174 rows (= 3 · 58, a row count amx_slow_row_count flags) of width kDenseLinearPadMinWidth in bf16: on AMX
+// CPUs the padded path (174 → 175 rows, cut back), elsewhere at::linear; either way each row must be its own
+// x Wᵀ + b (fails if the copy, the zero rows or the cut put any row's result elsewhere).
+TEST(DenseLinear, Bf16RowsAtASlowAmxRowCountMatchTheDoubleReference) {
+  at::manual_seed(6);
+  const int64_t in = kDenseLinearPadMinWidth, out = 96;
+  const auto w = at::randn({out, in}).to(at::kBFloat16), b = at::randn({out}).to(at::kBFloat16);
+  const auto x = at::randn({2, 87, in}).to(at::kBFloat16);
+  ASSERT_TRUE(amx_slow_row_count(2 * 87));
+  // Moved to 175 rows exactly where oneDNN's AMX matmul runs it: bf16, this width, an AMX CPU, LibTorch 1.13.
+  const bool amx = detect_cpu_features().amx_bf16 && TORCH_VERSION_MAJOR == 1 && TORCH_VERSION_MINOR == 13;
+  EXPECT_EQ(dense_linear_row_count(x, w), amx ? 175 : 174);
+  EXPECT_EQ(dense_linear_row_count(x.to(at::kFloat), w.to(at::kFloat)), 174);
+  EXPECT_EQ(dense_linear_row_count(x.narrow(-1, 0, 192), w.narrow(-1, 0, 192)), 174);
+  for (bool with_bias : {false, true}) {
+    const auto bias = with_bias ? b : at::Tensor();
+    const auto y = dense_linear(x, w, bias);
+    ASSERT_EQ(y.sizes(), at::IntArrayRef({2, 87, out}));
+    EXPECT_TRUE(y.is_contiguous());
+    // bf16 products are exact in oneDNN's fp32 accumulator; the output's rounding to bf16 is ≤ 2^-9
+    // relative, plus fp32 summation over 1024 terms of |x w| ~ 1 (≤ 1e-3 absolute here).
+    const auto ref = reference(x, w, bias);
+    const auto excess = (y.to(at::kDouble) - ref).abs() - (ref.abs() / 256 + 1e-3);
+    EXPECT_LE(excess.max().item<double>(), 0.0) << "bias " << with_bias;
+  }
 }
 
 }  // namespace
