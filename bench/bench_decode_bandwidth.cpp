@@ -34,6 +34,7 @@
 #include "bench_flags.h"
 #include "core/context.h"
 #include "core/errors.h"
+#include "decoder_shapes.h"
 #include "model/dense_linear.h"
 #include "model/gemv/gemv.h"
 #include "model/llava/presets.h"
@@ -49,18 +50,10 @@ struct Flags {
 
 /// [out, in] shapes of the decoder's linear layers and the LM head (the bytes one decode step reads).
 std::vector<std::pair<int64_t, int64_t>> decoder_linear_shapes(const vispco::TextConfig& t) {
-  const int64_t d = t.hidden_size, kv = t.n_kv_heads() * t.d_head(), q = t.num_attention_heads * t.d_head();
   std::vector<std::pair<int64_t, int64_t>> shapes;
   for (int64_t l = 0; l < t.num_hidden_layers; ++l)
-    for (auto s : {std::pair{q, d},
-                   {kv, d},
-                   {kv, d},
-                   {d, q},
-                   {t.intermediate_size, d},
-                   {t.intermediate_size, d},
-                   {d, t.intermediate_size}})
-      shapes.push_back(s);
-  shapes.emplace_back(t.vocab_size, d);
+    for (auto s : vispco::bench::decoder_layer_linear_shapes(t)) shapes.push_back(s);
+  shapes.emplace_back(t.vocab_size, t.hidden_size);
   return shapes;
 }
 

@@ -23,6 +23,7 @@
 
 #include "bench_flags.h"
 #include "core/errors.h"
+#include "decoder_shapes.h"
 #include "model/amx_row_blocks.h"
 #include "model/dense_linear.h"
 #include "model/qwen2_vl/presets.h"
@@ -48,16 +49,9 @@ std::vector<int64_t> parse_rows(const std::string& v) {
 
 // The [out, in] bf16 weights of one decoder layer: q, k, v, o, gate, up, down.
 std::vector<at::Tensor> layer_weights(const vispco::TextConfig& t) {
-  const int64_t d = t.hidden_size, kv = t.n_kv_heads() * t.d_head(), q = t.num_attention_heads * t.d_head();
   auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
   std::vector<at::Tensor> w;
-  for (auto [out, in] : std::vector<std::pair<int64_t, int64_t>>{{q, d},
-                                                                 {kv, d},
-                                                                 {kv, d},
-                                                                 {d, q},
-                                                                 {t.intermediate_size, d},
-                                                                 {t.intermediate_size, d},
-                                                                 {d, t.intermediate_size}})
+  for (auto [out, in] : vispco::bench::decoder_layer_linear_shapes(t))
     w.push_back((at::randn({out, in}, gen) * 0.02).to(at::kBFloat16));
   return w;
 }
