@@ -3,7 +3,8 @@
 own bf16 F.linear at every row count of a range, and which of the slow row counts the block rule of
 src/model/amx_row_blocks.h predicts — written in plain PyTorch with no vispco code involved (the rule is
 restated here from its description: blocks of the largest divisor of M in [32, 64], else 64-row blocks and a
-tail of M mod 64; a block or tail of 49, 51, 53, 57, 58, 59, 61, 62 or 63 rows is flagged).
+tail of M mod 64; a block or tail of 58, 59, 61, 62 or 63 rows is flagged at 1 thread, of 51, 53, 57, 58, 59,
+61 or 62 at 2 threads, of any of these above).
 A row count is "slow" when its GFLOP/s is below 0.65 of the median of its ±6 neighbours. Prints, per block
 size, how many row counts with that block were slow, then the slow row counts the rule does not flag, and the
 summed time of the flagged row counts run as they are and moved to the next unflagged count.
@@ -17,7 +18,9 @@ from collections import Counter
 
 import torch
 
-FLAGGED = {49, 51, 53, 57, 58, 59, 61, 62, 63}
+FLAGGED_1 = {58, 59, 61, 62, 63}
+FLAGGED_2 = {51, 53, 57, 58, 59, 61, 62}
+FLAGGED = FLAGGED_2  # set in main() from --threads
 
 
 def blocks(m):
@@ -52,9 +55,11 @@ def main():
     p.add_argument("--hi", type=int, default=1700)
     a = p.parse_args()
     torch.set_num_threads(a.threads)
+    global FLAGGED
+    FLAGGED = FLAGGED_1 if a.threads <= 1 else FLAGGED_2 if a.threads == 2 else FLAGGED_1 | FLAGGED_2
     w = torch.randn(a.out, a.inp).bfloat16()
     ms = {}
-    for m in range(a.lo, a.hi + 8):  # a few past hi, so moved row counts are timed too
+    for m in range(a.lo, a.hi + 9):  # up to 8 past hi, so every moved row count is timed too
         x = torch.randn(m, a.inp).bfloat16()
         ms[m] = best_ms(lambda: torch.nn.functional.linear(x, w))
     rate = {m: 2 * m * a.inp * a.out / t / 1e6 for m, t in ms.items()}  # GFLOP/s

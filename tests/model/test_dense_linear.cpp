@@ -1,6 +1,7 @@
 // Tests of dense_linear: its one-row (matrix–vector) path against y = x Wᵀ + b computed in double by
 // broadcasting and summing, and its other shapes against at::linear.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 #include <torch/version.h>
 
@@ -78,12 +79,17 @@ TEST(DenseLinear, Bf16RowsAtASlowAmxRowCountMatchTheDoubleReference) {
   const int64_t in = kDenseLinearPadMinWidth, out = 96;
   const auto w = at::randn({out, in}).to(at::kBFloat16), b = at::randn({out}).to(at::kBFloat16);
   const auto x = at::randn({2, 87, in}).to(at::kBFloat16);
-  ASSERT_TRUE(amx_slow_row_count(2 * 87));
-  // Moved to 175 rows exactly where oneDNN's AMX matmul runs it: bf16, this width, an AMX CPU, LibTorch 1.13.
+  ASSERT_TRUE(amx_slow_row_count(2 * 87, 1) && amx_slow_row_count(2 * 87, 2));
+  // Moved to 175 rows (174 = 3 · 58 is flagged at every thread count) exactly where oneDNN's AMX matmul runs
+  // it: bf16, this width, an AMX CPU, LibTorch 1.13, no autograd.
   const bool amx = detect_cpu_features().amx_bf16 && TORCH_VERSION_MAJOR == 1 && TORCH_VERSION_MINOR == 13;
   EXPECT_EQ(dense_linear_row_count(x, w), amx ? 175 : 174);
   EXPECT_EQ(dense_linear_row_count(x.to(at::kFloat), w.to(at::kFloat)), 174);
   EXPECT_EQ(dense_linear_row_count(x.narrow(-1, 0, 192), w.narrow(-1, 0, 192)), 174);
+  {
+    at::AutoGradMode grad_on(true);
+    EXPECT_EQ(dense_linear_row_count(x, w.detach().requires_grad_(true)), 174);
+  }
   for (bool with_bias : {false, true}) {
     const auto bias = with_bias ? b : at::Tensor();
     const auto y = dense_linear(x, w, bias);
@@ -95,6 +101,29 @@ TEST(DenseLinear, Bf16RowsAtASlowAmxRowCountMatchTheDoubleReference) {
     const auto excess = (y.to(at::kDouble) - ref).abs() - (ref.abs() / 256 + 1e-3);
     EXPECT_LE(excess.max().item<double>(), 0.0) << "bias " << with_bias;
   }
+}
+
+// The padded product itself, on every CPU: a non-contiguous 3-D x, with and without bias, fp32 (summation
+// order only) and bf16 (output rounding), each row against the double reference.
+TEST(DenseLinear, LinearWithPaddedRowsMatchesTheDoubleReference) {
+  at::manual_seed(7);
+  const int64_t in = 96, out = 40;
+  for (auto dtype : {at::kFloat, at::kBFloat16}) {
+    const auto w = at::randn({out, in}).to(dtype), b = at::randn({out}).to(dtype);
+    const auto x = at::randn({29, 2, in}).to(dtype).transpose(0, 1);  // [2, 29, in], not contiguous
+    ASSERT_FALSE(x.is_contiguous());
+    for (bool with_bias : {false, true}) {
+      const auto bias = with_bias ? b : at::Tensor();
+      const auto y = linear_with_padded_rows(x, w, bias, 64);
+      ASSERT_EQ(y.sizes(), at::IntArrayRef({2, 29, out}));
+      EXPECT_TRUE(y.is_contiguous());
+      const auto ref = reference(x, w, bias);
+      const double rel = dtype == at::kFloat ? 1e-6 : 1.0 / 256;
+      const auto excess = (y.to(at::kDouble) - ref).abs() - (rel * ref.abs() + 1e-4);
+      EXPECT_LE(excess.max().item<double>(), 0.0) << c10::toString(dtype) << " bias " << with_bias;
+    }
+  }
+  EXPECT_THROW(linear_with_padded_rows(at::randn({10, 8}), at::randn({4, 8}), {}, 9), c10::Error);
 }
 
 }  // namespace
