@@ -104,35 +104,51 @@ int64_t attention_query_chunk(int64_t batch, int64_t heads, int64_t n_keys, int6
   return std::max<int64_t>(1, budget_bytes / row_bytes);
 }
 
+int64_t causal_query_chunk(int64_t batch, int64_t heads, int64_t n_queries, int64_t n_keys,
+                           int64_t budget_bytes) {
+  const int64_t by_budget = attention_query_chunk(batch, heads, n_keys, budget_bytes);
+  // Below kCausalChunkRows·2 rows the diagonal block is most of the work: one chunk.
+  if (n_queries <= 2 * kCausalChunkRows) return std::min(by_budget, n_queries);
+  return std::min(by_budget, kCausalChunkRows);
+}
+
 at::Tensor attention_in_chunks(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                const at::Tensor& mask, const at::Tensor& probs_rows, at::Tensor* probs_out,
-                               int64_t budget_bytes) {
-  const int64_t B = q.size(0), H = q.size(1), T = q.size(2);
+                               int64_t budget_bytes, int64_t causal_past) {
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2), S = k.size(2);
   TORCH_CHECK(H % k.size(1) == 0, "attention: ", H, " query heads are not a multiple of ", k.size(1),
               " kv heads");
-  const int64_t chunk = attention_query_chunk(B, H, k.size(2), budget_bytes);
-  if (chunk >= T) return attention_block(q, k, v, mask, probs_rows, probs_out);
+  const bool causal = causal_past >= 0;
+  TORCH_CHECK(!causal || causal_past + T <= S, "attention: ", T, " queries after ", causal_past,
+              " cached keys need ", causal_past + T, " keys, got ", S);
+  const int64_t chunk =
+      causal ? causal_query_chunk(B, H, T, S, budget_bytes) : attention_query_chunk(B, H, S, budget_bytes);
+  // Keys a chunk of queries [t0, t0 + c) can see: all S, or the first causal_past + t0 + c when causal.
+  const auto visible = [&](int64_t t0, int64_t c) { return causal ? causal_past + t0 + c : S; };
+  if (chunk >= T && visible(0, T) == S) return attention_block(q, k, v, mask, probs_rows, probs_out);
   const bool want_rows = probs_rows.defined() && probs_out != nullptr;
   std::vector<at::Tensor> outs;
   at::Tensor rows_out;  // [B, H, R, S]: each asked row from the chunk that holds it
   for (int64_t t0 = 0; t0 < T; t0 += chunk) {
-    const int64_t c = std::min(chunk, T - t0);
+    const int64_t c = std::min(chunk, T - t0), s = visible(t0, c);
     at::Tensor local, got;
     if (want_rows) local = (probs_rows - t0).clamp(0, c - 1);
-    outs.push_back(attention_block(q.narrow(2, t0, c), k, v, mask.defined() ? mask.narrow(2, t0, c) : mask,
-                                   local, want_rows ? &got : nullptr));
+    const auto m = mask.defined() ? mask.narrow(2, t0, c).narrow(3, 0, s) : mask;
+    outs.push_back(attention_block(q.narrow(2, t0, c), k.narrow(2, 0, s), v.narrow(2, 0, s), m, local,
+                                   want_rows ? &got : nullptr));
     if (want_rows) {
+      if (s < S) got = at::constant_pad_nd(got, {0, S - s});  // the skipped keys' probabilities are 0
       const auto inside = ((probs_rows >= t0) & (probs_rows < t0 + c)).view({B, 1, -1, 1});  // [B, 1, R, 1]
       rows_out = at::where(inside, got, rows_out.defined() ? rows_out : at::zeros_like(got));
     }
   }
   if (want_rows) *probs_out = rows_out;
-  return at::cat(outs, 1);
+  return outs.size() == 1 ? outs[0] : at::cat(outs, 1);
 }
 
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
-                     const at::Tensor& probs_rows, at::Tensor* probs_out) {
-  return attention_in_chunks(q, k, v, mask, probs_rows, probs_out, kAttentionScoreBudgetBytes);
+                     const at::Tensor& probs_rows, at::Tensor* probs_out, int64_t causal_past) {
+  return attention_in_chunks(q, k, v, mask, probs_rows, probs_out, kAttentionScoreBudgetBytes, causal_past);
 }
 
 at::Tensor attention_gated(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,

@@ -48,9 +48,12 @@ at::Tensor causal_mask(const at::Tensor& key_valid, int64_t n_query, int64_t pas
 /// @param q [B, H, T, D_h] @param k,v [B, H_kv, S, D_h] @param mask [B, 1, T, S] additive fp32 or undefined.
 /// @param probs_rows when defined, [B, R] int64 query indices whose attention probabilities are returned
 ///        in *probs_out as [B, H, R, S] fp32 (FastV-style scorers read these rows only).
+/// @param causal_past ≥ 0 when `mask` is causal_mask(…, T, causal_past) (or hides more): keys no query of a
+///        chunk can see are skipped instead of masked (model/attention_chunks.h); −1 computes every key.
 /// @return [B, T, H·D_h] (heads merged), dtype of q.
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& mask,
-                     const at::Tensor& probs_rows = {}, at::Tensor* probs_out = nullptr);
+                     const at::Tensor& probs_rows = {}, at::Tensor* probs_out = nullptr,
+                     int64_t causal_past = -1);
 
 /// attention() with a multiplicative key gate, for training-mode soft pruning (VisPCO, Ji et al. ACL 2026 §3:
 /// pruned tokens are masked as keys instead of removed, so a gradient reaches the gate):

@@ -37,9 +37,10 @@ at::Tensor LlamaAttentionImpl::forward(const at::Tensor& x, const Rotary& rot, L
   k = apply_rotary(k, rot);
   const int64_t past = cache.length();
   cache.append(k, v, valid);
-  auto out = key_gate.defined() ? attention_gated(q, cache.keys(), cache.values(), mask, key_gate, past,
-                                                  probs_rows, probs_out, gate_own_key)
-                                : attention(q, cache.keys(), cache.values(), mask, probs_rows, probs_out);
+  auto out = key_gate.defined()
+                 ? attention_gated(q, cache.keys(), cache.values(), mask, key_gate, past, probs_rows,
+                                   probs_out, gate_own_key)
+                 : attention(q, cache.keys(), cache.values(), mask, probs_rows, probs_out, past);
   return linear_forward(o_proj, out);
 }
 

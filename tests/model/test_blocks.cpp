@@ -1,4 +1,5 @@
 // Shared blocks (RMSNorm, RoPE, GQA attention, masks) against the naive references in reference.h.
+#include <ATen/core/grad_mode.h>
 #include <gtest/gtest.h>
 
 #include "model/attention_chunks.h"
@@ -97,6 +98,54 @@ TEST(Blocks, AttentionInQueryChunksMatchesLoopsAndTheOneBlock) {
                                        ref::attention_head(q[b][h], k[b][h / 2], v[b][h / 2], vb, past)));
   }
   EXPECT_LT(worst, 1e-5);
+}
+
+// Causal key skipping (issue 63): chunks of queries skip the keys after their last query. Values, recorded
+// rows and gradients equal the unskipped computation (same chunks, every key computed and masked); claiming
+// one cached key fewer than the mask's (a visible key dropped from every chunk) must change the result.
+TEST(Blocks, CausalSkippedKeysMatchUnskippedValuesRowsAndGradients) {
+  at::AutoGradMode grad_on(true);  // the suite runs without autograd unless a test asks for it
+  at::manual_seed(5);
+  const int64_t B = 2, H = 4, Hkv = 2, T = 37, past = 5, S = past + T, Dh = 8;
+  auto q = at::randn({B, H, T, Dh}), k = at::randn({B, Hkv, S, Dh}), v = at::randn({B, Hkv, S, Dh});
+  for (auto* t : {&q, &k, &v}) t->set_requires_grad(true);
+  auto valid = at::ones({B, S}, at::kBool);
+  valid[1].narrow(0, 0, 4).fill_(false);  // left padding: the skipping must keep masking it
+  const auto mask = causal_mask(valid, T, past);
+  const auto rows = at::tensor({0, 36, 17, 3, 20, 35}, at::kLong).view({B, 3});
+  const int64_t budget = 6 * B * H * S * 4;  // chunks of 6 rows: 7 chunks, the last of 1
+  const auto w = at::randn({B, T, H * Dh});  // a loss that weighs every output element differently
+  const auto run = [&](int64_t causal_past, at::Tensor* probs) {
+    for (auto* t : {&q, &k, &v})
+      if (t->grad().defined()) t->mutable_grad().zero_();
+    auto out = attention_in_chunks(q, k, v, mask, rows, probs, budget, causal_past);
+    ((out * w).sum() + (probs->defined() ? (*probs * 0.5).sum() : at::zeros({}))).backward();
+    return std::vector<at::Tensor>{out.detach(), q.grad().clone(), k.grad().clone(), v.grad().clone()};
+  };
+  at::Tensor p_full, p_skip, p_drop;
+  const auto full = run(-1, &p_full);
+  const auto skip = run(past, &p_skip);
+  const char* what[] = {"output", "dq", "dk", "dv"};
+  for (size_t i = 0; i < full.size(); ++i) EXPECT_LT(max_diff(skip[i], full[i]), 1e-5) << what[i];
+  EXPECT_LT(max_diff(p_skip, p_full), 1e-7);
+  ASSERT_EQ(p_skip.sizes(), (at::IntArrayRef{B, H, 3, S}));
+  // Against the loops too (not only the unskipped path of the same function).
+  double worst = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    std::vector<bool> vb(S);
+    for (int64_t s = 0; s < S; ++s) vb[s] = valid[b][s].item<bool>();
+    for (int64_t h = 0; h < H; ++h)
+      worst = std::max(worst, max_diff(skip[0].view({B, T, H, Dh}).select(0, b).select(1, h),
+                                       ref::attention_head(q[b][h].detach(), k[b][h / 2].detach(),
+                                                           v[b][h / 2].detach(), vb, past)));
+  }
+  EXPECT_LT(worst, 1e-5);
+  const auto drop = run(past - 1, &p_drop);  // each chunk's last query loses its newest visible key
+  EXPECT_GT(max_diff(drop[0], full[0]), 1e-3);
+  EXPECT_GT(max_diff(drop[2], full[2]), 1e-3);
+  // A sequence short enough for one chunk runs as one block whatever causal_past says.
+  EXPECT_EQ(causal_query_chunk(1, 6, 300, 300), 300);
+  EXPECT_EQ(causal_query_chunk(1, 6, 3000, 3000), kCausalChunkRows);
 }
 
 TEST(Blocks, CausalMaskHidesFutureAndPadding) {
