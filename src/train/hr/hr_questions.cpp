@@ -1,6 +1,9 @@
 // SynthVQA-HR questions derived from a scene (templates identical to eval/synthvqa/hr_families.cpp).
 #include "train/hr/hr_questions.h"
 
+#include <algorithm>
+#include <cctype>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -97,6 +100,34 @@ std::vector<QaPair> sample_hr_questions(const Scene& scene, Rng& rng, size_t n) 
       any = true;
     }
     if (!any) break;
+  }
+  return out;
+}
+
+bool names_answer(const std::string& text, const std::string& answer) {
+  const auto lower = [](std::string x) {
+    for (auto& c : x) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return x;
+  };
+  const auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  const std::string t = lower(text), a = lower(answer);
+  if (a.empty()) return false;
+  for (size_t at = t.find(a); at != std::string::npos; at = t.find(a, at + 1)) {
+    const bool starts = at == 0 || !is_word(t[at - 1]);
+    const bool ends = at + a.size() == t.size() || !is_word(t[at + a.size()]);
+    if (starts && ends) return true;
+  }
+  return false;
+}
+
+std::vector<QaPair> hr_conversation(const QaPair& first, const Scene& scene, Rng& rng, size_t turns) {
+  std::vector<QaPair> out{first};
+  for (auto& q : sample_hr_questions(scene, rng, std::numeric_limits<size_t>::max())) {
+    if (out.size() >= turns) break;
+    if (q.question == first.question) continue;
+    const bool copied = std::any_of(out.begin(), out.end(),
+                                    [&](const QaPair& e) { return names_answer(e.question, q.answer); });
+    if (!copied) out.push_back(std::move(q));
   }
   return out;
 }

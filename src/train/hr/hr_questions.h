@@ -3,6 +3,7 @@
 // question/answer turns when the bundled high-resolution model is trained.
 #pragma once
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "eval/synthvqa/rng.h"
@@ -25,5 +26,17 @@ std::vector<QaPair> hr_all_questions(const eval::synthvqa::Scene& scene);
 /// (a random one of the family's), until n are drawn or none is left. Deterministic given `rng`.
 std::vector<QaPair> sample_hr_questions(const eval::synthvqa::Scene& scene, eval::synthvqa::Rng& rng,
                                         size_t n);
+
+/// Whether `answer` is spelled, as a whole word and ignoring case, in `text` (a question before it): then a
+/// later turn could copy it instead of reading the image ("What color is the tiny star?" → "red", then
+/// "What shape is the tiny red object?" → "star" is answered by the first question).
+bool names_answer(const std::string& text, const std::string& answer);
+
+/// One image's training conversation (stage 2 of the HR recipe): `first` (the sample's own question), then
+/// questions of sample_hr_questions(scene, rng, all) in their drawn order, skipping `first`'s duplicate and
+/// every question whose answer an earlier turn's question names (names_answer), until `turns` are drawn or
+/// none is left. Deterministic given `rng`.
+std::vector<QaPair> hr_conversation(const QaPair& first, const eval::synthvqa::Scene& scene,
+                                    eval::synthvqa::Rng& rng, size_t turns);
 
 }  // namespace vispco::train

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 #include "eval/synthvqa/hr_generator.h"
@@ -76,6 +77,49 @@ TEST(HrQuestions, SamplingVisitsEveryFamilyBeforeRepeatingOne) {
   EXPECT_EQ(questions.size(), 7u);
   Rng all(7);
   EXPECT_EQ(sample_hr_questions(hand_scene(), all, 100).size(), 9u);  // every question once, then no more
+}
+
+TEST(HrQuestions, NamesAnswerMatchesWholeWordsOnly) {
+  EXPECT_TRUE(names_answer("What color is the tiny star?", "star"));
+  EXPECT_TRUE(names_answer("What shape is the tiny Red object?", "red"));
+  EXPECT_FALSE(names_answer("How many tiny stars are there?", "star"));  // "stars" is another word
+  EXPECT_FALSE(names_answer("What color is the tiny cross?", "red"));    // not inside "across"-like words
+  EXPECT_FALSE(names_answer("What does the text say?", ""));
+}
+
+// A conversation never asks a question whose answer an earlier question names: in the hand scene "What color
+// is the tiny cross?" (green) names "cross", and no question's answer is "cross" there; "What shape is the
+// tiny yellow object?" (star) would be given away by a question naming "star" — checked over many draws.
+TEST(HrQuestions, AConversationNeverAsksWhatAnEarlierQuestionNames) {
+  const auto scene = hand_scene();
+  const auto all = hr_all_questions(scene);
+  int64_t longest = 0, shortest = 100;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    Rng rng(seed);
+    const auto& first = all[seed % all.size()];
+    const auto conv = hr_conversation(first, scene, rng, 16);
+    ASSERT_FALSE(conv.empty());
+    EXPECT_EQ(conv[0].question, first.question);
+    std::set<std::string> seen;
+    for (size_t t = 0; t < conv.size(); ++t) {
+      EXPECT_TRUE(seen.insert(conv[t].question).second) << "asked twice: " << conv[t].question;
+      for (size_t e = 0; e < t; ++e) {
+        // independent check of the rule: the answer as a lower-case word among the earlier question's words
+        std::string words = " ";
+        for (char c : conv[e].question)
+          words += std::isalnum(static_cast<unsigned char>(c)) ? char(std::tolower(c)) : ' ';
+        words += " ";
+        EXPECT_EQ(words.find(" " + conv[t].answer + " "), std::string::npos)
+            << conv[e].question << " gives away " << conv[t].question << " → " << conv[t].answer;
+      }
+    }
+    longest = std::max<int64_t>(longest, static_cast<int64_t>(conv.size()));
+    shortest = std::min<int64_t>(shortest, static_cast<int64_t>(conv.size()));
+  }
+  // 9 questions, one give-away: "How many large red objects are there?" names "red", the answer of "What
+  // color is the large square?" — that one is dropped when the count comes first, kept when it comes later.
+  EXPECT_EQ(longest, 9);
+  EXPECT_EQ(shortest, 8);
 }
 
 }  // namespace
