@@ -26,7 +26,7 @@ ProbeResult heldout_probe(VisionLanguageModel& model, uint64_t seed, int64_t per
 }
 
 ProbeResult heldout_probe(VisionLanguageModel& model, uint64_t seed, int64_t per_family, int64_t batch,
-                          const ProbeSource& source) {
+                          const ProbeSource& source, PrefillHook* hook) {
   if (per_family < 1 || batch < 1)
     throw InvalidArgument("heldout_probe: per_family and batch must be ≥ 1, got " +
                           std::to_string(per_family) + " and " + std::to_string(batch));
@@ -42,7 +42,7 @@ ProbeResult heldout_probe(VisionLanguageModel& model, uint64_t seed, int64_t per
       samples.push_back(source.make(seed, static_cast<uint64_t>(i)));
       reqs.push_back({model.preprocess(samples.back().rgb), model.prompt_ids(samples.back().question)});
     }
-    const auto out = generate(model, reqs, gc);
+    const auto out = generate(model, reqs, gc, hook);
     for (size_t b = 0; b < samples.size(); ++b) {
       sum.add(samples[b].family, eval::score_answer(out.texts[b], samples[b].answer, {}));
       r.predictions.push_back(out.texts[b]);

@@ -40,9 +40,11 @@ struct ProbeSource {
 };
 
 /// As heldout_probe() above on samples 0 … n_families·per_family − 1 of `source`. Images of different sizes
-/// may share a batch (generate() groups them by visual-token layout). @throws InvalidArgument as above.
+/// may share a batch (generate() groups them by visual-token layout). @param hook optional pruning plan run
+/// inside every prefill (the HR trainer's base-view gate: the same samples with the tiles removed).
+/// @throws InvalidArgument as above.
 ProbeResult heldout_probe(VisionLanguageModel& model, uint64_t seed, int64_t per_family, int64_t batch,
-                          const ProbeSource& source);
+                          const ProbeSource& source, PrefillHook* hook = nullptr);
 
 /// A probe gate whose probe fell below its bar, waiting for the next probe to confirm it.
 struct PendingGate {

@@ -34,6 +34,8 @@
 #include "model/llava_next/pack.h"
 #include "model/llava_next/presets.h"
 #include "model/vlm.h"
+#include "prune/bound_plan.h"
+#include "prune/plan_hook.h"
 #include "train/conversation_loss.h"
 #include "train/grounding.h"
 #include "train/heldout_probe.h"
@@ -100,20 +102,15 @@ void write_init_folder(const std::string& base_dir, const std::string& dir, uint
   write_next_preprocessor_config(dir, cfg);
 }
 
-// One image's conversation: the sample's own question first, then other questions of its scene. The first
-// turn's QaPair is the one of hr_all_questions() with the sample's question text (its objects, for
-// grounding; none when no question matches).
+// One image's conversation: the sample's own question first, then other questions of its scene that no
+// earlier question gives away (hr_conversation). The first turn's QaPair is the one of hr_all_questions()
+// with the sample's question text (its objects, for grounding; none when no question matches).
 std::vector<QaPair> conversation_of(const SynthSample& s, uint64_t seed, uint64_t index, int64_t turns) {
   QaPair first{s.family, s.question, s.answer, {}};
   for (const auto& q : hr_all_questions(s.scene))
     if (q.question == s.question && q.answer == s.answer) first.objects = q.objects;
-  std::vector<QaPair> out{first};
   eval::synthvqa::Rng rng(eval::synthvqa::sample_seed(seed, index));
-  for (const auto& q : sample_hr_questions(s.scene, rng, static_cast<size_t>(turns))) {
-    if (static_cast<int64_t>(out.size()) >= turns) break;
-    if (q.question != s.question) out.push_back(q);
-  }
-  return out;
+  return hr_conversation(first, s.scene, rng, static_cast<size_t>(turns));
 }
 
 // The head of the grounded layer that reads a text answer's glyphs: the LLaVA-1.5 recipe's glyph_head
@@ -365,16 +362,24 @@ struct HrTrainer::State {
     std::fprintf(stderr, "tower probe [%ld] foreground accuracy:%s\n", (long)step, line.c_str());
   }
 
+  // The held-out probe twice: every visual token, then the base view alone (the tiles removed before the
+  // decoder: base_view:keep=<base tokens>), so the log shows whether the answers use the tiles (issue 63's
+  // gate: a run whose tiles add nothing is stopped by hand, not after an hour).
   void probe_decoder() {
-    const auto r =
-        heldout_probe(*vlm, stage_seed(96), recipe.probe_per_family, 4,
-                      {make_hr_sample, static_cast<int64_t>(eval::synthvqa::hr_family_table().size())});
+    const ProbeSource source{make_hr_sample, static_cast<int64_t>(eval::synthvqa::hr_family_table().size())};
+    const auto r = heldout_probe(*vlm, stage_seed(96), recipe.probe_per_family, 4, source);
+    const int64_t base_tokens = cfg.grid() * cfg.grid();
+    const auto base_plan = BoundPlan::bind("base_view:keep=" + std::to_string(base_tokens), vlm->shape(), {});
+    const auto hook = base_plan.hook();
+    const auto b = heldout_probe(*vlm, stage_seed(96), recipe.probe_per_family, 4, source, hook.get());
     auto j = r.to_json();
     j["step"] = step;
+    j["base_view"] = b.to_json();
     append_text((fs::path(out) / "probe.jsonl").string(), j.dump() + "\n");
-    std::fprintf(stderr, "probe [%ld] overall %.3f:", (long)step, r.overall);
-    for (const auto& [f, a] : r.accuracy) std::fprintf(stderr, " %s %.2f", f.c_str(), a);
-    std::fprintf(stderr, " (%.0f s)\n", r.seconds);
+    std::fprintf(stderr, "probe [%ld] overall %.3f (base view %.3f):", (long)step, r.overall, b.overall);
+    for (const auto& [f, a] : r.accuracy)
+      std::fprintf(stderr, " %s %.2f/%.2f", f.c_str(), a, b.accuracy.count(f) ? b.accuracy.at(f) : 0.0);
+    std::fprintf(stderr, " (%.0f + %.0f s)\n", r.seconds, b.seconds);
   }
 };
 
