@@ -6,8 +6,11 @@
 // Conventions (all functions): one multiply–add = 2 FLOPs; only matrix products are counted (biases,
 // norms, softmax, activations, RoPE, residual adds and embedding lookups are left out: O(n·d), < 1%).
 // Attention over S keys counts all n·S query–key pairs (QKᵀ and the weighted sum of V, 2·2·n·S·H·D_h):
-// the causal mask's halving is NOT applied, as in the FastV/PyramidDrop accounting and in what a dense
-// kernel actually computes. Counts are exact integers (int64, no overflow below ~10¹⁸ FLOPs).
+// the causal mask's halving is NOT applied, as in the FastV/PyramidDrop accounting, so ratios compare with
+// the papers'. The engine computes fewer since issue 63: a prefill of n > 512 positions skips, per chunk of
+// 256 queries, the keys after the chunk (model/attention_chunks.h) — about (1 + 256/n)/2 of the n² pairs — so
+// at thousands of positions a measured speedup can exceed the FLOPs one where attention was a large share of
+// the unpruned prefill. Counts are exact integers (int64, no overflow below ~10¹⁸ FLOPs).
 #pragma once
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>

@@ -3,7 +3,10 @@
 // keys, so the result is attention()'s (model/blocks.h) up to the GEMM's summation order.
 // Under a causal mask a chunk of queries [t0, t0 + c) cannot see keys after past + t0 + c − 1: those keys are
 // skipped, not computed and masked (issue 63), so a T-row prefill scores ≈ T²/2 + T·c/2 query–key pairs
-// instead of T² — exact, since a masked key's weight exp(lowest − max) is exactly 0 in fp32.
+// instead of T² — exact for every query that sees a key, since a masked key's weight exp(lowest − max) is
+// exactly 0 in fp32. A left-padding query that sees no key gets uniform weights over the keys its chunk
+// computes instead of over all S (a finite row either way; nothing reads padding rows: their keys are masked
+// in every later layer and losses and logits skip them).
 #pragma once
 #include <ATen/core/Tensor.h>
 
@@ -31,7 +34,7 @@ int64_t causal_query_chunk(int64_t batch, int64_t heads, int64_t n_queries, int6
 /// @param causal_past −1: the mask may let any query see any key (every key is computed). ≥ 0: the mask is
 ///        causal by cache index with this many keys before the T queries (causal_mask()'s `past`), so query t
 ///        sees no key after causal_past + t and a chunk skips the keys none of its queries sees.
-/// @throws c10::Error when the heads do not group, or causal_past + T > S.
+/// @throws c10::Error when the heads do not group, causal_past + T > S, or causal_past ≥ 0 without a mask.
 at::Tensor attention_in_chunks(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                const at::Tensor& mask, const at::Tensor& probs_rows, at::Tensor* probs_out,
                                int64_t budget_bytes, int64_t causal_past = -1);

@@ -121,6 +121,7 @@ at::Tensor attention_in_chunks(const at::Tensor& q, const at::Tensor& k, const a
   const bool causal = causal_past >= 0;
   TORCH_CHECK(!causal || causal_past + T <= S, "attention: ", T, " queries after ", causal_past,
               " cached keys need ", causal_past + T, " keys, got ", S);
+  TORCH_CHECK(!causal || mask.defined(), "attention: causal key skipping needs the causal mask it mirrors");
   const int64_t chunk =
       causal ? causal_query_chunk(B, H, T, S, budget_bytes) : attention_query_chunk(B, H, S, budget_bytes);
   // Keys a chunk of queries [t0, t0 + c) can see: all S, or the first causal_past + t0 + c when causal.
