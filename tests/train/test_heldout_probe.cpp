@@ -10,6 +10,8 @@
 #include "eval/metrics.h"
 #include "eval/synthvqa/generator.h"
 #include "model/tiny_model.h"
+#include "prune/bound_plan.h"
+#include "prune/plan_hook.h"
 #include "test_util.h"
 #include "train/heldout_probe.h"
 #include "train/micro_recipe.h"
@@ -40,6 +42,29 @@ TEST(HeldoutProbe, AnswersAsTheEvaluatorDoesOnTheSameScenes) {
     EXPECT_DOUBLE_EQ(p.accuracy.at(family), cn.first / 2.0) << family;
   }
   EXPECT_THROW(heldout_probe(m, 31, 0), InvalidArgument);
+}
+
+// With a pruning hook (the HR trainer's base-view gate) the probe answers as the evaluator does under the
+// same plan, and the plan is really applied: keeping 1 of the visual tokens changes some answer of the
+// unpruned probe.
+TEST(HeldoutProbe, WithAHookAnswersAsTheEvaluatorUnderThatPlan) {
+  auto m = VisionLanguageModel::load(testing::tiny_model_dir(), RunContext{});
+  const auto plan = BoundPlan::bind("uniform:layer=0,keep=1", m.shape(), {});
+  const ProbeSource source{eval::synthvqa::make_sample, 8};
+  const auto hook = plan.hook();
+  const ProbeResult p = heldout_probe(m, 31, 2, /*batch=*/5, source, hook.get());
+  ASSERT_EQ(p.predictions.size(), 16u);
+  testing::TempDir tmp;
+  eval::synthvqa::generate_synthvqa({.seed = 31, .count = 16, .n_threads = 1}, tmp.str("ds"));
+  const auto ds = eval::load_dataset(tmp.str("ds"));
+  eval::EvalOptions opts;
+  opts.plan = plan.key();
+  const auto eval_hook = plan.hook();
+  const auto rep = eval::evaluate(m, "tiny", ds, opts, eval_hook.get());
+  for (size_t i = 0; i < 16; ++i)
+    EXPECT_EQ(p.predictions[i], rep.rows[i].result.prediction) << "sample " << i;
+  const ProbeResult unpruned = heldout_probe(m, 31, 2, /*batch=*/5, source);
+  EXPECT_NE(p.predictions, unpruned.predictions);
 }
 
 TEST(HeldoutProbe, TrainerLogsEveryProbeStepAndTheEndOfEachDecoderStage) {

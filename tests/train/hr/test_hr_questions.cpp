@@ -82,8 +82,10 @@ TEST(HrQuestions, SamplingVisitsEveryFamilyBeforeRepeatingOne) {
 TEST(HrQuestions, NamesAnswerMatchesWholeWordsOnly) {
   EXPECT_TRUE(names_answer("What color is the tiny star?", "star"));
   EXPECT_TRUE(names_answer("What shape is the tiny Red object?", "red"));
-  EXPECT_FALSE(names_answer("How many tiny stars are there?", "star"));  // "stars" is another word
-  EXPECT_FALSE(names_answer("What color is the tiny cross?", "red"));    // not inside "across"-like words
+  EXPECT_FALSE(names_answer("How many tiny stars are there?", "star"));   // "stars" is another word
+  EXPECT_FALSE(names_answer("What color is the tired cross?", "red"));    // "tired" ends with "red"
+  EXPECT_FALSE(names_answer("What color is the reddish cross?", "red"));  // "reddish" starts with it
+  EXPECT_TRUE(names_answer("red: what shape?", "red"));                   // at the very start
   EXPECT_FALSE(names_answer("What does the text say?", ""));
 }
 
