@@ -32,38 +32,17 @@ EPSILON_FAMILY=${EPSILON_FAMILY:-0.35}
 K_STEP=${K_STEP:-16}
 KEEPS=${KEEPS:-288,144,64,36,16}
 THREADS=${THREADS:-0}
-bash scripts/install-deps.sh
-TARGETS=vispco bash scripts/build.sh >/dev/null  # the CLI only, not the test suite
-B=build/vispco
 MODEL=models/synthvqa-small
+CALIB_SPLIT=calib
+TEST_SPLIT=test
 OUT=out/demo
-mkdir -p "$OUT"
-[ -f "$MODEL/config.json" ] || { echo "error: no bundled model in $MODEL (retrain: bash scripts/train-bundled.sh)" >&2; exit 1; }
-[ -f out/synthvqa-calib/manifest.json ] || $B data synth --split calib --out out/synthvqa-calib
-[ -f out/synthvqa-test/manifest.json ] || $B data synth --split test --out out/synthvqa-test
-common=(--model "$MODEL" --calib out/synthvqa-calib --test out/synthvqa-test --limit-calib "$N_CALIB"
-        --limit-test "$N_TEST" --epsilon "$EPSILON" --confidence "$CONFIDENCE" --epsilon-per-family "$EPSILON_FAMILY"
-        --batch 8 --store "$OUT/results.sqlite" --threads "$THREADS")
-start=$(date +%s)
-
-echo "== grid: accuracy vs FLOPs frontier on $N_CALIB calibration samples, K in {$KEEPS}; ε = $EPSILON at" \
-  "confidence $CONFIDENCE, per family $EPSILON_FAMILY, never slower than unpruned =="
-$B optimize --method grid "${common[@]}" --keep "$KEEPS" \
-  --template "fastv:layer=2;visionzip:layer=0;divprune:layer=0;pool:layer=0" --out "$OUT/grid"
-best=$(grep -o '"best": *"[^"]*"' "$OUT/grid/optimize.json" | head -1 | sed 's/.*: *"\(.*\)"/\1/')
-[ -n "$best" ] || best="visionzip:layer=0"
-echo "best pre-LLM template on the grid: $best"
-
-for tmpl in "fastv:layer=2" "$best"; do
-  name=$(echo "$tmpl" | tr ':=,' '___')
-  echo "== min-K at ε = $EPSILON (relative, confidence $CONFIDENCE, per family $EPSILON_FAMILY) for $tmpl =="
-  $B optimize --method min-k "${common[@]}" --template "$tmpl" --k-min "$K_STEP" \
-    --k-step "$K_STEP" --out "$OUT/min-k-$name"
-done
-
-$B generate --model "$MODEL" --image data/samples/images/000000.png --prompt "What color is the cross?" \
-  --plan "fastv:layer=2,keep=64" --threads "$THREADS" --heatmap "$OUT/heatmap-fastv.png" >/dev/null
-$B generate --model "$MODEL" --image data/samples/images/000000.png --prompt "What color is the cross?" \
-  --plan "visionzip:layer=0,keep=64" --threads "$THREADS" --heatmap "$OUT/heatmap-visionzip.png" >/dev/null
-echo "reports: $OUT/{grid,min-k-*}/optimize.md, plots: $OUT/*/plots/*.png, heat-maps: $OUT/heatmap-*.png"
-echo "searches took $(( $(date +%s) - start )) s"
+BATCH=8
+TEMPLATES="fastv:layer=2;visionzip:layer=0;divprune:layer=0;pool:layer=0"
+MIN_K_TEMPLATE="fastv:layer=2"
+FALLBACK_BEST="visionzip:layer=0"
+K_FLAGS="--k-min $K_STEP --k-step $K_STEP"
+HEATMAP_IMAGE=data/samples/images/000000.png
+HEATMAP_PROMPT="What color is the cross?"
+HEATMAP_PLANS="fastv:layer=2,keep=64;visionzip:layer=0,keep=64"
+source scripts/lib/demo.sh
+run_demo
