@@ -17,14 +17,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 N_CALIB=${N_CALIB:-210}
 N_TEST=${N_TEST:-210}
-EPSILON=${EPSILON:-0.05}
-CONFIDENCE=${CONFIDENCE:-0.9}
-EPSILON_FAMILY=${EPSILON_FAMILY:-0.35}
 KEEPS=${KEEPS:-50%,25%,11%,5%,2%}
 K_MIN=${K_MIN:-20}
 K_MAX=${K_MAX:-500}
 K_STEP=${K_STEP:-20}
-THREADS=${THREADS:-0}
 MODEL=models/synthvqa-hr
 CALIB_SPLIT=hr-calib
 TEST_SPLIT=hr-test
@@ -34,7 +30,7 @@ TEMPLATES="fastv:layer=2;divprune:layer=0;visionzip:layer=0"
 MIN_K_TEMPLATE="fastv:layer=2"
 FALLBACK_BEST="divprune:layer=0"
 K_FLAGS="--k-min $K_MIN --k-max $K_MAX --k-step $K_STEP"
-HEATMAP_IMAGE=out/synthvqa-hr-test/images/000017.png  # a 672x672 hr-test scene, made by run_demo
+HEATMAP_IMAGE=out/synthvqa-hr-test/images/000017.png  # a 336×672 hr-test scene (1,776 visual tokens), made by run_demo
 HEATMAP_PROMPT="What color is the tiny triangle?"
 HEATMAP_PLANS="fastv:layer=2,keep=11%;divprune:layer=0,keep=11%"
 source scripts/lib/demo.sh

@@ -14,9 +14,10 @@
 # re-uses every finished sample.
 # The caller sets MODEL, CALIB_SPLIT, TEST_SPLIT (SynthVQA split names), TEMPLATES (';'-separated), KEEPS,
 # MIN_K_TEMPLATE, FALLBACK_BEST, OUT, BATCH, K_FLAGS (the min-K search's K range flags), HEATMAP_IMAGE,
-# HEATMAP_PROMPT, HEATMAP_PLANS (';'-separated), and the knobs N_CALIB, N_TEST, EPSILON, CONFIDENCE,
-# EPSILON_FAMILY, THREADS.
+# HEATMAP_PROMPT, HEATMAP_PLANS (';'-separated), N_CALIB and N_TEST; the knobs both jobs share default here:
+# EPSILON (0.05), CONFIDENCE (0.9), EPSILON_FAMILY (0.35), THREADS (0 = all cores).
 run_demo() {
+  : "${EPSILON:=0.05}" "${CONFIDENCE:=0.9}" "${EPSILON_FAMILY:=0.35}" "${THREADS:=0}"
   bash scripts/install-deps.sh
   TARGETS=vispco bash scripts/build.sh >/dev/null  # the CLI only, not the test suite
   local B=build/vispco
